@@ -1,0 +1,466 @@
+/*
+ * FutoIn AsyncSteps for C: constructors, the execution-burst setting, and
+ * inline helpers over the universal binary interface (binarysteps.h).
+ *
+ * Every helper is a thin call through the ABI table, so code written with
+ * these helpers and code written against the raw ABI mix freely, and any
+ * FutoInAsyncSteps* from another implementation works with them.
+ *
+ * Lifetimes and rules (see README.md for the full semantics):
+ *  - The FutoInAsyncSteps* passed to a callback belongs to one flow (the root's
+ *    main flow or one parallel branch). It stays valid while that flow runs;
+ *    success()/error() may be called on it later, from another loop callback,
+ *    to complete a step that called waitExternal()/setTimeout()/setCancel().
+ *  - After futoin_error(), futoin_break() or futoin_continue() return from the
+ *    callback at once: C cannot unwind the stack for you.
+ *  - Strings passed in (error codes, error info, labels, state names) are
+ *    copied when the engine keeps them.
+ *  - Misuse inside a callback (success twice, success after add, NULL
+ *    callback, break outside a loop, setTimeout in an error handler, ...)
+ *    becomes an InternalError of the current step, with a descriptive
+ *    error_info. Misuse where no step is running (e.g. success() on an
+ *    instance that has completed) is ignored and reported to the loop's misuse
+ *    handler (futoin_set_misuse_handler; by default one line on stderr).
+ */
+#ifndef FUTOIN_ASYNCSTEPS_H
+#define FUTOIN_ASYNCSTEPS_H
+
+#include <futoin/asynctool.h>
+#include <futoin/binarysteps.h>
+
+#include <string.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Error codes of the spec (strings compared with strcmp).                  */
+
+#define FUTOIN_CONNECT_ERROR "ConnectError"
+#define FUTOIN_COMM_ERROR "CommError"
+#define FUTOIN_UNKNOWN_INTERFACE "UnknownInterface"
+#define FUTOIN_NOT_SUPPORTED_VERSION "NotSupportedVersion"
+#define FUTOIN_NOT_IMPLEMENTED "NotImplemented"
+#define FUTOIN_UNAUTHORIZED "Unauthorized"
+#define FUTOIN_INTERNAL_ERROR "InternalError"
+#define FUTOIN_INVOKER_ERROR "InvokerError"
+#define FUTOIN_INVALID_REQUEST "InvalidRequest"
+#define FUTOIN_DEFENSE_REJECTED "DefenseRejected"
+#define FUTOIN_PLEASE_REAUTH "PleaseReauth"
+#define FUTOIN_SECURITY_ERROR "SecurityError"
+#define FUTOIN_TIMEOUT "Timeout"
+
+/* ------------------------------------------------------------------------ */
+/* Construction                                                              */
+
+/* A new root AsyncSteps on loop. Returns NULL on allocation failure. */
+FutoInAsyncSteps* futoin_asyncsteps_new(FutoInLoop* loop);
+
+/* Frees a root (cancelling it first if it runs: cancel handlers are called).
+ * Safe from inside the root's own callbacks: the memory is released when the
+ * callback returns. Same as as->api->free(as). */
+void futoin_asyncsteps_free(FutoInAsyncSteps* root);
+
+/* The loop an instance of this library runs on (NULL for a foreign one). */
+FutoInLoop* futoin_asyncsteps_loop(FutoInAsyncSteps* as);
+
+/* Maximum number of step callbacks the engine runs per loop round before it
+ * lets other loop callbacks and timers in (spec 1.15 "execution burst";
+ * default 100, minimum 1). Ready flows take turns one step at a time. */
+void futoin_set_burst(FutoInLoop* loop, unsigned steps);
+
+/* Receives reports of API misuse that cannot become a step error because no
+ * step of that flow is running. as may be a stale pointer: don't call it. */
+typedef void (*FutoInMisuseHandler)(void* data, FutoInAsyncSteps* as, const char* info);
+void futoin_set_misuse_handler(FutoInLoop* loop, FutoInMisuseHandler cb, void* data);
+
+/* ------------------------------------------------------------------------ */
+/* Binary value constructors and typed getters                               */
+
+/* Plain values: no cleanup is needed. */
+static inline FutoInBinaryValue futoin_val_i32(int32_t v)
+{
+    static const FutoInType t = {FTN_TYPE_INT32, 0};
+    FutoInBinaryValue r;
+    memset(&r, 0, sizeof(r));
+    r.type = &t;
+    r.i32 = v;
+    return r;
+}
+static inline FutoInBinaryValue futoin_val_i64(int64_t v)
+{
+    static const FutoInType t = {FTN_TYPE_INT64, 0};
+    FutoInBinaryValue r;
+    memset(&r, 0, sizeof(r));
+    r.type = &t;
+    r.i64 = v;
+    return r;
+}
+static inline FutoInBinaryValue futoin_val_u32(uint32_t v)
+{
+    static const FutoInType t = {FTN_TYPE_UINT32, 0};
+    FutoInBinaryValue r;
+    memset(&r, 0, sizeof(r));
+    r.type = &t;
+    r.u32 = v;
+    return r;
+}
+static inline FutoInBinaryValue futoin_val_u64(uint64_t v)
+{
+    static const FutoInType t = {FTN_TYPE_UINT64, 0};
+    FutoInBinaryValue r;
+    memset(&r, 0, sizeof(r));
+    r.type = &t;
+    r.u64 = v;
+    return r;
+}
+static inline FutoInBinaryValue futoin_val_bool(bool v)
+{
+    static const FutoInType t = {FTN_TYPE_BOOL, 0};
+    FutoInBinaryValue r;
+    memset(&r, 0, sizeof(r));
+    r.type = &t;
+    r.b = v;
+    return r;
+}
+static inline FutoInBinaryValue futoin_val_double(double v)
+{
+    static const FutoInType t = {FTN_TYPE_DOUBLE, 0};
+    FutoInBinaryValue r;
+    memset(&r, 0, sizeof(r));
+    r.type = &t;
+    r.d = v;
+    return r;
+}
+/* A string the caller keeps alive (e.g. a literal): not copied, not freed. */
+static inline FutoInBinaryValue futoin_val_cstr(const char* s)
+{
+    static const FutoInType t = {FTN_TYPE_STRING, 0};
+    FutoInBinaryValue r;
+    memset(&r, 0, sizeof(r));
+    r.type = &t;
+    r.cstr = s;
+    r.length = s ? (uint32_t)strlen(s) : 0;
+    return r;
+}
+/* A heap copy of s, freed by the value's cleanup (exactly once, by the
+ * engine, after the receiving step returns). Type NULL if out of memory. */
+FutoInBinaryValue futoin_val_strdup(const char* s);
+/* A custom object: cleanup (may be NULL) is called with the value. */
+FutoInBinaryValue futoin_val_custom(const FutoInType* type, void* object);
+
+/* Number of leading arguments that hold a value (0..4); args may be NULL. */
+static inline int futoin_args_count(const FutoInArgs* args)
+{
+    int n = 0;
+    while (args && n < 4 && args->args[n].type) {
+        ++n;
+    }
+    return n;
+}
+/* Base type code of argument i, 0 when absent. */
+static inline int futoin_arg_type(const FutoInArgs* args, int i)
+{
+    if (!args || i < 0 || i > 3 || !args->args[i].type) {
+        return 0;
+    }
+    return args->args[i].type->flags;
+}
+/* Typed getters: the value when argument i exists with that type, else fallback. */
+static inline int64_t futoin_arg_int(const FutoInArgs* args, int i, int64_t fallback)
+{
+    switch (futoin_arg_type(args, i)) {
+    case FTN_TYPE_INT8: return args->args[i].i8;
+    case FTN_TYPE_INT16: return args->args[i].i16;
+    case FTN_TYPE_INT32: return args->args[i].i32;
+    case FTN_TYPE_INT64: return args->args[i].i64;
+    case FTN_TYPE_UINT8: return args->args[i].u8;
+    case FTN_TYPE_UINT16: return args->args[i].u16;
+    case FTN_TYPE_UINT32: return args->args[i].u32;
+    case FTN_TYPE_UINT64: return (int64_t)args->args[i].u64;
+    case FTN_TYPE_BOOL: return args->args[i].b;
+    default: return fallback;
+    }
+}
+static inline int32_t futoin_arg_i32(const FutoInArgs* args, int i, int32_t fallback)
+{
+    return (int32_t)futoin_arg_int(args, i, fallback);
+}
+static inline double futoin_arg_double(const FutoInArgs* args, int i, double fallback)
+{
+    switch (futoin_arg_type(args, i)) {
+    case FTN_TYPE_FLOAT: return args->args[i].f;
+    case FTN_TYPE_DOUBLE: return args->args[i].d;
+    default: return (double)futoin_arg_int(args, i, (int64_t)fallback);
+    }
+}
+static inline const char* futoin_arg_cstr(const FutoInArgs* args, int i, const char* fallback)
+{
+    return futoin_arg_type(args, i) == FTN_TYPE_STRING ? args->args[i].cstr : fallback;
+}
+static inline bool futoin_arg_bool(const FutoInArgs* args, int i, bool fallback)
+{
+    return futoin_arg_int(args, i, fallback) != 0;
+}
+static inline void* futoin_arg_custom(const FutoInArgs* args, int i)
+{
+    return futoin_arg_type(args, i) == FTN_TYPE_CUSTOM_OBJECT ? args->args[i].custom_data : (void*)0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Common API (spec 2.2.1)                                                   */
+
+/* Adds a step (f, optional error handler eh); data is passed to both. */
+static inline void futoin_add(FutoInAsyncSteps* as, FutoInAsyncSteps_execute_callback f,
+        FutoInAsyncSteps_error_callback eh, void* data)
+{
+    as->api->add(as, data, f, eh);
+}
+/* Adds a parallel step; add steps to the returned interface to make branches.
+ * The returned interface is valid until the current callback returns (or,
+ * on a root that has not started, until execute()). */
+static inline FutoInAsyncSteps* futoin_parallel(
+        FutoInAsyncSteps* as, FutoInAsyncSteps_error_callback eh, void* data)
+{
+    return as->api->parallel(as, data, eh);
+}
+/* Named state variable of the root: allocate(data) creates it on first use,
+ * cleanup(data, value) releases it with the root. */
+static inline void* futoin_state(FutoInAsyncSteps* as, const char* name,
+        void* (*allocate)(void* data), void (*cleanup)(void* data, void* value), void* data)
+{
+    return as->api->stateVariable(as, data, name, allocate, cleanup);
+}
+/* The last error's info (or break/continue label); "" when none. */
+static inline const char* futoin_error_info(FutoInAsyncSteps* as)
+{
+    const char* s = (const char*)as->api->stateVariable(as, 0, "error_info", 0, 0);
+    return s ? s : "";
+}
+/* Memory that lives until the current step is destroyed; cleanup (optional)
+ * runs first. Zero-filled, aligned for any type. */
+static inline void* futoin_stack(FutoInAsyncSteps* as, size_t size, void (*cleanup)(void* value))
+{
+    return as->api->stack(as, size, cleanup);
+}
+/* Adds a step synchronized on a FutoInSync object (Mutex, Throttle, ...). */
+static inline void futoin_add_sync(FutoInAsyncSteps* as, FutoInSync* sync,
+        FutoInAsyncSteps_execute_callback f, FutoInAsyncSteps_error_callback eh, void* data)
+{
+    as->api->addSync(as, sync, data, f, eh);
+}
+/* A new independent root on the same loop. */
+static inline FutoInAsyncSteps* futoin_new_instance(FutoInAsyncSteps* as)
+{
+    return as->api->newInstance(as);
+}
+static inline int futoin_is_valid(FutoInAsyncSteps* as)
+{
+    return as->api->isValid(as);
+}
+static inline ptrdiff_t futoin_root_id(FutoInAsyncSteps* as)
+{
+    return as->api->rootId(as);
+}
+
+/* Adds a step that succeeds with args (NULL: none), the spec's successStep():
+ * result injection after sub-steps. Ownership of the values passes to the
+ * engine, which cleans them up exactly once. */
+void futoin_success_step(FutoInAsyncSteps* as, FutoInArgs* args);
+
+/* Adds a step that yields to the loop once (spec 1.15 relinquish()): other
+ * flows and loop callbacks run before the flow continues. */
+void futoin_relinquish(FutoInAsyncSteps* as);
+
+/* Copies the model's top-level steps into as (the root's queue before
+ * execute(), or as sub-steps of the running step), and re-creates the model's
+ * state variables that as does not have by calling their allocators again
+ * (spec 1.5; deprecated upstream). A model must not have been executed.
+ * Values with a cleanup in a model's successStep cannot be copied:
+ * InternalError. */
+void futoin_copy_from(FutoInAsyncSteps* as, FutoInAsyncSteps* model);
+
+/* ------------------------------------------------------------------------ */
+/* Execution API (spec 2.2.2): inside an execute callback                    */
+
+static inline void futoin_success(FutoInAsyncSteps* as)
+{
+    as->api->success(as, 0);
+}
+/* Completes the step with up to four values; ownership passes to the engine. */
+static inline void futoin_success_args(FutoInAsyncSteps* as, FutoInArgs* args)
+{
+    as->api->success(as, args);
+}
+static inline void futoin_success1(FutoInAsyncSteps* as, FutoInBinaryValue a0)
+{
+    FutoInArgs a;
+    memset(&a, 0, sizeof(a));
+    a.arg0 = a0;
+    as->api->success(as, &a);
+}
+static inline void futoin_success2(FutoInAsyncSteps* as, FutoInBinaryValue a0, FutoInBinaryValue a1)
+{
+    FutoInArgs a;
+    memset(&a, 0, sizeof(a));
+    a.arg0 = a0;
+    a.arg1 = a1;
+    as->api->success(as, &a);
+}
+static inline void futoin_success3(FutoInAsyncSteps* as, FutoInBinaryValue a0,
+        FutoInBinaryValue a1, FutoInBinaryValue a2)
+{
+    FutoInArgs a;
+    memset(&a, 0, sizeof(a));
+    a.arg0 = a0;
+    a.arg1 = a1;
+    a.arg2 = a2;
+    as->api->success(as, &a);
+}
+static inline void futoin_success4(FutoInAsyncSteps* as, FutoInBinaryValue a0,
+        FutoInBinaryValue a1, FutoInBinaryValue a2, FutoInBinaryValue a3)
+{
+    FutoInArgs a;
+    memset(&a, 0, sizeof(a));
+    a.arg0 = a0;
+    a.arg1 = a1;
+    a.arg2 = a2;
+    a.arg3 = a3;
+    as->api->success(as, &a);
+}
+/* Fails the step with code (one of FUTOIN_* or your own) and optional info,
+ * which becomes error_info. Return from the callback right after. */
+static inline void futoin_error(FutoInAsyncSteps* as, const char* code, const char* info)
+{
+    as->api->handle_error(as, code, info);
+}
+/* Fails the step with Timeout unless it completes within timeout_ms
+ * (covers its sub-steps too). A second call replaces the first. */
+static inline void futoin_set_timeout(FutoInAsyncSteps* as, uint32_t timeout_ms)
+{
+    as->api->setTimeout(as, timeout_ms);
+}
+/* ch(as, data) runs if the step is aborted (root cancel, timeout, a sibling
+ * branch failing, break/continue out of it) before it completes. */
+static inline void futoin_set_cancel(
+        FutoInAsyncSteps* as, FutoInAsyncSteps_cancel_callback ch, void* data)
+{
+    as->api->setCancel(as, data, ch);
+}
+/* The step completes only by a later success()/error(). */
+static inline void futoin_wait_external(FutoInAsyncSteps* as)
+{
+    as->api->waitExternal(as);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Loops (spec 2.2.4): inside an execute callback                           */
+
+/* Runs f until futoin_break(); label (may be NULL) names the loop. */
+static inline void futoin_loop(FutoInAsyncSteps* as,
+        void (*f)(FutoInAsyncSteps* as, void* data), void* data, const char* label)
+{
+    as->api->loop(as, data, f, label);
+}
+/* Runs f(as, data, i) for i = 0 .. count-1. */
+static inline void futoin_repeat(FutoInAsyncSteps* as, size_t count,
+        void (*f)(FutoInAsyncSteps* as, void* data, size_t i), void* data, const char* label)
+{
+    as->api->repeat(as, data, count, f, label);
+}
+/* Leaves the innermost loop, or the one named label. Return right after. */
+static inline void futoin_break(FutoInAsyncSteps* as, const char* label)
+{
+    as->api->breakLoop(as, label);
+}
+/* Starts the next iteration of the innermost loop, or of the one named label. */
+static inline void futoin_continue(FutoInAsyncSteps* as, const char* label)
+{
+    as->api->continueLoop(as, label);
+}
+
+/* forEach over a C array: f(as, data, i, element) for each of count elements
+ * of elem_size bytes at base. The array must outlive the loop. */
+typedef void (*FutoInForEachArrayFn)(FutoInAsyncSteps* as, void* data, size_t i, const void* elem);
+void futoin_foreach_array(FutoInAsyncSteps* as, const void* base, size_t count, size_t elem_size,
+        FutoInForEachArrayFn f, void* data, const char* label);
+
+/* forEach over key/value pairs, in array order. */
+typedef struct FutoInKeyValue {
+    const char* key;
+    FutoInBinaryValue value;
+} FutoInKeyValue;
+typedef void (*FutoInForEachPairFn)(
+        FutoInAsyncSteps* as, void* data, const char* key, const FutoInBinaryValue* value);
+void futoin_foreach_pairs(FutoInAsyncSteps* as, const FutoInKeyValue* pairs, size_t count,
+        FutoInForEachPairFn f, void* data, const char* label);
+
+/* ------------------------------------------------------------------------ */
+/* Control API (spec 2.2.3): on a root                                       */
+
+/* Starts the root; unhandled_error(as, data, code) is called if an error
+ * escapes every handler (NULL: reported to the misuse handler). */
+static inline void futoin_execute(FutoInAsyncSteps* root,
+        FutoInAsyncSteps_error_callback unhandled_error, void* data)
+{
+    root->api->execute(root, data, unhandled_error);
+}
+/* Cancels a running root: cancel handlers run innermost first, timers are
+ * dropped, nothing fires later. The root may then be freed or reused. */
+static inline void futoin_cancel(FutoInAsyncSteps* root)
+{
+    root->api->cancel(root);
+}
+
+/* ------------------------------------------------------------------------ */
+/* await (spec 1.13): a completion any callback can resolve or reject        */
+
+typedef struct FutoInCompletion FutoInCompletion;
+
+FutoInCompletion* futoin_completion_new(void);
+/* Resolves with args (may be NULL; ownership passes on). Returns 0, or -1 if
+ * the completion was already resolved or rejected (args are then cleaned up). */
+int futoin_completion_resolve(FutoInCompletion* c, FutoInArgs* args);
+/* Rejects with an error code and optional info. Returns 0 or -1 as above. */
+int futoin_completion_reject(FutoInCompletion* c, const char* code, const char* info);
+/* Frees the completion. A step still awaiting it fails with InternalError. */
+void futoin_completion_free(FutoInCompletion* c);
+/* Adds a step that waits for c: it succeeds with c's args or fails with its
+ * error; cancelling the step detaches it from c. One awaiting step at a time;
+ * a second one fails with InternalError. */
+void futoin_await(FutoInAsyncSteps* as, FutoInCompletion* c,
+        FutoInAsyncSteps_error_callback eh, void* data);
+
+/* ------------------------------------------------------------------------ */
+/* promise (spec 2.2.3): run a root to completion                            */
+
+typedef struct FutoInOutcome {
+    /* NULL on success, else the unhandled error code. */
+    const char* code;
+    /* error_info of that error ("" if none). */
+    char info[256];
+    /* The last step's result values on success (the caller owns them:
+     * futoin_outcome_reset releases them). */
+    FutoInArgs args;
+    char code_buf[64];
+} FutoInOutcome;
+
+/* Return values of futoin_promise. */
+enum {
+    FUTOIN_PROMISE_OK = 0,
+    FUTOIN_PROMISE_ERROR = 1,   /* an error escaped: see out->code */
+    FUTOIN_PROMISE_STALLED = 2, /* the loop ran dry with the root still waiting: root cancelled */
+    FUTOIN_PROMISE_MISUSE = 3   /* NULL root, root not idle, or called from inside a step */
+};
+
+/* Executes root and runs its loop until the root completes. */
+int futoin_promise(FutoInAsyncSteps* root, FutoInOutcome* out);
+/* Releases the values held in an outcome. */
+void futoin_outcome_reset(FutoInOutcome* out);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* FUTOIN_ASYNCSTEPS_H */

@@ -1,0 +1,764 @@
+/*
+ * The 25-entry ABI function tables (spec 2.7.2): one for flow interfaces
+ * (the root and the interfaces passed to callbacks) and one for the
+ * interface parallel() returns. Each entry checks that it is called in a
+ * context where the spec allows it, then hands over to engine.c.
+ */
+#include "engine_internal.h"
+
+#include <string.h>
+
+/* ------------------------------------------------------------------------ */
+/* Context checks                                                            */
+
+static const char* cb_name(uint8_t cb)
+{
+    switch (cb) {
+    case CB_EXEC: return "a step";
+    case CB_ERROR: return "an error handler";
+    case CB_CANCEL: return "a cancel handler";
+    case CB_FINAL: return "the unhandled-error callback";
+    default: return "no running step";
+    }
+}
+
+/* Where add()-like calls put their step: the running step's sub-step queue,
+ * or level 0 of a root that is not running. NULL after reporting misuse. */
+Frame* futoin__add_target(Flow* fl, const char* what)
+{
+    Root* r = fl->root;
+    if (fl->cb == CB_EXEC || fl->cb == CB_ERROR) {
+        if (fl->out == OUT_SUCCESS) {
+            futoin__misuse(fl, "%s() after success()", what);
+            return NULL;
+        }
+        if (fl->out != OUT_NONE) {
+            futoin__misuse(fl, "%s() after error(), break() or continue()", what);
+            return NULL;
+        }
+        return &fl->frames[fl->depth];
+    }
+    if (fl->cb == CB_NONE && fl == &r->main && r->state != RS_RUNNING && !r->free_pending) {
+        if (r->state != RS_IDLE) {
+            r->state = RS_IDLE; /* a finished root is being reused */
+        }
+        return &fl->frames[0];
+    }
+    futoin__misuse(fl, "%s() called from %s of a %s instance", what, cb_name(fl->cb),
+            r->state == RS_RUNNING ? "running" : "finished");
+    return NULL;
+}
+
+/* For calls valid only inside an execute callback (setTimeout & co). */
+static int in_exec(Flow* fl, const char* what)
+{
+    if (fl->cb == CB_EXEC) {
+        return 1;
+    }
+    if (fl->cb == CB_ERROR) {
+        futoin__misuse(fl, "%s() is not allowed in an error handler", what);
+    } else {
+        futoin__misuse(fl, "%s() called from %s (instance %s)", what, cb_name(fl->cb),
+                fl->state == FS_DONE || fl->root->state != RS_RUNNING ? "not running"
+                                                                      : "waiting");
+    }
+    return 0;
+}
+
+/* A do-nothing interface returned where an interface is due but the call was
+ * misuse, so that chained calls cannot crash. Every entry ignores its
+ * arguments and returns zero/NULL. */
+static const FutoInAsyncStepsAPI dead_api;
+static FutoInAsyncSteps dead_iface = {&dead_api};
+
+static void dead_add(FutoInAsyncSteps* b, void* d, FutoInAsyncSteps_execute_callback f,
+        FutoInAsyncSteps_error_callback eh)
+{
+    (void)b, (void)d, (void)f, (void)eh;
+}
+static FutoInAsyncSteps* dead_parallel(FutoInAsyncSteps* b, void* d, FutoInAsyncSteps_error_callback eh)
+{
+    (void)b, (void)d, (void)eh;
+    return &dead_iface;
+}
+static void* dead_state(FutoInAsyncSteps* b, void* d, const char* n, void* (*a)(void*),
+        void (*c)(void*, void*))
+{
+    (void)b, (void)d, (void)n, (void)a, (void)c;
+    return NULL;
+}
+static void* dead_stack(FutoInAsyncSteps* b, size_t s, void (*c)(void*))
+{
+    (void)b, (void)s, (void)c;
+    return NULL;
+}
+static void dead_success(FutoInAsyncSteps* b, FutoInArgs* a)
+{
+    (void)b;
+    if (a) {
+        for (int i = 0; i < 4; ++i) {
+            futoin_reset_binval(&a->args[i]);
+        }
+    }
+}
+static void dead_error(FutoInAsyncSteps* b, const char* c, const char* i)
+{
+    (void)b, (void)c, (void)i;
+}
+static void dead_timeout(FutoInAsyncSteps* b, uint32_t ms)
+{
+    (void)b, (void)ms;
+}
+static void dead_set_cancel(FutoInAsyncSteps* b, void* d, FutoInAsyncSteps_cancel_callback ch)
+{
+    (void)b, (void)d, (void)ch;
+}
+static void dead_void(FutoInAsyncSteps* b)
+{
+    (void)b;
+}
+static void dead_loop(FutoInAsyncSteps* b, void* d, void (*f)(FutoInAsyncSteps*, void*), const char* l)
+{
+    (void)b, (void)d, (void)f, (void)l;
+}
+static void dead_repeat(FutoInAsyncSteps* b, void* d, size_t n,
+        void (*f)(FutoInAsyncSteps*, void*, size_t), const char* l)
+{
+    (void)b, (void)d, (void)n, (void)f, (void)l;
+}
+static void dead_label(FutoInAsyncSteps* b, const char* l)
+{
+    (void)b, (void)l;
+}
+static void dead_execute(FutoInAsyncSteps* b, void* d, FutoInAsyncSteps_error_callback eh)
+{
+    (void)b, (void)d, (void)eh;
+}
+static void dead_add_sync(FutoInAsyncSteps* b, FutoInSync* s, void* d,
+        FutoInAsyncSteps_execute_callback f, FutoInAsyncSteps_error_callback eh)
+{
+    (void)b, (void)s, (void)d, (void)f, (void)eh;
+}
+static ptrdiff_t dead_root_id(FutoInAsyncSteps* b)
+{
+    (void)b;
+    return 0;
+}
+static int dead_int(FutoInAsyncSteps* b)
+{
+    (void)b;
+    return 0;
+}
+static FutoInAsyncSteps* dead_new_instance(FutoInAsyncSteps* b)
+{
+    (void)b;
+    return NULL;
+}
+static FutoInHandle dead_immediate(FutoInAsyncSteps* b, void* d, void (*cb)(void*))
+{
+    (void)b, (void)d, (void)cb;
+    FutoInHandle h = {0, 0, 0};
+    return h;
+}
+static FutoInHandle dead_deferred(FutoInAsyncSteps* b, uint32_t ms, void* d, void (*cb)(void*))
+{
+    (void)ms;
+    return dead_immediate(b, d, cb);
+}
+static void dead_sched_cancel(FutoInAsyncSteps* b, FutoInHandle* h)
+{
+    (void)b, (void)h;
+}
+static int dead_sched_is_valid(FutoInAsyncSteps* b, FutoInHandle* h)
+{
+    (void)b, (void)h;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Flow interface                                                            */
+
+static void flow_add(FutoInAsyncSteps* bsi, void* data, FutoInAsyncSteps_execute_callback f,
+        FutoInAsyncSteps_error_callback eh)
+{
+    Flow* fl = (Flow*)bsi;
+    if (!f) {
+        futoin__misuse(fl, "add() with a NULL execute callback");
+        return;
+    }
+    Frame* fr = futoin__add_target(fl, "add");
+    if (fr) {
+        futoin__queue_step(fr, futoin__step_new(fl->root->ctx, SK_PLAIN, data, f, eh, NULL));
+    }
+}
+
+static FutoInAsyncSteps* flow_parallel(FutoInAsyncSteps* bsi, void* data, FutoInAsyncSteps_error_callback eh)
+{
+    Flow* fl = (Flow*)bsi;
+    Frame* fr = futoin__add_target(fl, "parallel");
+    if (!fr) {
+        return &dead_iface;
+    }
+    EngineCtx* ctx = fl->root->ctx;
+    Parallel* p = futoin__parallel_new(ctx, fl);
+    futoin__queue_step(fr, futoin__step_new(ctx, SK_PARALLEL, data, NULL, eh, p));
+    return &p->iface;
+}
+
+static void* flow_state_variable(FutoInAsyncSteps* bsi, void* data, const char* name,
+        void* (*allocate)(void* data), void (*cleanup)(void* data, void* value))
+{
+    Flow* fl = (Flow*)bsi;
+    if (!name) {
+        futoin__misuse(fl, "stateVariable() with a NULL name");
+        return NULL;
+    }
+    return futoin__state_var(fl->root, data, name, allocate, cleanup);
+}
+
+static void* flow_stack(FutoInAsyncSteps* bsi, size_t size, void (*cleanup)(void*))
+{
+    Flow* fl = (Flow*)bsi;
+    Root* r = fl->root;
+    int idle_root = fl->cb == CB_NONE && fl == &r->main && r->state != RS_RUNNING;
+    if (fl->cb != CB_EXEC && fl->cb != CB_ERROR && !idle_root) {
+        futoin__misuse(fl, "stack() called from %s", cb_name(fl->cb));
+        return NULL;
+    }
+    return futoin__flow_stack(fl, size, cleanup);
+}
+
+static void drop_args(FutoInArgs* args)
+{
+    if (args) {
+        for (int i = 0; i < 4; ++i) {
+            futoin_reset_binval(&args->args[i]);
+        }
+    }
+}
+
+static void flow_success(FutoInAsyncSteps* bsi, FutoInArgs* args)
+{
+    Flow* fl = (Flow*)bsi;
+    if (fl->cb == CB_EXEC || fl->cb == CB_ERROR) {
+        if (fl->out == OUT_SUCCESS) {
+            futoin__misuse(fl, "success() called twice");
+        } else if (fl->out != OUT_NONE) {
+            futoin__misuse(fl, "success() after error(), break() or continue()");
+        } else if (fl->frames[fl->depth].q_head) {
+            futoin__misuse(fl, "success() after add(): sub-steps were added");
+        } else {
+            futoin__flow_success(fl, args);
+            return;
+        }
+        drop_args(args);
+        return;
+    }
+    if (fl->cb == CB_NONE && fl->state == FS_WAIT && fl->depth > 0
+            && (fl->frames[fl->depth].flags & FR_WAIT) && fl->root->state == RS_RUNNING) {
+        futoin__flow_success(fl, args);
+        return;
+    }
+    futoin__misuse(fl, "success() called from %s while the step is not waiting "
+                       "(completed twice, or the instance is not running)",
+            cb_name(fl->cb));
+    drop_args(args);
+}
+
+static void flow_handle_error(FutoInAsyncSteps* bsi, const char* code, const char* info)
+{
+    Flow* fl = (Flow*)bsi;
+    if (!code) {
+        futoin__misuse(fl, "error() with a NULL error code");
+        return;
+    }
+    if (fl->cb == CB_EXEC || fl->cb == CB_ERROR) {
+        if (fl->out == OUT_SUCCESS) {
+            futoin__misuse(fl, "error(%.64s) after success()", code);
+        } else if (fl->out == OUT_ERROR) {
+            futoin__misuse(fl, "error(%.64s) called twice", code);
+        } else if (fl->out != OUT_NONE) {
+            futoin__misuse(fl, "error(%.64s) after break() or continue()", code);
+        } else if (fl->cb == CB_EXEC && fl->frames[fl->depth].q_head) {
+            futoin__misuse(fl, "error(%.64s) after add(): sub-steps were added", code);
+        } else {
+            futoin__flow_error(fl, code, info);
+        }
+        return;
+    }
+    if (fl->cb == CB_NONE && fl->state == FS_WAIT && fl->depth > 0
+            && (fl->frames[fl->depth].flags & FR_WAIT) && fl->root->state == RS_RUNNING) {
+        futoin__flow_error(fl, code, info);
+        return;
+    }
+    futoin__misuse(fl, "error(%.64s) called from %s while the step is not waiting "
+                       "(completed twice, or the instance is not running)",
+            code, cb_name(fl->cb));
+}
+
+static void flow_set_timeout(FutoInAsyncSteps* bsi, uint32_t timeout_ms)
+{
+    Flow* fl = (Flow*)bsi;
+    if (in_exec(fl, "setTimeout")) {
+        futoin__flow_set_timeout(fl, timeout_ms);
+    }
+}
+
+static void flow_set_cancel(FutoInAsyncSteps* bsi, void* data, FutoInAsyncSteps_cancel_callback ch)
+{
+    Flow* fl = (Flow*)bsi;
+    if (!in_exec(fl, "setCancel")) {
+        return;
+    }
+    if (!ch) {
+        futoin__misuse(fl, "setCancel() with a NULL cancel handler");
+        return;
+    }
+    futoin__flow_set_cancel(fl, data, ch);
+}
+
+static void flow_wait_external(FutoInAsyncSteps* bsi)
+{
+    Flow* fl = (Flow*)bsi;
+    if (in_exec(fl, "waitExternal")) {
+        futoin__flow_wait(fl);
+    }
+}
+
+static void add_loop(Flow* fl, void* data, size_t count,
+        void (*loop_fn)(FutoInAsyncSteps*, void*),
+        void (*repeat_fn)(FutoInAsyncSteps*, void*, size_t), const char* label)
+{
+    const char* what = loop_fn ? "loop" : "repeat";
+    if (!loop_fn && !repeat_fn) {
+        futoin__misuse(fl, "%s() with a NULL loop body", what);
+        return;
+    }
+    Frame* fr = futoin__add_target(fl, what);
+    if (!fr) {
+        return;
+    }
+    EngineCtx* ctx = fl->root->ctx;
+    LoopSpec* l = futoin__loopspec_new(ctx, label);
+    l->loop_fn = loop_fn;
+    l->repeat_fn = repeat_fn;
+    l->data = data;
+    l->count = count;
+    futoin__queue_step(fr, futoin__step_new(ctx, SK_LOOP, data, NULL, NULL, l));
+}
+
+static void flow_loop(FutoInAsyncSteps* bsi, void* data, void (*f)(FutoInAsyncSteps*, void*),
+        const char* label)
+{
+    Flow* fl = (Flow*)bsi;
+    if (!f) {
+        futoin__misuse(fl, "loop() with a NULL loop body");
+        return;
+    }
+    add_loop(fl, data, 0, f, NULL, label);
+}
+
+static void flow_repeat(FutoInAsyncSteps* bsi, void* data, size_t count,
+        void (*f)(FutoInAsyncSteps*, void*, size_t), const char* label)
+{
+    Flow* fl = (Flow*)bsi;
+    if (!f) {
+        futoin__misuse(fl, "repeat() with a NULL loop body");
+        return;
+    }
+    add_loop(fl, data, count, NULL, f, label);
+}
+
+static void loop_control(Flow* fl, uint8_t ctl, const char* label)
+{
+    const char* what = ctl == CTL_BREAK ? "break" : "continue";
+    if (fl->cb != CB_EXEC && fl->cb != CB_ERROR) {
+        futoin__misuse(fl, "%s() called from %s", what, cb_name(fl->cb));
+        return;
+    }
+    if (fl->out != OUT_NONE) {
+        futoin__misuse(fl, "%s() after the step already completed", what);
+        return;
+    }
+    if (!futoin__find_loop(fl, label)) {
+        if (label && *label) {
+            futoin__misuse(fl, "%s(): no enclosing loop labelled '%.64s'", what, label);
+        } else {
+            futoin__misuse(fl, "%s() outside of a loop", what);
+        }
+        return;
+    }
+    futoin__flow_ctl(fl, ctl, label);
+}
+
+static void flow_break(FutoInAsyncSteps* bsi, const char* label)
+{
+    loop_control((Flow*)bsi, CTL_BREAK, label);
+}
+
+static void flow_continue(FutoInAsyncSteps* bsi, const char* label)
+{
+    loop_control((Flow*)bsi, CTL_CONTINUE, label);
+}
+
+static void flow_execute(FutoInAsyncSteps* bsi, void* data, FutoInAsyncSteps_error_callback unhandled)
+{
+    Flow* fl = (Flow*)bsi;
+    Root* r = fl->root;
+    if (fl != &r->main) {
+        futoin__misuse(fl, "execute() on a parallel branch: only a root can be executed");
+        return;
+    }
+    if (r->state == RS_RUNNING || fl->cb != CB_NONE || r->free_pending) {
+        futoin__misuse(fl, "execute() on a root that is already running");
+        return;
+    }
+    futoin__root_execute(fl, data, unhandled);
+}
+
+static void flow_cancel(FutoInAsyncSteps* bsi)
+{
+    futoin__root_cancel(((Flow*)bsi)->root);
+}
+
+static void flow_add_sync(FutoInAsyncSteps* bsi, FutoInSync* sync, void* data,
+        FutoInAsyncSteps_execute_callback f, FutoInAsyncSteps_error_callback eh)
+{
+    Flow* fl = (Flow*)bsi;
+    if (!sync || !sync->api) {
+        futoin__misuse(fl, "addSync() with a NULL sync object");
+        return;
+    }
+    if (!f) {
+        futoin__misuse(fl, "addSync() with a NULL execute callback");
+        return;
+    }
+    Frame* fr = futoin__add_target(fl, "addSync");
+    if (fr) {
+        futoin__queue_step(fr, futoin__step_new(fl->root->ctx, SK_SYNC, data, f, eh, sync));
+    }
+}
+
+static ptrdiff_t flow_root_id(FutoInAsyncSteps* bsi)
+{
+    return (ptrdiff_t)(uintptr_t)bsi;
+}
+
+static int flow_is_valid(FutoInAsyncSteps* bsi)
+{
+    Flow* fl = (Flow*)bsi;
+    Root* r = fl->root;
+    if (r->free_pending || r->state == RS_CANCELLED) {
+        return 0;
+    }
+    return fl == &r->main || fl->state != FS_DONE;
+}
+
+static FutoInAsyncSteps* flow_new_instance(FutoInAsyncSteps* bsi)
+{
+    return futoin_asyncsteps_new(((Flow*)bsi)->root->ctx->loop);
+}
+
+static void flow_free(FutoInAsyncSteps* bsi)
+{
+    Flow* fl = (Flow*)bsi;
+    if (fl != &fl->root->main) {
+        futoin__misuse(fl, "free() on a parallel branch: only a root can be freed");
+        return;
+    }
+    futoin__root_free(fl->root);
+}
+
+static FutoInHandle flow_sched_immediate(FutoInAsyncSteps* bsi, void* data, void (*cb)(void*))
+{
+    return futoin_loop_immediate(((Flow*)bsi)->root->ctx->loop, data, cb);
+}
+
+static FutoInHandle flow_sched_deferred(FutoInAsyncSteps* bsi, uint32_t delay_ms, void* data,
+        void (*cb)(void*))
+{
+    return futoin_loop_deferred(((Flow*)bsi)->root->ctx->loop, delay_ms, data, cb);
+}
+
+static void flow_sched_cancel(FutoInAsyncSteps* bsi, FutoInHandle* handle)
+{
+    futoin_loop_cancel(((Flow*)bsi)->root->ctx->loop, handle);
+}
+
+static int flow_sched_is_valid(FutoInAsyncSteps* bsi, FutoInHandle* handle)
+{
+    return futoin_loop_is_valid(((Flow*)bsi)->root->ctx->loop, handle);
+}
+
+static int flow_is_same_thread(FutoInAsyncSteps* bsi)
+{
+    return futoin_loop_is_same_thread(((Flow*)bsi)->root->ctx->loop);
+}
+
+const FutoInAsyncStepsAPI futoin__flow_api = {{{
+        flow_add,
+        flow_parallel,
+        flow_state_variable,
+        flow_stack,
+        flow_success,
+        flow_handle_error,
+        flow_set_timeout,
+        flow_set_cancel,
+        flow_wait_external,
+        flow_loop,
+        flow_repeat,
+        flow_break,
+        flow_continue,
+        flow_execute,
+        flow_cancel,
+        flow_add_sync,
+        flow_root_id,
+        flow_is_valid,
+        flow_new_instance,
+        flow_free,
+        flow_sched_immediate,
+        flow_sched_deferred,
+        flow_sched_cancel,
+        flow_sched_is_valid,
+        flow_is_same_thread,
+}}};
+
+/* ------------------------------------------------------------------------ */
+/* Parallel interface: step-adding calls add branches; the rest act on the  */
+/* flow that created the parallel step.                                      */
+
+static Parallel* par_of(FutoInAsyncSteps* bsi)
+{
+    return (Parallel*)bsi;
+}
+
+static int par_can_add(Parallel* p, const char* what)
+{
+    if (p->started) {
+        futoin__misuse(p->owner, "%s() on a parallel step that has already started", what);
+        return 0;
+    }
+    return 1;
+}
+
+static void par_branch(Parallel* p, Step* s)
+{
+    if (p->b_tail) {
+        p->b_tail->next = s;
+    } else {
+        p->b_head = s;
+    }
+    p->b_tail = s;
+}
+
+static void par_add(FutoInAsyncSteps* bsi, void* data, FutoInAsyncSteps_execute_callback f,
+        FutoInAsyncSteps_error_callback eh)
+{
+    Parallel* p = par_of(bsi);
+    if (!f) {
+        futoin__misuse(p->owner, "add() with a NULL execute callback");
+        return;
+    }
+    if (par_can_add(p, "add")) {
+        par_branch(p, futoin__step_new(p->owner->root->ctx, SK_PLAIN, data, f, eh, NULL));
+    }
+}
+
+static FutoInAsyncSteps* par_parallel(FutoInAsyncSteps* bsi, void* data, FutoInAsyncSteps_error_callback eh)
+{
+    Parallel* p = par_of(bsi);
+    if (!par_can_add(p, "parallel")) {
+        return &dead_iface;
+    }
+    EngineCtx* ctx = p->owner->root->ctx;
+    Parallel* inner = futoin__parallel_new(ctx, p->owner);
+    par_branch(p, futoin__step_new(ctx, SK_PARALLEL, data, NULL, eh, inner));
+    return &inner->iface;
+}
+
+static void par_loop_branch(Parallel* p, void* data, size_t count,
+        void (*loop_fn)(FutoInAsyncSteps*, void*),
+        void (*repeat_fn)(FutoInAsyncSteps*, void*, size_t), const char* label)
+{
+    const char* what = loop_fn ? "loop" : "repeat";
+    if (!loop_fn && !repeat_fn) {
+        futoin__misuse(p->owner, "%s() with a NULL loop body", what);
+        return;
+    }
+    if (!par_can_add(p, what)) {
+        return;
+    }
+    EngineCtx* ctx = p->owner->root->ctx;
+    LoopSpec* l = futoin__loopspec_new(ctx, label);
+    l->loop_fn = loop_fn;
+    l->repeat_fn = repeat_fn;
+    l->data = data;
+    l->count = count;
+    par_branch(p, futoin__step_new(ctx, SK_LOOP, data, NULL, NULL, l));
+}
+
+static void par_loop(FutoInAsyncSteps* bsi, void* data, void (*f)(FutoInAsyncSteps*, void*),
+        const char* label)
+{
+    par_loop_branch(par_of(bsi), data, 0, f, NULL, label);
+}
+
+static void par_repeat(FutoInAsyncSteps* bsi, void* data, size_t count,
+        void (*f)(FutoInAsyncSteps*, void*, size_t), const char* label)
+{
+    par_loop_branch(par_of(bsi), data, count, NULL, f, label);
+}
+
+static void par_add_sync(FutoInAsyncSteps* bsi, FutoInSync* sync, void* data,
+        FutoInAsyncSteps_execute_callback f, FutoInAsyncSteps_error_callback eh)
+{
+    Parallel* p = par_of(bsi);
+    if (!sync || !sync->api || !f) {
+        futoin__misuse(p->owner, "addSync() with a NULL sync object or callback");
+        return;
+    }
+    if (par_can_add(p, "addSync")) {
+        par_branch(p, futoin__step_new(p->owner->root->ctx, SK_SYNC, data, f, eh, sync));
+    }
+}
+
+#define OWNER(bsi) (&par_of(bsi)->owner->iface)
+
+static void* par_state_variable(FutoInAsyncSteps* bsi, void* data, const char* name,
+        void* (*allocate)(void*), void (*cleanup)(void*, void*))
+{
+    return flow_state_variable(OWNER(bsi), data, name, allocate, cleanup);
+}
+static void* par_stack(FutoInAsyncSteps* bsi, size_t size, void (*cleanup)(void*))
+{
+    return flow_stack(OWNER(bsi), size, cleanup);
+}
+static void par_success(FutoInAsyncSteps* bsi, FutoInArgs* args)
+{
+    flow_success(OWNER(bsi), args);
+}
+static void par_handle_error(FutoInAsyncSteps* bsi, const char* code, const char* info)
+{
+    flow_handle_error(OWNER(bsi), code, info);
+}
+static void par_set_timeout(FutoInAsyncSteps* bsi, uint32_t ms)
+{
+    flow_set_timeout(OWNER(bsi), ms);
+}
+static void par_set_cancel(FutoInAsyncSteps* bsi, void* data, FutoInAsyncSteps_cancel_callback ch)
+{
+    flow_set_cancel(OWNER(bsi), data, ch);
+}
+static void par_wait_external(FutoInAsyncSteps* bsi)
+{
+    flow_wait_external(OWNER(bsi));
+}
+static void par_break(FutoInAsyncSteps* bsi, const char* label)
+{
+    flow_break(OWNER(bsi), label);
+}
+static void par_continue(FutoInAsyncSteps* bsi, const char* label)
+{
+    flow_continue(OWNER(bsi), label);
+}
+static void par_execute(FutoInAsyncSteps* bsi, void* data, FutoInAsyncSteps_error_callback eh)
+{
+    futoin__misuse(par_of(bsi)->owner, "execute() on a parallel step interface");
+    (void)data, (void)eh;
+}
+static void par_cancel(FutoInAsyncSteps* bsi)
+{
+    flow_cancel(OWNER(bsi));
+}
+static ptrdiff_t par_root_id(FutoInAsyncSteps* bsi)
+{
+    return flow_root_id(OWNER(bsi));
+}
+static int par_is_valid(FutoInAsyncSteps* bsi)
+{
+    return flow_is_valid(OWNER(bsi));
+}
+static FutoInAsyncSteps* par_new_instance(FutoInAsyncSteps* bsi)
+{
+    return flow_new_instance(OWNER(bsi));
+}
+static void par_free(FutoInAsyncSteps* bsi)
+{
+    futoin__misuse(par_of(bsi)->owner, "free() on a parallel step interface");
+}
+static FutoInHandle par_sched_immediate(FutoInAsyncSteps* bsi, void* data, void (*cb)(void*))
+{
+    return flow_sched_immediate(OWNER(bsi), data, cb);
+}
+static FutoInHandle par_sched_deferred(FutoInAsyncSteps* bsi, uint32_t ms, void* data, void (*cb)(void*))
+{
+    return flow_sched_deferred(OWNER(bsi), ms, data, cb);
+}
+static void par_sched_cancel(FutoInAsyncSteps* bsi, FutoInHandle* h)
+{
+    flow_sched_cancel(OWNER(bsi), h);
+}
+static int par_sched_is_valid(FutoInAsyncSteps* bsi, FutoInHandle* h)
+{
+    return flow_sched_is_valid(OWNER(bsi), h);
+}
+static int par_is_same_thread(FutoInAsyncSteps* bsi)
+{
+    return flow_is_same_thread(OWNER(bsi));
+}
+
+const FutoInAsyncStepsAPI futoin__par_api = {{{
+        par_add,
+        par_parallel,
+        par_state_variable,
+        par_stack,
+        par_success,
+        par_handle_error,
+        par_set_timeout,
+        par_set_cancel,
+        par_wait_external,
+        par_loop,
+        par_repeat,
+        par_break,
+        par_continue,
+        par_execute,
+        par_cancel,
+        par_add_sync,
+        par_root_id,
+        par_is_valid,
+        par_new_instance,
+        par_free,
+        par_sched_immediate,
+        par_sched_deferred,
+        par_sched_cancel,
+        par_sched_is_valid,
+        par_is_same_thread,
+}}};
+
+static const FutoInAsyncStepsAPI dead_api = {{{
+        dead_add,
+        dead_parallel,
+        dead_state,
+        dead_stack,
+        dead_success,
+        dead_error,
+        dead_timeout,
+        dead_set_cancel,
+        dead_void,
+        dead_loop,
+        dead_repeat,
+        dead_label,
+        dead_label,
+        dead_execute,
+        dead_void,
+        dead_add_sync,
+        dead_root_id,
+        dead_int,
+        dead_new_instance,
+        dead_void,
+        dead_immediate,
+        dead_deferred,
+        dead_sched_cancel,
+        dead_sched_is_valid,
+        dead_int,
+}}};

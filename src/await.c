@@ -1,0 +1,237 @@
+/*
+ * The C counterparts of await(future) and promise() (spec 1.13, 2.2.3):
+ * a completion object that any callback may resolve or reject, awaited as a
+ * step; and a call that runs a root to completion and reports its outcome.
+ */
+#include "engine_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { C_PENDING = 0, C_RESOLVED, C_REJECTED };
+
+struct FutoInCompletion {
+    uint8_t state;
+    uint8_t nargs;
+    uint8_t registered; /* an await step exists (queued or waiting) */
+    uint8_t freed;      /* freed by the user while registered */
+    FutoInArgs args;
+    char* code;
+    char* info;
+    FutoInAsyncSteps* waiter; /* the awaiting step, while it waits */
+    FutoInAsyncSteps_error_callback user_eh;
+    void* user_data;
+};
+
+static char* dup_str(const char* s)
+{
+    size_t len = strlen(s ? s : "");
+    char* p = futoin__xmalloc(len + 1);
+    memcpy(p, s ? s : "", len + 1);
+    return p;
+}
+
+FutoInCompletion* futoin_completion_new(void)
+{
+    return calloc(1, sizeof(FutoInCompletion));
+}
+
+static void completion_release(FutoInCompletion* c)
+{
+    futoin__args_clear(&c->args, &c->nargs);
+    free(c->code);
+    free(c->info);
+    free(c);
+}
+
+static void drop(FutoInArgs* args)
+{
+    if (args) {
+        for (int i = 0; i < 4; ++i) {
+            futoin_reset_binval(&args->args[i]);
+        }
+    }
+}
+
+int futoin_completion_resolve(FutoInCompletion* c, FutoInArgs* args)
+{
+    if (!c || c->state != C_PENDING) {
+        drop(args);
+        return -1;
+    }
+    c->state = C_RESOLVED;
+    if (c->waiter) {
+        FutoInAsyncSteps* w = c->waiter;
+        c->waiter = NULL;
+        c->registered = 0;
+        w->api->success(w, args);
+    } else {
+        c->nargs = futoin__args_take(&c->args, args);
+    }
+    return 0;
+}
+
+int futoin_completion_reject(FutoInCompletion* c, const char* code, const char* info)
+{
+    if (!c || c->state != C_PENDING || !code) {
+        return -1;
+    }
+    c->state = C_REJECTED;
+    if (c->waiter) {
+        FutoInAsyncSteps* w = c->waiter;
+        c->waiter = NULL;
+        c->registered = 0;
+        w->api->handle_error(w, code, info);
+    } else {
+        c->code = dup_str(code);
+        c->info = dup_str(info);
+    }
+    return 0;
+}
+
+void futoin_completion_free(FutoInCompletion* c)
+{
+    if (!c) {
+        return;
+    }
+    if (c->waiter) {
+        FutoInAsyncSteps* w = c->waiter;
+        c->waiter = NULL;
+        c->registered = 0;
+        w->api->handle_error(w, FUTOIN_INTERNAL_ERROR, "completion freed while a step awaited it");
+    }
+    if (c->registered) {
+        /* A queued await step still points here: it releases the memory. */
+        c->freed = 1;
+        return;
+    }
+    completion_release(c);
+}
+
+static void await_cancel(FutoInAsyncSteps* as, void* data)
+{
+    (void)as;
+    FutoInCompletion* c = data;
+    c->waiter = NULL;
+    c->registered = 0;
+    if (c->freed) {
+        completion_release(c);
+    }
+}
+
+static void await_step(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    FutoInCompletion* c = data;
+    if (c->freed) {
+        completion_release(c);
+        as->api->handle_error(as, FUTOIN_INTERNAL_ERROR, "completion freed before it was awaited");
+        return;
+    }
+    switch (c->state) {
+    case C_RESOLVED: {
+        FutoInArgs out = c->args;
+        memset(&c->args, 0, sizeof(c->args));
+        c->nargs = 0;
+        c->registered = 0;
+        as->api->success(as, &out);
+        return;
+    }
+    case C_REJECTED:
+        c->registered = 0;
+        as->api->handle_error(as, c->code, c->info);
+        return;
+    default:
+        c->waiter = as;
+        as->api->setCancel(as, c, await_cancel);
+        return;
+    }
+}
+
+static void await_eh(FutoInAsyncSteps* as, void* data, const char* code)
+{
+    FutoInCompletion* c = data;
+    c->user_eh(as, c->user_data, code);
+}
+
+void futoin_await(FutoInAsyncSteps* as, FutoInCompletion* c,
+        FutoInAsyncSteps_error_callback eh, void* data)
+{
+    if (!c) {
+        as->api->add(as, NULL, NULL, NULL); /* reports the misuse */
+        return;
+    }
+    if (c->registered) {
+        as->api->handle_error(as, FUTOIN_INTERNAL_ERROR,
+                "await(): the completion is already awaited by another step");
+        return;
+    }
+    c->registered = 1;
+    c->user_eh = eh;
+    c->user_data = data;
+    as->api->add(as, c, await_step, eh ? await_eh : NULL);
+}
+
+/* ------------------------------------------------------------------------ */
+/* promise                                                                   */
+
+typedef struct PromiseState {
+    FutoInOutcome* out;
+    int done;
+} PromiseState;
+
+static void promise_done(void* data, Root* r, const char* code, FutoInArgs* args)
+{
+    PromiseState* ps = data;
+    FutoInOutcome* out = ps->out;
+    ps->done = 1;
+    if (code) {
+        snprintf(out->code_buf, sizeof(out->code_buf), "%s", code);
+        out->code = out->code_buf;
+        snprintf(out->info, sizeof(out->info), "%s", r->info ? r->info : "");
+    } else {
+        memcpy(&out->args, args, sizeof(FutoInArgs));
+        memset(args, 0, sizeof(FutoInArgs));
+        r->main.nargs_out = 0;
+    }
+}
+
+int futoin_promise(FutoInAsyncSteps* root, FutoInOutcome* out)
+{
+    if (out) {
+        memset(out, 0, sizeof(*out));
+    }
+    Flow* fl = futoin__flow_of(root);
+    if (!fl || !out || fl != &fl->root->main || fl->root->state == RS_RUNNING
+            || fl->root->ctx->dispatching || fl->cb != CB_NONE) {
+        return FUTOIN_PROMISE_MISUSE;
+    }
+    Root* r = fl->root;
+    FutoInLoop* loop = r->ctx->loop;
+    PromiseState ps = {out, 0};
+    r->done = promise_done;
+    r->done_data = &ps;
+    futoin__root_execute(fl, NULL, NULL);
+    while (!ps.done) {
+        if (!futoin_loop_iterate(loop, NULL)) {
+            break;
+        }
+        if (!ps.done) {
+            futoin__loop_wait_next_timer(loop);
+        }
+    }
+    if (!ps.done) {
+        r->done = NULL;
+        futoin__root_cancel(r);
+        return FUTOIN_PROMISE_STALLED;
+    }
+    return out->code ? FUTOIN_PROMISE_ERROR : FUTOIN_PROMISE_OK;
+}
+
+void futoin_outcome_reset(FutoInOutcome* out)
+{
+    if (out) {
+        drop(&out->args);
+    }
+}

@@ -1,0 +1,1337 @@
+/*
+ * The AsyncSteps engine: step queues, the per-flow frame stack, the ready
+ * queue and its dispatcher, error unwinding, loops, parallel branches, sync
+ * sections and cancellation. The ABI entry points live in abi_table.c and
+ * only validate the calling context before landing here.
+ */
+#include "engine_internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_BURST 100
+#define INITIAL_FRAMES 8
+
+typedef union StackHeader {
+    struct {
+        StackBlock* next;
+        void (*cleanup)(void* value);
+    } h;
+    max_align_t align;
+} StackHeader;
+
+struct StackBlock {
+    StackHeader hdr;
+};
+
+static void advance(Flow* fl);
+static void unwind(Flow* fl);
+static void frame_pop(Flow* fl, int aborted);
+static void flow_abort(Flow* fl);
+static void start_unwind(Flow* fl, uint32_t k, int own);
+
+/* ------------------------------------------------------------------------ */
+/* Per-loop context                                                          */
+
+static void ctx_free(void* p)
+{
+    EngineCtx* ctx = p;
+    while (ctx->free_flows) {
+        Flow* f = ctx->free_flows;
+        ctx->free_flows = f->rq_next;
+        free(f->frames);
+        free(f);
+    }
+    futoin__pool_destroy(&ctx->steps);
+    futoin__pool_destroy(&ctx->pars);
+    futoin__pool_destroy(&ctx->loops);
+    futoin__pool_destroy(&ctx->boxes);
+    free(ctx);
+}
+
+static void default_misuse(void* data, FutoInAsyncSteps* as, const char* info)
+{
+    (void)data;
+    (void)as;
+    fprintf(stderr, "futoin: API misuse: %s\n", info);
+}
+
+EngineCtx* futoin__ctx_get(FutoInLoop* loop)
+{
+    void** slot = futoin__loop_engine_slot(loop);
+    if (!*slot) {
+        EngineCtx* ctx = futoin__xmalloc(sizeof(*ctx));
+        memset(ctx, 0, sizeof(*ctx));
+        ctx->loop = loop;
+        ctx->burst = DEFAULT_BURST;
+        ctx->misuse = default_misuse;
+        futoin__pool_init(&ctx->steps, sizeof(Step), 256);
+        futoin__pool_init(&ctx->pars, sizeof(Parallel), 32);
+        futoin__pool_init(&ctx->loops, sizeof(LoopSpec), 32);
+        futoin__pool_init(&ctx->boxes, sizeof(ArgsBox), 32);
+        *slot = ctx;
+        futoin__loop_set_engine_free(loop, ctx_free);
+    }
+    return *slot;
+}
+
+void futoin_set_burst(FutoInLoop* loop, unsigned steps)
+{
+    futoin__ctx_get(loop)->burst = steps ? steps : 1;
+}
+
+void futoin_set_misuse_handler(FutoInLoop* loop, FutoInMisuseHandler cb, void* data)
+{
+    EngineCtx* ctx = futoin__ctx_get(loop);
+    ctx->misuse = cb ? cb : default_misuse;
+    ctx->misuse_data = cb ? data : NULL;
+}
+
+Flow* futoin__flow_of(FutoInAsyncSteps* bsi)
+{
+    if (!bsi) {
+        return NULL;
+    }
+    if (bsi->api == &futoin__flow_api) {
+        return (Flow*)bsi;
+    }
+    if (bsi->api == &futoin__par_api) {
+        return ((Parallel*)bsi)->owner;
+    }
+    return NULL;
+}
+
+FutoInLoop* futoin_asyncsteps_loop(FutoInAsyncSteps* as)
+{
+    Flow* fl = futoin__flow_of(as);
+    return fl ? fl->root->ctx->loop : NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Small helpers                                                             */
+
+void futoin__set_str(char** dst, char* inline_buf, const char* s)
+{
+    if (!s) {
+        s = "";
+    }
+    if (s == *dst) {
+        return; /* re-raising the code we handed out */
+    }
+    size_t len = strlen(s);
+    char* old_heap = (*dst && *dst != inline_buf) ? *dst : NULL;
+    if (len < FUTOIN_INLINE_STR) {
+        memmove(inline_buf, s, len + 1);
+        *dst = inline_buf;
+    } else {
+        char* p = futoin__xmalloc(len + 1);
+        memcpy(p, s, len + 1);
+        *dst = p;
+    }
+    free(old_heap);
+}
+
+void futoin__set_info(Root* r, const char* info)
+{
+    if (!info) {
+        info = "";
+    }
+    if (info == r->info) {
+        return;
+    }
+    size_t len = strlen(info);
+    if (len + 1 > r->info_cap) {
+        size_t cap = r->info_cap ? r->info_cap : 64;
+        while (cap < len + 1) {
+            cap *= 2;
+        }
+        /* info may point into the old buffer: copy before releasing it. */
+        char* p = futoin__xmalloc(cap);
+        memcpy(p, info, len + 1);
+        free(r->info);
+        r->info = p;
+        r->info_cap = cap;
+    } else {
+        memmove(r->info, info, len + 1);
+    }
+}
+
+void futoin__args_clear(FutoInArgs* a, uint8_t* n)
+{
+    for (uint8_t i = 0; i < *n; ++i) {
+        futoin_reset_binval(&a->args[i]);
+    }
+    *n = 0;
+}
+
+/* Moves the values of src into dst (which must be empty); returns the count
+ * of argument slots used. */
+uint8_t futoin__args_take(FutoInArgs* dst, FutoInArgs* src)
+{
+    uint8_t n = 0;
+    if (!src) {
+        return 0;
+    }
+    for (uint8_t i = 0; i < 4; ++i) {
+        if (src->args[i].type) {
+            dst->args[i] = src->args[i];
+            n = (uint8_t)(i + 1);
+        }
+    }
+    return n;
+}
+
+void futoin__misuse(Flow* fl, const char* fmt, ...)
+{
+    char buf[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    if (fl && (fl->cb == CB_EXEC || fl->cb == CB_ERROR)) {
+        /* The running step fails: the spec's InternalError. */
+        futoin__set_str(&fl->code, fl->code_inline, FUTOIN_INTERNAL_ERROR);
+        futoin__set_info(fl->root, buf);
+        fl->out = OUT_ERROR;
+        fl->ctl = CTL_NONE;
+        return;
+    }
+    if (fl) {
+        EngineCtx* ctx = fl->root->ctx;
+        ctx->misuse(ctx->misuse_data, &fl->iface, buf);
+    } else {
+        default_misuse(NULL, NULL, buf);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Steps and their extensions                                                */
+
+Step* futoin__step_new(EngineCtx* ctx, uint8_t kind, void* data,
+        FutoInAsyncSteps_execute_callback f, FutoInAsyncSteps_error_callback eh, void* ext)
+{
+    Step* s = futoin__pool_get(&ctx->steps);
+    s->next = NULL;
+    s->f = f;
+    s->eh = eh;
+    s->data = data;
+    s->ext = ext;
+    s->kind = kind;
+    return s;
+}
+
+void futoin__queue_step(Frame* fr, Step* s)
+{
+    if (fr->q_tail) {
+        fr->q_tail->next = s;
+    } else {
+        fr->q_head = s;
+    }
+    fr->q_tail = s;
+}
+
+Parallel* futoin__parallel_new(EngineCtx* ctx, Flow* owner)
+{
+    Parallel* p = futoin__pool_get(&ctx->pars);
+    memset(p, 0, sizeof(*p));
+    *(const FutoInAsyncStepsAPI**)&p->iface.api = &futoin__par_api;
+    p->owner = owner;
+    return p;
+}
+
+LoopSpec* futoin__loopspec_new(EngineCtx* ctx, const char* label)
+{
+    LoopSpec* l = futoin__pool_get(&ctx->loops);
+    memset(l, 0, sizeof(*l));
+    if (label) {
+        futoin__set_str(&l->label, l->label_inline, label);
+    }
+    return l;
+}
+
+static void loopspec_free(EngineCtx* ctx, LoopSpec* l)
+{
+    if (l->label && l->label != l->label_inline) {
+        free(l->label);
+    }
+    futoin__pool_put(&ctx->loops, l);
+}
+
+static void box_free(EngineCtx* ctx, ArgsBox* b)
+{
+    futoin__args_clear(&b->args, &b->nargs);
+    futoin__pool_put(&ctx->boxes, b);
+}
+
+static void queue_free(EngineCtx* ctx, Step* s)
+{
+    while (s) {
+        Step* next = s->next;
+        futoin__step_free(ctx, s);
+        s = next;
+    }
+}
+
+static void parallel_free(EngineCtx* ctx, Parallel* p)
+{
+    queue_free(ctx, p->b_head);
+    futoin__pool_put(&ctx->pars, p);
+}
+
+/* Releases a step that never started, with whatever it owns. */
+void futoin__step_free(EngineCtx* ctx, Step* s)
+{
+    switch (s->kind) {
+    case SK_PARALLEL:
+        parallel_free(ctx, s->ext);
+        break;
+    case SK_LOOP:
+        loopspec_free(ctx, s->ext);
+        break;
+    case SK_VALUE:
+        if (s->ext) {
+            box_free(ctx, s->ext);
+        }
+        break;
+    default:
+        break;
+    }
+    futoin__pool_put(&ctx->steps, s);
+}
+
+/* Deep copy for copyFrom(). *err is set when a step cannot be copied. */
+Step* futoin__step_copy(EngineCtx* ctx, const Step* s, Flow* owner, const char** err)
+{
+    void* ext = s->ext;
+    switch (s->kind) {
+    case SK_PARALLEL: {
+        const Parallel* src = s->ext;
+        Parallel* p = futoin__parallel_new(ctx, owner);
+        for (const Step* b = src->b_head; b; b = b->next) {
+            Step* c = futoin__step_copy(ctx, b, owner, err);
+            if (c) {
+                if (p->b_tail) {
+                    p->b_tail->next = c;
+                } else {
+                    p->b_head = c;
+                }
+                p->b_tail = c;
+            }
+        }
+        ext = p;
+        break;
+    }
+    case SK_LOOP: {
+        const LoopSpec* src = s->ext;
+        LoopSpec* l = futoin__loopspec_new(ctx, src->label);
+        l->loop_fn = src->loop_fn;
+        l->repeat_fn = src->repeat_fn;
+        l->data = src->data;
+        l->count = src->count;
+        ext = l;
+        break;
+    }
+    case SK_VALUE:
+        if (s->ext) {
+            const ArgsBox* src = s->ext;
+            ArgsBox* b = futoin__pool_get(&ctx->boxes);
+            memset(b, 0, sizeof(*b));
+            for (uint8_t i = 0; i < src->nargs; ++i) {
+                if (src->args.args[i].type && src->args.args[i].type->cleanup) {
+                    *err = "copyFrom(): a successStep() value with a cleanup cannot be copied";
+                    continue;
+                }
+                b->args.args[i] = src->args.args[i];
+            }
+            b->nargs = src->nargs;
+            ext = b;
+        }
+        break;
+    default:
+        break;
+    }
+    return futoin__step_new(ctx, s->kind, s->data, s->f, s->eh, ext);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Roots, flows, ready queue                                                 */
+
+static void root_enter(Root* r)
+{
+    ++r->busy;
+}
+
+static void flow_recycle(EngineCtx* ctx, Flow* f)
+{
+    f->rq_next = ctx->free_flows;
+    ctx->free_flows = f;
+}
+
+static void root_destroy(Root* r);
+
+static void root_leave(Root* r)
+{
+    if (--r->busy) {
+        return;
+    }
+    while (r->zombies) {
+        Flow* z = r->zombies;
+        r->zombies = z->sib_next;
+        flow_recycle(r->ctx, z);
+    }
+    if (r->free_pending) {
+        root_destroy(r);
+    }
+}
+
+static void frames_init(Flow* fl)
+{
+    if (!fl->frames) {
+        fl->cap = INITIAL_FRAMES;
+        fl->frames = futoin__xmalloc(sizeof(Frame) * fl->cap);
+    }
+    fl->depth = 0;
+    memset(&fl->frames[0], 0, sizeof(Frame));
+}
+
+static void flow_init(Flow* fl, Root* r)
+{
+    Frame* keep_frames = fl->frames;
+    uint32_t keep_cap = fl->cap;
+    uint32_t keep_gen = fl->gen;
+    memset(fl, 0, sizeof(*fl));
+    fl->gen = keep_gen + 1;
+    *(const FutoInAsyncStepsAPI**)&fl->iface.api = &futoin__flow_api;
+    fl->frames = keep_frames;
+    fl->cap = keep_cap;
+    fl->root = r;
+    fl->code = fl->code_inline;
+    frames_init(fl);
+}
+
+static void dispatch(void* data);
+
+static void schedule_dispatch(EngineCtx* ctx)
+{
+    if (!ctx->dispatch_scheduled) {
+        ctx->dispatch_scheduled = 1;
+        ctx->dispatch_handle = futoin_loop_immediate(ctx->loop, ctx, dispatch);
+    }
+}
+
+static void rq_push(Flow* fl)
+{
+    EngineCtx* ctx = fl->root->ctx;
+    fl->state = FS_READY;
+    if (fl->in_rq) {
+        return;
+    }
+    fl->in_rq = 1;
+    fl->rq_next = NULL;
+    fl->rq_prev = ctx->rq_tail;
+    if (ctx->rq_tail) {
+        ctx->rq_tail->rq_next = fl;
+    } else {
+        ctx->rq_head = fl;
+    }
+    ctx->rq_tail = fl;
+    if (!ctx->dispatching) {
+        schedule_dispatch(ctx);
+    }
+}
+
+static void rq_remove(Flow* fl)
+{
+    EngineCtx* ctx = fl->root->ctx;
+    if (!fl->in_rq) {
+        return;
+    }
+    if (fl->rq_prev) {
+        fl->rq_prev->rq_next = fl->rq_next;
+    } else {
+        ctx->rq_head = fl->rq_next;
+    }
+    if (fl->rq_next) {
+        fl->rq_next->rq_prev = fl->rq_prev;
+    } else {
+        ctx->rq_tail = fl->rq_prev;
+    }
+    fl->in_rq = 0;
+    fl->rq_next = fl->rq_prev = NULL;
+}
+
+static void dispatch(void* data)
+{
+    EngineCtx* ctx = data;
+    ctx->dispatch_scheduled = 0;
+    ++ctx->dispatching;
+    for (unsigned budget = ctx->burst; budget && ctx->rq_head; --budget) {
+        Flow* fl = ctx->rq_head;
+        rq_remove(fl);
+        Root* r = fl->root;
+        root_enter(r);
+        if (fl->pending == PD_UNWIND) {
+            unwind(fl);
+        } else {
+            advance(fl);
+        }
+        root_leave(r);
+    }
+    --ctx->dispatching;
+    if (ctx->rq_head) {
+        schedule_dispatch(ctx);
+    }
+}
+
+FutoInAsyncSteps* futoin_asyncsteps_new(FutoInLoop* loop)
+{
+    if (!loop) {
+        return NULL;
+    }
+    Root* r = malloc(sizeof(Root));
+    if (!r) {
+        return NULL;
+    }
+    memset(r, 0, sizeof(*r));
+    r->ctx = futoin__ctx_get(loop);
+    flow_init(&r->main, r);
+    return &r->main.iface;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Frames                                                                    */
+
+static Frame* frame_push(Flow* fl, Step* s)
+{
+    if (fl->depth + 1 >= fl->cap) {
+        fl->cap *= 2;
+        fl->frames = futoin__xrealloc(fl->frames, sizeof(Frame) * fl->cap);
+    }
+    Frame* f = &fl->frames[++fl->depth];
+    f->q_head = f->q_tail = NULL;
+    f->f = s->f;
+    f->eh = s->eh;
+    f->data = s->data;
+    f->ext = s->ext;
+    f->aux = NULL;
+    f->on_cancel = NULL;
+    f->cancel_data = NULL;
+    f->stack = NULL;
+    f->timer.data1 = NULL;
+    f->kind = s->kind;
+    f->flags = 0;
+    if (s->kind == SK_SYNC) {
+        /* The step node becomes the critical section, queued after lock();
+         * the sync frame itself has no callbacks of its own. */
+        s->kind = SK_PLAIN;
+        s->ext = NULL;
+        s->next = NULL;
+        f->aux = s;
+        f->f = NULL;
+        f->eh = NULL;
+        f->data = NULL;
+    } else {
+        futoin__pool_put(&fl->root->ctx->steps, s);
+    }
+    return f;
+}
+
+static void frame_stop_timer(Flow* fl, Frame* f)
+{
+    if (f->flags & FR_TIMER) {
+        futoin_loop_cancel(fl->root->ctx->loop, &f->timer);
+        f->flags &= (uint8_t)~FR_TIMER;
+    }
+}
+
+static void stack_free(StackBlock** head)
+{
+    while (*head) {
+        StackBlock* b = *head;
+        *head = b->hdr.h.next;
+        if (b->hdr.h.cleanup) {
+            b->hdr.h.cleanup(b + 1);
+        }
+        free(b);
+    }
+}
+
+void* futoin__flow_stack(Flow* fl, size_t size, void (*cleanup)(void*))
+{
+    Frame* f = &fl->frames[fl->depth];
+    StackBlock* b = calloc(1, sizeof(StackBlock) + (size ? size : 1));
+    if (!b) {
+        return NULL;
+    }
+    b->hdr.h.cleanup = cleanup;
+    b->hdr.h.next = f->stack;
+    f->stack = b;
+    return b + 1;
+}
+
+/* Calls a cancel handler with the flow in the CANCEL context. */
+static void call_cancel(Flow* fl, Frame* f)
+{
+    FutoInAsyncSteps_cancel_callback ch = f->on_cancel;
+    if (!ch) {
+        return;
+    }
+    f->on_cancel = NULL;
+    uint8_t saved = fl->cb;
+    fl->cb = CB_CANCEL;
+    ch(&fl->iface, f->cancel_data);
+    fl->cb = saved;
+}
+
+static void flow_release(Flow* fl);
+
+/* Aborts every live branch of a parallel step, innermost frames first. */
+static void parallel_abort_branches(Parallel* p)
+{
+    while (p->branches) {
+        Flow* b = p->branches;
+        p->branches = b->sib_next;
+        flow_abort(b);
+        flow_release(b);
+    }
+    p->pending = 0;
+}
+
+/* The step on top of fl ends. aborted: it did not complete, so its cancel
+ * handler runs. Either way timers stop, queued sub-steps and stack memory
+ * are released and a held sync lock is unlocked. */
+static void frame_pop(Flow* fl, int aborted)
+{
+    EngineCtx* ctx = fl->root->ctx;
+    Frame* f = &fl->frames[fl->depth];
+    frame_stop_timer(fl, f);
+    if (aborted) {
+        call_cancel(fl, f);
+        f = &fl->frames[fl->depth];
+    }
+    queue_free(ctx, f->q_head);
+    f->q_head = f->q_tail = NULL;
+    switch (f->kind) {
+    case SK_PARALLEL:
+        if (f->ext) {
+            Parallel* p = f->ext;
+            f->ext = NULL;
+            parallel_abort_branches(p);
+            parallel_free(ctx, p);
+        }
+        break;
+    case SK_LOOP:
+        if (f->ext) {
+            loopspec_free(ctx, f->ext);
+            f->ext = NULL;
+        }
+        break;
+    case SK_SYNC:
+        if (f->aux) {
+            futoin__step_free(ctx, f->aux);
+            f->aux = NULL;
+        }
+        if (f->data) {
+            box_free(ctx, f->data);
+            f->data = NULL;
+        }
+        if (f->flags & FR_LOCKED) {
+            FutoInSync* sync = f->ext;
+            f->flags &= (uint8_t)~FR_LOCKED;
+            uint8_t saved = fl->cb;
+            fl->cb = CB_CANCEL;
+            sync->api->unlock(&fl->iface, sync);
+            fl->cb = saved;
+        }
+        break;
+    default:
+        break;
+    }
+    stack_free(&f->stack);
+    --fl->depth;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Running callbacks                                                         */
+
+/* Calls an execute-style callback for the top frame and reports whether the
+ * flow survived it (0: it was aborted or released meanwhile). */
+typedef enum { CALL_EXEC, CALL_LOOP, CALL_REPEAT, CALL_LOCK } CallKind;
+
+static int call_step(Flow* fl, CallKind kind)
+{
+    Frame* f = &fl->frames[fl->depth];
+    uint32_t gen = fl->gen;
+    fl->nargs_in = fl->nargs_out;
+    if (fl->nargs_out) {
+        memcpy(&fl->args_in, &fl->args_out, sizeof(FutoInArgs));
+        memset(&fl->args_out, 0, sizeof(FutoInArgs));
+        fl->nargs_out = 0;
+    }
+    fl->cb = CB_EXEC;
+    fl->out = OUT_NONE;
+    switch (kind) {
+    case CALL_EXEC:
+        f->f(&fl->iface, f->data, &fl->args_in);
+        break;
+    case CALL_LOOP: {
+        LoopSpec* l = f->ext;
+        l->loop_fn(&fl->iface, l->data);
+        break;
+    }
+    case CALL_REPEAT: {
+        LoopSpec* l = f->ext;
+        l->repeat_fn(&fl->iface, l->data, l->i);
+        break;
+    }
+    case CALL_LOCK: {
+        FutoInSync* sync = f->ext;
+        sync->api->lock(&fl->iface, sync);
+        break;
+    }
+    }
+    futoin__args_clear(&fl->args_in, &fl->nargs_in);
+    if (gen != fl->gen) {
+        return 0;
+    }
+    fl->cb = CB_NONE;
+    return 1;
+}
+
+/* Decides what happens after an execute callback of the top frame returned. */
+static void exec_outcome(Flow* fl)
+{
+    Frame* f = &fl->frames[fl->depth];
+    switch (fl->out) {
+    case OUT_ERROR:
+        start_unwind(fl, fl->depth, 1);
+        unwind(fl);
+        return;
+    case OUT_BREAK:
+    case OUT_CONTINUE:
+        fl->ctl = fl->out == OUT_BREAK ? CTL_BREAK : CTL_CONTINUE;
+        start_unwind(fl, fl->depth, 1);
+        unwind(fl);
+        return;
+    case OUT_SUCCESS:
+        f->flags &= (uint8_t)~FR_WAIT;
+        rq_push(fl);
+        return;
+    default:
+        if (f->q_head) {
+            f->flags &= (uint8_t)~FR_WAIT;
+            rq_push(fl);
+        } else if (f->flags & FR_WAIT) {
+            fl->state = FS_WAIT;
+        } else {
+            rq_push(fl); /* implicit success */
+        }
+        return;
+    }
+}
+
+static void run_iteration(Flow* fl)
+{
+    Frame* f = &fl->frames[fl->depth];
+    LoopSpec* l = f->ext;
+    /* Results of the previous iteration are not an input of the next. */
+    futoin__args_clear(&fl->args_out, &fl->nargs_out);
+    if (call_step(fl, l->loop_fn ? CALL_LOOP : CALL_REPEAT)) {
+        exec_outcome(fl);
+    }
+}
+
+/* Per-iteration state of a loop frame is that of a fresh step. */
+static void iteration_reset(Flow* fl, Frame* f)
+{
+    frame_stop_timer(fl, f);
+    queue_free(fl->root->ctx, f->q_head);
+    f->q_head = f->q_tail = NULL;
+    f->on_cancel = NULL;
+    f->flags &= (uint8_t)~FR_WAIT;
+    stack_free(&f->stack);
+}
+
+static void yield_resume(void* data, uintptr_t depth)
+{
+    Flow* fl = data;
+    Frame* f = &fl->frames[depth];
+    f->flags &= (uint8_t)~(FR_TIMER | FR_WAIT);
+    memset(&f->timer, 0, sizeof(f->timer));
+    rq_push(fl);
+}
+
+static void start_parallel(Flow* fl, Frame* f)
+{
+    Parallel* p = f->ext;
+    Root* r = fl->root;
+    EngineCtx* ctx = r->ctx;
+    p->started = 1;
+    /* Parallel branches take no input. */
+    futoin__args_clear(&fl->args_out, &fl->nargs_out);
+    Flow** tail = &p->branches;
+    while (p->b_head) {
+        Step* s = p->b_head;
+        p->b_head = s->next;
+        s->next = NULL;
+        Flow* b = ctx->free_flows;
+        if (b) {
+            ctx->free_flows = b->rq_next;
+        } else {
+            b = futoin__xmalloc(sizeof(Flow));
+            b->frames = NULL;
+            b->cap = 0;
+        }
+        flow_init(b, r);
+        b->parent = fl;
+        b->par = p;
+        futoin__queue_step(&b->frames[0], s);
+        *tail = b;
+        tail = &b->sib_next;
+        ++p->pending;
+    }
+    p->b_tail = NULL;
+    if (!p->pending) {
+        rq_push(fl);
+        return;
+    }
+    f->flags |= FR_PAR_WAIT;
+    fl->state = FS_WAIT;
+    for (Flow* b = p->branches; b; b = b->sib_next) {
+        rq_push(b);
+    }
+}
+
+/* Starts the frame just pushed. Returns 1 if a user callback ran (the flow
+ * has been requeued or parked as appropriate), 0 to keep advancing. */
+static int start_frame(Flow* fl)
+{
+    Frame* f = &fl->frames[fl->depth];
+    switch (f->kind) {
+    case SK_PLAIN:
+        if (call_step(fl, CALL_EXEC)) {
+            exec_outcome(fl);
+        }
+        return 1;
+    case SK_LOOP: {
+        LoopSpec* l = f->ext;
+        if (l->repeat_fn && l->count == 0) {
+            return 0; /* completes at once */
+        }
+        run_iteration(fl);
+        return 1;
+    }
+    case SK_PARALLEL:
+        start_parallel(fl, f);
+        return 1;
+    case SK_SYNC: {
+        if (fl->nargs_out) {
+            /* Incoming results are for the critical section, not lock(). */
+            ArgsBox* b = futoin__pool_get(&fl->root->ctx->boxes);
+            memset(b, 0, sizeof(*b));
+            memcpy(&b->args, &fl->args_out, sizeof(FutoInArgs));
+            b->nargs = fl->nargs_out;
+            memset(&fl->args_out, 0, sizeof(FutoInArgs));
+            fl->nargs_out = 0;
+            f->data = b;
+        }
+        f->flags |= FR_LOCK_PHASE;
+        if (call_step(fl, CALL_LOCK)) {
+            exec_outcome(fl);
+        }
+        return 1;
+    }
+    case SK_VALUE:
+        futoin__args_clear(&fl->args_out, &fl->nargs_out);
+        if (f->ext) {
+            ArgsBox* b = f->ext;
+            memcpy(&fl->args_out, &b->args, sizeof(FutoInArgs));
+            fl->nargs_out = b->nargs;
+            b->nargs = 0;
+            box_free(fl->root->ctx, b);
+            f->ext = NULL;
+        }
+        return 0;
+    case SK_YIELD:
+        f->flags |= FR_WAIT | FR_TIMER;
+        f->timer = futoin__loop_immediate2(fl->root->ctx->loop, fl, fl->depth, yield_resume);
+        fl->state = FS_WAIT;
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* The top frame (not level 0) finished without error. Returns 1 when a
+ * callback ran (loop iteration), 0 to keep advancing. */
+static int frame_complete(Flow* fl)
+{
+    Frame* f = &fl->frames[fl->depth];
+    if (f->kind == SK_LOOP && f->ext) {
+        LoopSpec* l = f->ext;
+        iteration_reset(fl, f);
+        ++l->i;
+        if (!l->repeat_fn || l->i < l->count) {
+            run_iteration(fl);
+            return 1;
+        }
+        futoin__args_clear(&fl->args_out, &fl->nargs_out);
+    } else if (f->kind == SK_SYNC && (f->flags & FR_LOCK_PHASE)) {
+        /* lock() done: run the critical section as this frame's sub-step,
+         * with the results that came into the sync step. */
+        EngineCtx* ctx = fl->root->ctx;
+        ArgsBox* b = f->data;
+        f->flags = (uint8_t)((f->flags & ~(FR_LOCK_PHASE | FR_WAIT)) | FR_LOCKED);
+        frame_stop_timer(fl, f);
+        f->on_cancel = NULL;
+        futoin__args_clear(&fl->args_out, &fl->nargs_out);
+        if (b) {
+            memcpy(&fl->args_out, &b->args, sizeof(FutoInArgs));
+            fl->nargs_out = b->nargs;
+            futoin__pool_put(&ctx->boxes, b);
+            f->data = NULL;
+        }
+        futoin__queue_step(f, f->aux);
+        f->aux = NULL;
+        return 0;
+    }
+    frame_pop(fl, 0);
+    return 0;
+}
+
+/* Branch flow finished with success. */
+static void branch_done(Flow* fl)
+{
+    Parallel* p = fl->par;
+    Flow* parent = fl->parent;
+    futoin__args_clear(&fl->args_out, &fl->nargs_out);
+    for (Flow** pp = &p->branches; *pp; pp = &(*pp)->sib_next) {
+        if (*pp == fl) {
+            *pp = fl->sib_next;
+            break;
+        }
+    }
+    flow_release(fl);
+    if (--p->pending == 0) {
+        Frame* pf = &parent->frames[parent->depth];
+        pf->flags &= (uint8_t)~FR_PAR_WAIT;
+        rq_push(parent);
+    }
+}
+
+/* Branch flow failed: the siblings are cancelled and the parallel step
+ * fails in the parent flow with the same error (or break/continue). */
+static void branch_failed(Flow* fl)
+{
+    Parallel* p = fl->par;
+    Flow* parent = fl->parent;
+    for (Flow** pp = &p->branches; *pp; pp = &(*pp)->sib_next) {
+        if (*pp == fl) {
+            *pp = fl->sib_next;
+            break;
+        }
+    }
+    futoin__set_str(&parent->code, parent->code_inline, fl->code);
+    parent->ctl = fl->ctl;
+    flow_release(fl);
+    parallel_abort_branches(p);
+    Frame* pf = &parent->frames[parent->depth];
+    pf->flags &= (uint8_t)~FR_PAR_WAIT;
+    start_unwind(parent, parent->depth, 1);
+    rq_push(parent);
+}
+
+static void root_finish(Root* r, const char* code)
+{
+    Flow* fl = &r->main;
+    queue_free(r->ctx, fl->frames[0].q_head);
+    fl->frames[0].q_head = fl->frames[0].q_tail = NULL;
+    stack_free(&fl->frames[0].stack);
+    fl->state = FS_DONE;
+    if (r->done) {
+        RootDoneHook hook = r->done;
+        r->done = NULL;
+        hook(r->done_data, r, code, &fl->args_out);
+    }
+    futoin__args_clear(&fl->args_out, &fl->nargs_out);
+}
+
+/* Level 0 is empty: the flow is complete. */
+static void flow_finished(Flow* fl)
+{
+    if (fl->par) {
+        branch_done(fl);
+        return;
+    }
+    Root* r = fl->root;
+    r->state = RS_DONE;
+    root_finish(r, NULL);
+}
+
+/* An error (or break/continue) escaped level 0 of the flow. */
+static void flow_failed(Flow* fl)
+{
+    if (fl->par) {
+        branch_failed(fl);
+        return;
+    }
+    Root* r = fl->root;
+    if (fl->ctl) {
+        /* Cannot happen for a validated break: report it as misuse. */
+        futoin__set_str(&fl->code, fl->code_inline, FUTOIN_INTERNAL_ERROR);
+        fl->ctl = CTL_NONE;
+    }
+    r->state = RS_FAILED;
+    queue_free(r->ctx, fl->frames[0].q_head);
+    fl->frames[0].q_head = fl->frames[0].q_tail = NULL;
+    futoin__args_clear(&fl->args_out, &fl->nargs_out);
+    if (r->unhandled) {
+        uint32_t gen = fl->gen;
+        fl->cb = CB_FINAL;
+        r->unhandled(&fl->iface, r->unhandled_data, fl->code);
+        if (gen != fl->gen) {
+            return;
+        }
+        fl->cb = CB_NONE;
+    } else if (!r->done) {
+        char buf[200];
+        snprintf(buf, sizeof(buf), "unhandled error %.64s (%.100s)", fl->code,
+                r->info ? r->info : "");
+        r->ctx->misuse(r->ctx->misuse_data, &fl->iface, buf);
+    }
+    if (r->state == RS_FAILED) {
+        root_finish(r, fl->code);
+    }
+}
+
+static void advance(Flow* fl)
+{
+    for (;;) {
+        Frame* top = &fl->frames[fl->depth];
+        if (top->q_head) {
+            Step* s = top->q_head;
+            top->q_head = s->next;
+            if (!top->q_head) {
+                top->q_tail = NULL;
+            }
+            frame_push(fl, s);
+            if (start_frame(fl)) {
+                return;
+            }
+            continue;
+        }
+        if (fl->depth == 0) {
+            flow_finished(fl);
+            return;
+        }
+        if (top->flags & (FR_WAIT | FR_PAR_WAIT)) {
+            fl->state = FS_WAIT;
+            return;
+        }
+        if (frame_complete(fl)) {
+            return;
+        }
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Errors, break and continue                                                */
+
+/* An error was raised at frame k: the frames above k are aborted innermost
+ * first; frame k's own work stops (own: the step failed by itself, so its
+ * cancel handler is dropped; else, e.g. a timeout, it is called). */
+static void start_unwind(Flow* fl, uint32_t k, int own)
+{
+    while (fl->depth > k) {
+        frame_pop(fl, 1);
+    }
+    Frame* f = &fl->frames[k];
+    frame_stop_timer(fl, f);
+    if (own) {
+        f->on_cancel = NULL;
+    } else {
+        call_cancel(fl, f);
+        f = &fl->frames[k];
+    }
+    if (f->kind == SK_PARALLEL && f->ext) {
+        parallel_abort_branches(f->ext);
+    }
+    queue_free(fl->root->ctx, f->q_head);
+    f->q_head = f->q_tail = NULL;
+    f->flags &= (uint8_t)~(FR_WAIT | FR_PAR_WAIT);
+    futoin__args_clear(&fl->args_out, &fl->nargs_out);
+    fl->pending = PD_UNWIND;
+}
+
+static int label_matches(const LoopSpec* l, const char* label)
+{
+    if (!label || !*label) {
+        return 1;
+    }
+    return l->label && strcmp(l->label, label) == 0;
+}
+
+/* Walks the stack from the top, calling error handlers (not for
+ * break/continue), until the error is handled or escapes the flow. */
+static void unwind(Flow* fl)
+{
+    fl->pending = PD_NEXT;
+    for (;;) {
+        if (fl->depth == 0) {
+            flow_failed(fl);
+            return;
+        }
+        Frame* f = &fl->frames[fl->depth];
+        if (fl->ctl && f->kind == SK_LOOP && f->ext
+                && label_matches(f->ext, fl->code[0] ? fl->code : NULL)) {
+            uint8_t ctl = fl->ctl;
+            fl->ctl = CTL_NONE;
+            if (ctl == CTL_BREAK) {
+                frame_pop(fl, 0);
+            }
+            /* CONTINUE: the loop frame now has an empty queue, so advance()
+             * completes the iteration and starts the next one. */
+            rq_push(fl);
+            return;
+        }
+        if (!fl->ctl && f->eh && !(f->flags & FR_EH_USED)) {
+            f->flags |= FR_EH_USED;
+            uint32_t gen = fl->gen;
+            fl->cb = CB_ERROR;
+            fl->out = OUT_NONE;
+            f->eh(&fl->iface, f->data, fl->code);
+            if (gen != fl->gen) {
+                return;
+            }
+            fl->cb = CB_NONE;
+            f = &fl->frames[fl->depth];
+            switch (fl->out) {
+            case OUT_SUCCESS:
+                frame_pop(fl, 0);
+                rq_push(fl);
+                return;
+            case OUT_ERROR:
+                break; /* new code already stored; keep unwinding */
+            case OUT_BREAK:
+            case OUT_CONTINUE:
+                fl->ctl = fl->out == OUT_BREAK ? CTL_BREAK : CTL_CONTINUE;
+                break;
+            default:
+                if (f->q_head) {
+                    /* Steps added in an error handler replace the step. */
+                    rq_push(fl);
+                    return;
+                }
+                break;
+            }
+        }
+        frame_pop(fl, 1);
+    }
+}
+
+int futoin__find_loop(Flow* fl, const char* label)
+{
+    if (label && !*label) {
+        label = NULL;
+    }
+    for (Flow* cur = fl; cur; cur = cur->parent) {
+        for (uint32_t d = cur->depth; d > 0; --d) {
+            Frame* f = &cur->frames[d];
+            if (f->kind == SK_LOOP && f->ext && label_matches(f->ext, label)) {
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Operations requested through the ABI (context already validated)         */
+
+void futoin__flow_success(Flow* fl, FutoInArgs* args)
+{
+    Frame* f = &fl->frames[fl->depth];
+    if (fl->cb == CB_EXEC || fl->cb == CB_ERROR) {
+        fl->out = OUT_SUCCESS;
+        futoin__args_clear(&fl->args_out, &fl->nargs_out);
+        fl->nargs_out = futoin__args_take(&fl->args_out, args);
+        return;
+    }
+    /* External completion of a waiting step: resume on the next round. */
+    frame_stop_timer(fl, f);
+    f->on_cancel = NULL;
+    f->flags &= (uint8_t)~FR_WAIT;
+    futoin__args_clear(&fl->args_out, &fl->nargs_out);
+    fl->nargs_out = futoin__args_take(&fl->args_out, args);
+    fl->pending = PD_NEXT;
+    rq_push(fl);
+}
+
+void futoin__flow_error(Flow* fl, const char* code, const char* info)
+{
+    futoin__set_str(&fl->code, fl->code_inline, code);
+    futoin__set_info(fl->root, info);
+    if (fl->cb == CB_EXEC || fl->cb == CB_ERROR) {
+        fl->out = OUT_ERROR;
+        fl->ctl = CTL_NONE;
+        return;
+    }
+    fl->ctl = CTL_NONE;
+    start_unwind(fl, fl->depth, 1);
+    rq_push(fl);
+}
+
+static void on_timeout(void* data, uintptr_t k)
+{
+    Flow* fl = data;
+    Root* r = fl->root;
+    Frame* f = &fl->frames[k];
+    f->flags &= (uint8_t)~FR_TIMER;
+    memset(&f->timer, 0, sizeof(f->timer));
+    root_enter(r);
+    futoin__set_str(&fl->code, fl->code_inline, FUTOIN_TIMEOUT);
+    futoin__set_info(r, "");
+    fl->ctl = CTL_NONE;
+    rq_remove(fl);
+    start_unwind(fl, (uint32_t)k, 0);
+    rq_push(fl);
+    root_leave(r);
+}
+
+void futoin__flow_set_timeout(Flow* fl, uint32_t ms)
+{
+    Frame* f = &fl->frames[fl->depth];
+    frame_stop_timer(fl, f);
+    f->timer = futoin__loop_deferred2(fl->root->ctx->loop, ms, fl, fl->depth, on_timeout);
+    f->flags |= FR_TIMER | FR_WAIT;
+}
+
+void futoin__flow_set_cancel(Flow* fl, void* data, FutoInAsyncSteps_cancel_callback ch)
+{
+    Frame* f = &fl->frames[fl->depth];
+    f->on_cancel = ch;
+    f->cancel_data = data;
+    f->flags |= FR_WAIT;
+}
+
+void futoin__flow_wait(Flow* fl)
+{
+    fl->frames[fl->depth].flags |= FR_WAIT;
+}
+
+void futoin__flow_ctl(Flow* fl, uint8_t ctl, const char* label)
+{
+    futoin__set_str(&fl->code, fl->code_inline, label ? label : "");
+    futoin__set_info(fl->root, label ? label : "");
+    fl->out = ctl == CTL_BREAK ? OUT_BREAK : OUT_CONTINUE;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Root control                                                              */
+
+void futoin__root_execute(Flow* fl, void* data, FutoInAsyncSteps_error_callback unhandled)
+{
+    Root* r = fl->root;
+    r->state = RS_RUNNING;
+    r->unhandled = unhandled;
+    r->unhandled_data = data;
+    futoin__set_info(r, "");
+    fl->pending = PD_NEXT;
+    fl->out = OUT_NONE;
+    fl->ctl = CTL_NONE;
+    rq_push(fl);
+}
+
+/* Stops a flow where it is: every frame is aborted innermost first. */
+static void flow_abort(Flow* fl)
+{
+    rq_remove(fl);
+    ++fl->gen;
+    while (fl->depth > 0) {
+        frame_pop(fl, 1);
+    }
+    queue_free(fl->root->ctx, fl->frames[0].q_head);
+    fl->frames[0].q_head = fl->frames[0].q_tail = NULL;
+    futoin__args_clear(&fl->args_out, &fl->nargs_out);
+    fl->state = FS_DONE;
+    fl->cb = CB_NONE;
+    fl->out = OUT_NONE;
+    fl->ctl = CTL_NONE;
+    fl->pending = PD_NEXT;
+}
+
+/* A branch flow is done with: its memory is recycled once no engine frame
+ * of the root is on the C stack (a callback of it may still be running). */
+static void flow_release(Flow* fl)
+{
+    Root* r = fl->root;
+    rq_remove(fl);
+    ++fl->gen;
+    stack_free(&fl->frames[0].stack);
+    if (fl->code != fl->code_inline) {
+        free(fl->code);
+        fl->code = fl->code_inline;
+    }
+    fl->state = FS_DONE;
+    fl->sib_next = r->zombies;
+    r->zombies = fl;
+}
+
+void futoin__root_cancel(Root* r)
+{
+    if (r->cancelling || r->state != RS_RUNNING) {
+        return;
+    }
+    root_enter(r);
+    r->cancelling = 1;
+    flow_abort(&r->main);
+    stack_free(&r->main.frames[0].stack);
+    r->state = RS_CANCELLED;
+    r->cancelling = 0;
+    root_leave(r);
+}
+
+static void root_destroy(Root* r)
+{
+    Flow* fl = &r->main;
+    EngineCtx* ctx = r->ctx;
+    flow_abort(fl);
+    stack_free(&fl->frames[0].stack);
+    futoin__state_free(r);
+    if (fl->code != fl->code_inline) {
+        free(fl->code);
+    }
+    while (r->zombies) {
+        Flow* z = r->zombies;
+        r->zombies = z->sib_next;
+        flow_recycle(ctx, z);
+    }
+    free(fl->frames);
+    free(r->info);
+    free(r);
+}
+
+void futoin__root_free(Root* r)
+{
+    if (r->free_pending) {
+        return;
+    }
+    r->free_pending = 1;
+    root_enter(r);
+    if (r->state == RS_RUNNING) {
+        r->cancelling = 1;
+        flow_abort(&r->main);
+        r->cancelling = 0;
+        r->state = RS_CANCELLED;
+    }
+    root_leave(r); /* destroys now, or when the outermost callback returns */
+}
+
+void futoin_asyncsteps_free(FutoInAsyncSteps* root)
+{
+    if (root) {
+        root->api->free(root);
+    }
+}

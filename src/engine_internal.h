@@ -1,0 +1,226 @@
+/*
+ * The AsyncSteps engine's private data model.
+ *
+ *  Root ── owns ── main Flow ── frames[0..depth]   (frames[0] = level 0)
+ *                        │
+ *                        └─ a PARALLEL frame ── Parallel ── branch Flows
+ *
+ * A Step is a queued, not yet started step (a pooled node in its parent
+ * frame's singly linked queue). When a step starts it becomes a Frame on its
+ * flow's stack; the frame lives until the step and all its sub-steps finish.
+ * A Flow is one sequential line of execution with its own FutoInAsyncSteps
+ * interface: the root's main flow, or one parallel branch.
+ *
+ * Ready flows wait in the loop-wide ready queue; the dispatcher (one loop
+ * immediate) pops a flow, runs one step callback, and requeues it at the tail
+ * if it can continue, so concurrent flows take turns step by step.
+ */
+#ifndef FUTOIN_ENGINE_INTERNAL_H
+#define FUTOIN_ENGINE_INTERNAL_H
+
+#include <futoin/asyncsteps.h>
+
+#include "loop_internal.h"
+#include "pool.h"
+
+typedef struct Root Root;
+typedef struct Flow Flow;
+typedef struct Frame Frame;
+typedef struct Step Step;
+typedef struct Parallel Parallel;
+typedef struct LoopSpec LoopSpec;
+typedef struct ArgsBox ArgsBox;
+typedef struct EngineCtx EngineCtx;
+typedef struct StackBlock StackBlock;
+
+enum StepKind {
+    SK_PLAIN = 0,
+    SK_PARALLEL, /* ext: Parallel* */
+    SK_LOOP,     /* ext: LoopSpec* */
+    SK_SYNC,     /* ext: FutoInSync*; f/eh/data are the critical section's */
+    SK_VALUE,    /* ext: ArgsBox* or NULL: successStep() */
+    SK_YIELD     /* relinquish(): one trip through the loop */
+};
+
+struct Step {
+    Step* next;
+    FutoInAsyncSteps_execute_callback f;
+    FutoInAsyncSteps_error_callback eh;
+    void* data;
+    void* ext;
+    uint8_t kind;
+};
+
+enum FrameFlags {
+    FR_WAIT = 1,      /* waits for an external success()/error() */
+    FR_PAR_WAIT = 2,  /* a parallel step waiting for its branches */
+    FR_EH_USED = 4,   /* error handler already ran: never call it again */
+    FR_LOCK_PHASE = 8, /* SYNC frame: lock() not yet completed */
+    FR_LOCKED = 16,   /* SYNC frame: unlock() owed */
+    FR_TIMER = 32     /* timer holds a setTimeout() or relinquish handle */
+};
+
+struct Frame {
+    Step* q_head;
+    Step* q_tail;
+    FutoInAsyncSteps_execute_callback f;
+    FutoInAsyncSteps_error_callback eh;
+    void* data;
+    void* ext;
+    void* aux; /* SYNC: the critical-section Step until it is queued */
+    FutoInAsyncSteps_cancel_callback on_cancel;
+    void* cancel_data;
+    StackBlock* stack;
+    FutoInHandle timer;
+    uint8_t kind;
+    uint8_t flags;
+};
+
+/* Callback context of a flow: which user callback is on the C stack. */
+enum CbContext { CB_NONE = 0, CB_EXEC, CB_ERROR, CB_CANCEL, CB_FINAL };
+/* What the running callback decided. */
+enum Outcome { OUT_NONE = 0, OUT_SUCCESS, OUT_ERROR, OUT_BREAK, OUT_CONTINUE };
+enum FlowState { FS_IDLE = 0, FS_READY, FS_WAIT, FS_DONE };
+enum Pending { PD_NEXT = 0, PD_UNWIND };
+enum Ctl { CTL_NONE = 0, CTL_BREAK, CTL_CONTINUE };
+
+#define FUTOIN_INLINE_STR 32
+
+struct Flow {
+    FutoInAsyncSteps iface; /* first: the interface pointer is the flow */
+    Root* root;
+    Frame* frames;
+    uint32_t depth;
+    uint32_t cap;
+    Flow* rq_next;
+    Flow* rq_prev;
+    Flow* parent;   /* branch flows: the flow holding the PARALLEL frame */
+    Parallel* par;  /* branch flows: the parallel they belong to */
+    Flow* sib_next; /* branch flows: next live branch of the same parallel */
+    uint32_t gen;   /* bumped when the flow is aborted or released */
+    uint8_t state;
+    uint8_t pending;
+    uint8_t cb;
+    uint8_t out;
+    uint8_t ctl;
+    uint8_t in_rq;
+    uint8_t nargs_out;
+    uint8_t nargs_in;
+    char* code; /* current error code or break/continue label */
+    char code_inline[FUTOIN_INLINE_STR];
+    FutoInArgs args_out; /* results of the last success(), for the next step */
+    FutoInArgs args_in;  /* results being passed to the running callback */
+};
+
+struct Parallel {
+    FutoInAsyncSteps iface;
+    Flow* owner;
+    Step* b_head;
+    Step* b_tail;
+    Flow* branches; /* live branch flows */
+    uint32_t pending;
+    uint8_t started;
+};
+
+struct LoopSpec {
+    void (*loop_fn)(FutoInAsyncSteps* bsi, void* data);
+    void (*repeat_fn)(FutoInAsyncSteps* bsi, void* data, size_t i);
+    void* data;
+    size_t count;
+    size_t i;
+    char* label; /* NULL, label_inline or heap */
+    char label_inline[FUTOIN_INLINE_STR];
+};
+
+struct ArgsBox {
+    FutoInArgs args;
+    uint8_t nargs;
+};
+
+typedef struct StateVar {
+    char* name;
+    void* value;
+    void* data;
+    void* (*allocate)(void* data);
+    void (*cleanup)(void* data, void* value);
+} StateVar;
+
+enum RootState { RS_IDLE = 0, RS_RUNNING, RS_DONE, RS_FAILED, RS_CANCELLED };
+
+typedef void (*RootDoneHook)(void* data, Root* root, const char* code, FutoInArgs* args);
+
+struct Root {
+    Flow main; /* first: the root's handle is its main flow's interface */
+    EngineCtx* ctx;
+    uint32_t busy; /* engine frames of this root on the C stack */
+    uint8_t state;
+    uint8_t cancelling;
+    uint8_t free_pending;
+    FutoInAsyncSteps_error_callback unhandled;
+    void* unhandled_data;
+    StateVar* vars;
+    uint32_t nvars;
+    uint32_t cap_vars;
+    char* info; /* error_info; NULL means "" */
+    size_t info_cap;
+    Flow* zombies; /* released branch flows, recycled when busy drops to 0 */
+    RootDoneHook done;
+    void* done_data;
+};
+
+struct EngineCtx {
+    FutoInLoop* loop;
+    FutoInPool steps;
+    FutoInPool pars;
+    FutoInPool loops;
+    FutoInPool boxes;
+    Flow* free_flows;
+    Flow* rq_head;
+    Flow* rq_tail;
+    FutoInHandle dispatch_handle;
+    unsigned burst;
+    uint8_t dispatch_scheduled;
+    uint32_t dispatching; /* nesting depth of the dispatcher */
+    FutoInMisuseHandler misuse;
+    void* misuse_data;
+};
+
+extern const FutoInAsyncStepsAPI futoin__flow_api;
+extern const FutoInAsyncStepsAPI futoin__par_api;
+
+/* engine.c */
+EngineCtx* futoin__ctx_get(FutoInLoop* loop);
+Flow* futoin__flow_of(FutoInAsyncSteps* bsi); /* NULL for a foreign interface */
+void futoin__misuse(Flow* fl, const char* fmt, ...);
+Frame* futoin__add_target(Flow* fl, const char* what);
+Step* futoin__step_new(EngineCtx* ctx, uint8_t kind, void* data,
+        FutoInAsyncSteps_execute_callback f, FutoInAsyncSteps_error_callback eh, void* ext);
+void futoin__queue_step(Frame* fr, Step* s);
+void futoin__step_free(EngineCtx* ctx, Step* s);
+Step* futoin__step_copy(EngineCtx* ctx, const Step* s, Flow* owner, const char** err);
+Parallel* futoin__parallel_new(EngineCtx* ctx, Flow* owner);
+LoopSpec* futoin__loopspec_new(EngineCtx* ctx, const char* label);
+void futoin__set_str(char** dst, char* inline_buf, const char* s);
+void futoin__set_info(Root* r, const char* info);
+void futoin__args_clear(FutoInArgs* a, uint8_t* n);
+uint8_t futoin__args_take(FutoInArgs* dst, FutoInArgs* src);
+int futoin__find_loop(Flow* fl, const char* label);
+
+void futoin__flow_success(Flow* fl, FutoInArgs* args);
+void futoin__flow_error(Flow* fl, const char* code, const char* info);
+void futoin__flow_set_timeout(Flow* fl, uint32_t ms);
+void futoin__flow_set_cancel(Flow* fl, void* data, FutoInAsyncSteps_cancel_callback ch);
+void futoin__flow_wait(Flow* fl);
+void futoin__flow_ctl(Flow* fl, uint8_t ctl, const char* label);
+void futoin__root_execute(Flow* fl, void* data, FutoInAsyncSteps_error_callback unhandled);
+void futoin__root_cancel(Root* r);
+void futoin__root_free(Root* r);
+void* futoin__flow_stack(Flow* fl, size_t size, void (*cleanup)(void*));
+
+/* state.c */
+void* futoin__state_var(Root* r, void* data, const char* name,
+        void* (*allocate)(void*), void (*cleanup)(void*, void*));
+void futoin__state_copy(Root* dst, const Root* src);
+void futoin__state_free(Root* r);
+
+#endif

@@ -1,0 +1,177 @@
+/*
+ * C API conveniences built on the engine: owned string values, successStep,
+ * relinquish, copyFrom, forEach over arrays and key/value pairs.
+ */
+#include "engine_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void free_cstr(FutoInBinaryValue* v)
+{
+    free((void*)v->cstr);
+}
+
+FutoInBinaryValue futoin_val_strdup(const char* s)
+{
+    static const FutoInType owned_string = {FTN_TYPE_STRING, free_cstr};
+    FutoInBinaryValue r;
+    memset(&r, 0, sizeof(r));
+    if (!s) {
+        s = "";
+    }
+    size_t len = strlen(s);
+    char* p = malloc(len + 1);
+    if (!p) {
+        return r;
+    }
+    memcpy(p, s, len + 1);
+    r.type = &owned_string;
+    r.cstr = p;
+    r.length = (uint32_t)len;
+    return r;
+}
+
+FutoInBinaryValue futoin_val_custom(const FutoInType* type, void* object)
+{
+    FutoInBinaryValue r;
+    memset(&r, 0, sizeof(r));
+    r.type = type;
+    r.custom_data = object;
+    r.p = object;
+    return r;
+}
+
+/* The flow behind an interface of this library, reporting foreign ones. */
+static Flow* own_flow(FutoInAsyncSteps* as, const char* what)
+{
+    Flow* fl = futoin__flow_of(as);
+    if (!fl) {
+        futoin__misuse(NULL, "%s() needs an AsyncSteps interface of this library", what);
+    }
+    return fl;
+}
+
+void futoin_success_step(FutoInAsyncSteps* as, FutoInArgs* args)
+{
+    Flow* fl = own_flow(as, "successStep");
+    Frame* fr = fl ? futoin__add_target(fl, "successStep") : NULL;
+    if (!fr) {
+        if (args) {
+            for (int i = 0; i < 4; ++i) {
+                futoin_reset_binval(&args->args[i]);
+            }
+        }
+        return;
+    }
+    EngineCtx* ctx = fl->root->ctx;
+    ArgsBox* box = NULL;
+    FutoInArgs taken;
+    memset(&taken, 0, sizeof(taken));
+    uint8_t n = futoin__args_take(&taken, args);
+    if (n) {
+        box = futoin__pool_get(&ctx->boxes);
+        box->args = taken;
+        box->nargs = n;
+    }
+    futoin__queue_step(fr, futoin__step_new(ctx, SK_VALUE, NULL, NULL, NULL, box));
+}
+
+void futoin_relinquish(FutoInAsyncSteps* as)
+{
+    Flow* fl = own_flow(as, "relinquish");
+    Frame* fr = fl ? futoin__add_target(fl, "relinquish") : NULL;
+    if (fr) {
+        futoin__queue_step(fr, futoin__step_new(fl->root->ctx, SK_YIELD, NULL, NULL, NULL, NULL));
+    }
+}
+
+void futoin_copy_from(FutoInAsyncSteps* as, FutoInAsyncSteps* model)
+{
+    Flow* fl = own_flow(as, "copyFrom");
+    Flow* mf = futoin__flow_of(model);
+    if (!fl) {
+        return;
+    }
+    if (!mf || mf != &mf->root->main || mf->root->state == RS_RUNNING) {
+        futoin__misuse(fl, "copyFrom(): the model must be a root of this library that is not running");
+        return;
+    }
+    Frame* fr = futoin__add_target(fl, "copyFrom");
+    if (!fr) {
+        return;
+    }
+    EngineCtx* ctx = fl->root->ctx;
+    const char* err = NULL;
+    for (const Step* s = mf->frames[0].q_head; s; s = s->next) {
+        futoin__queue_step(fr, futoin__step_copy(ctx, s, fl, &err));
+    }
+    futoin__state_copy(fl->root, mf->root);
+    if (err) {
+        futoin__misuse(fl, "%s", err);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* forEach                                                                   */
+
+typedef struct ArrayIter {
+    const char* base;
+    size_t elem_size;
+    FutoInForEachArrayFn f;
+    void* data;
+} ArrayIter;
+
+static void array_body(FutoInAsyncSteps* as, void* data, size_t i)
+{
+    ArrayIter* it = data;
+    it->f(as, it->data, i, it->base + i * it->elem_size);
+}
+
+void futoin_foreach_array(FutoInAsyncSteps* as, const void* base, size_t count, size_t elem_size,
+        FutoInForEachArrayFn f, void* data, const char* label)
+{
+    if (!f || (!base && count)) {
+        as->api->repeat(as, NULL, count, NULL, label); /* reports the misuse */
+        return;
+    }
+    /* The iterator lives as long as the step that adds the loop. */
+    ArrayIter* it = as->api->stack(as, sizeof(ArrayIter), NULL);
+    if (!it) {
+        return;
+    }
+    it->base = base;
+    it->elem_size = elem_size;
+    it->f = f;
+    it->data = data;
+    as->api->repeat(as, it, count, array_body, label);
+}
+
+typedef struct PairIter {
+    const FutoInKeyValue* pairs;
+    FutoInForEachPairFn f;
+    void* data;
+} PairIter;
+
+static void pair_body(FutoInAsyncSteps* as, void* data, size_t i)
+{
+    PairIter* it = data;
+    it->f(as, it->data, it->pairs[i].key, &it->pairs[i].value);
+}
+
+void futoin_foreach_pairs(FutoInAsyncSteps* as, const FutoInKeyValue* pairs, size_t count,
+        FutoInForEachPairFn f, void* data, const char* label)
+{
+    if (!f || (!pairs && count)) {
+        as->api->repeat(as, NULL, count, NULL, label);
+        return;
+    }
+    PairIter* it = as->api->stack(as, sizeof(PairIter), NULL);
+    if (!it) {
+        return;
+    }
+    it->pairs = pairs;
+    it->f = f;
+    it->data = data;
+    as->api->repeat(as, it, count, pair_body, label);
+}

@@ -1,0 +1,27 @@
+/* Private loop interface shared by the engine and the loop implementation. */
+#ifndef FUTOIN_LOOP_INTERNAL_H
+#define FUTOIN_LOOP_INTERNAL_H
+
+#include <futoin/asynctool.h>
+
+/* Callback with one extra word, so the engine can address a (flow, frame)
+ * pair without allocating a record per timer. */
+typedef void (*FutoInLoopCallback2)(void* data, uintptr_t aux);
+
+FutoInHandle futoin__loop_immediate2(
+        FutoInLoop* loop, void* data, uintptr_t aux, FutoInLoopCallback2 cb);
+FutoInHandle futoin__loop_deferred2(FutoInLoop* loop, uint32_t delay_ms,
+        void* data, uintptr_t aux, FutoInLoopCallback2 cb);
+
+/* One slot per loop for the AsyncSteps engine's pools. futoin_loop_free()
+ * calls the registered destructor on the slot's value (when both are set)
+ * after dropping every pending callback. */
+void** futoin__loop_engine_slot(FutoInLoop* loop);
+void futoin__loop_set_engine_free(FutoInLoop* loop, void (*destroy)(void* engine_ctx));
+
+/* When no immediate is pending: sleeps until the next timer is due (real
+ * clock) or moves the virtual clock to it. Lets futoin_promise() drive the
+ * loop round by round. */
+void futoin__loop_wait_next_timer(FutoInLoop* loop);
+
+#endif

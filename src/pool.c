@@ -1,0 +1,74 @@
+#include "pool.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+typedef union SlabHeader {
+    void* next;
+    max_align_t align;
+} SlabHeader;
+
+void futoin__pool_init(FutoInPool* pool, size_t elem_size, size_t per_slab)
+{
+    size_t align = sizeof(max_align_t);
+    if (elem_size < sizeof(void*)) {
+        elem_size = sizeof(void*);
+    }
+    pool->elem_size = (elem_size + align - 1) / align * align;
+    pool->per_slab = per_slab ? per_slab : 64;
+    pool->free_list = NULL;
+    pool->slabs = NULL;
+}
+
+void futoin__pool_destroy(FutoInPool* pool)
+{
+    void* s = pool->slabs;
+    while (s) {
+        void* next = ((SlabHeader*)s)->next;
+        free(s);
+        s = next;
+    }
+    pool->slabs = NULL;
+    pool->free_list = NULL;
+}
+
+void* futoin__pool_get(FutoInPool* pool)
+{
+    if (!pool->free_list) {
+        SlabHeader* slab = futoin__xmalloc(sizeof(SlabHeader) + pool->elem_size * pool->per_slab);
+        char* first = (char*)(slab + 1);
+        slab->next = pool->slabs;
+        pool->slabs = slab;
+        /* Thread the new elements in address order for locality. */
+        for (size_t i = pool->per_slab; i-- > 0;) {
+            futoin__pool_put(pool, first + i * pool->elem_size);
+        }
+    }
+    void* p = pool->free_list;
+    pool->free_list = *(void**)p;
+    return p;
+}
+
+static void out_of_memory(size_t size)
+{
+    fprintf(stderr, "futoin: out of memory allocating %zu bytes\n", size);
+    abort();
+}
+
+void* futoin__xmalloc(size_t size)
+{
+    void* p = malloc(size ? size : 1);
+    if (!p) {
+        out_of_memory(size);
+    }
+    return p;
+}
+
+void* futoin__xrealloc(void* p, size_t size)
+{
+    void* n = realloc(p, size ? size : 1);
+    if (!n) {
+        out_of_memory(size);
+    }
+    return n;
+}

@@ -1,0 +1,31 @@
+/* Fixed-size object pools: free lists carved from slabs, so steady-state
+ * step execution never calls malloc. Slabs are released with the pool. */
+#ifndef FUTOIN_POOL_H
+#define FUTOIN_POOL_H
+
+#include <stddef.h>
+
+typedef struct FutoInPool {
+    size_t elem_size;
+    size_t per_slab;
+    void* free_list;
+    void* slabs;
+} FutoInPool;
+
+void futoin__pool_init(FutoInPool* pool, size_t elem_size, size_t per_slab);
+void futoin__pool_destroy(FutoInPool* pool);
+/* Never returns NULL: aborts the process on out-of-memory, like the rest of
+ * the engine's structural allocations (there is no flow to report to). */
+void* futoin__pool_get(FutoInPool* pool);
+
+static inline void futoin__pool_put(FutoInPool* pool, void* p)
+{
+    *(void**)p = pool->free_list;
+    pool->free_list = p;
+}
+
+/* malloc/realloc that abort with a message instead of returning NULL. */
+void* futoin__xmalloc(size_t size);
+void* futoin__xrealloc(void* p, size_t size);
+
+#endif
