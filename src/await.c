@@ -11,10 +11,14 @@
 
 enum { C_PENDING = 0, C_RESOLVED, C_REJECTED };
 
+/* The await step owns a reference to the completion (StepOwner), released
+ * by the engine when the step is dropped unstarted or its frame ends, so
+ * freeing a completion that a step still refers to is deferred safely. */
 struct FutoInCompletion {
+    StepOwner owner; /* first: the engine sees the completion as a StepOwner */
     uint8_t state;
     uint8_t nargs;
-    uint8_t registered; /* an await step exists (queued or waiting) */
+    uint8_t registered; /* an await step refers to the completion */
     uint8_t freed;      /* freed by the user while registered */
     FutoInArgs args;
     char* code;
@@ -32,17 +36,31 @@ static char* dup_str(const char* s)
     return p;
 }
 
-FutoInCompletion* futoin_completion_new(void)
-{
-    return calloc(1, sizeof(FutoInCompletion));
-}
-
 static void completion_release(FutoInCompletion* c)
 {
     futoin__args_clear(&c->args, &c->nargs);
     free(c->code);
     free(c->info);
     free(c);
+}
+
+static void await_step_ended(StepOwner* self)
+{
+    FutoInCompletion* c = (FutoInCompletion*)self;
+    c->waiter = NULL;
+    c->registered = 0;
+    if (c->freed) {
+        completion_release(c);
+    }
+}
+
+FutoInCompletion* futoin_completion_new(void)
+{
+    FutoInCompletion* c = calloc(1, sizeof(FutoInCompletion));
+    if (c) {
+        c->owner.release = await_step_ended;
+    }
+    return c;
 }
 
 static void drop(FutoInArgs* args)
@@ -56,7 +74,7 @@ static void drop(FutoInArgs* args)
 
 int futoin_completion_resolve(FutoInCompletion* c, FutoInArgs* args)
 {
-    if (!c || c->state != C_PENDING) {
+    if (!c || c->freed || c->state != C_PENDING) {
         drop(args);
         return -1;
     }
@@ -64,7 +82,6 @@ int futoin_completion_resolve(FutoInCompletion* c, FutoInArgs* args)
     if (c->waiter) {
         FutoInAsyncSteps* w = c->waiter;
         c->waiter = NULL;
-        c->registered = 0;
         w->api->success(w, args);
     } else {
         c->nargs = futoin__args_take(&c->args, args);
@@ -74,14 +91,13 @@ int futoin_completion_resolve(FutoInCompletion* c, FutoInArgs* args)
 
 int futoin_completion_reject(FutoInCompletion* c, const char* code, const char* info)
 {
-    if (!c || c->state != C_PENDING || !code) {
+    if (!c || c->freed || c->state != C_PENDING || !code) {
         return -1;
     }
     c->state = C_REJECTED;
     if (c->waiter) {
         FutoInAsyncSteps* w = c->waiter;
         c->waiter = NULL;
-        c->registered = 0;
         w->api->handle_error(w, code, info);
     } else {
         c->code = dup_str(code);
@@ -92,30 +108,16 @@ int futoin_completion_reject(FutoInCompletion* c, const char* code, const char* 
 
 void futoin_completion_free(FutoInCompletion* c)
 {
-    if (!c) {
+    if (!c || c->freed) {
         return;
     }
+    c->freed = 1;
     if (c->waiter) {
         FutoInAsyncSteps* w = c->waiter;
         c->waiter = NULL;
-        c->registered = 0;
         w->api->handle_error(w, FUTOIN_INTERNAL_ERROR, "completion freed while a step awaited it");
     }
-    if (c->registered) {
-        /* A queued await step still points here: it releases the memory. */
-        c->freed = 1;
-        return;
-    }
-    completion_release(c);
-}
-
-static void await_cancel(FutoInAsyncSteps* as, void* data)
-{
-    (void)as;
-    FutoInCompletion* c = data;
-    c->waiter = NULL;
-    c->registered = 0;
-    if (c->freed) {
+    if (!c->registered) {
         completion_release(c);
     }
 }
@@ -125,7 +127,6 @@ static void await_step(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
     (void)args;
     FutoInCompletion* c = data;
     if (c->freed) {
-        completion_release(c);
         as->api->handle_error(as, FUTOIN_INTERNAL_ERROR, "completion freed before it was awaited");
         return;
     }
@@ -134,17 +135,15 @@ static void await_step(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
         FutoInArgs out = c->args;
         memset(&c->args, 0, sizeof(c->args));
         c->nargs = 0;
-        c->registered = 0;
         as->api->success(as, &out);
         return;
     }
     case C_REJECTED:
-        c->registered = 0;
         as->api->handle_error(as, c->code, c->info);
         return;
     default:
         c->waiter = as;
-        as->api->setCancel(as, c, await_cancel);
+        as->api->waitExternal(as);
         return;
     }
 }
@@ -158,19 +157,28 @@ static void await_eh(FutoInAsyncSteps* as, void* data, const char* code)
 void futoin_await(FutoInAsyncSteps* as, FutoInCompletion* c,
         FutoInAsyncSteps_error_callback eh, void* data)
 {
-    if (!c) {
-        as->api->add(as, NULL, NULL, NULL); /* reports the misuse */
+    Flow* fl = futoin__flow_of(as);
+    if (!fl) {
+        futoin__misuse(NULL, "await() needs an AsyncSteps interface of this library");
+        return;
+    }
+    if (!c || c->freed) {
+        futoin__misuse(fl, "await() with a NULL or freed completion");
         return;
     }
     if (c->registered) {
-        as->api->handle_error(as, FUTOIN_INTERNAL_ERROR,
-                "await(): the completion is already awaited by another step");
+        futoin__misuse(fl, "await(): the completion is already awaited by another step");
+        return;
+    }
+    Frame* fr = futoin__add_target(fl, "await");
+    if (!fr) {
         return;
     }
     c->registered = 1;
     c->user_eh = eh;
     c->user_data = data;
-    as->api->add(as, c, await_step, eh ? await_eh : NULL);
+    futoin__queue_step(fr, futoin__step_new(fl->root->ctx, SK_OWNED, c, await_step,
+                                   eh ? await_eh : NULL, &c->owner));
 }
 
 /* ------------------------------------------------------------------------ */

@@ -30,7 +30,7 @@ static void advance(Flow* fl);
 static void unwind(Flow* fl);
 static void frame_pop(Flow* fl, int aborted);
 static void flow_abort(Flow* fl);
-static void start_unwind(Flow* fl, uint32_t k, int own);
+static int start_unwind(Flow* fl, uint32_t k, int own);
 
 /* ------------------------------------------------------------------------ */
 /* Per-loop context                                                          */
@@ -295,6 +295,9 @@ void futoin__step_free(EngineCtx* ctx, Step* s)
             box_free(ctx, s->ext);
         }
         break;
+    case SK_OWNED:
+        ((StepOwner*)s->ext)->release(s->ext);
+        break;
     default:
         break;
     }
@@ -306,6 +309,9 @@ Step* futoin__step_copy(EngineCtx* ctx, const Step* s, Flow* owner, const char**
 {
     void* ext = s->ext;
     switch (s->kind) {
+    case SK_OWNED:
+        *err = "copyFrom(): an await() step cannot be copied";
+        return NULL;
     case SK_PARALLEL: {
         const Parallel* src = s->ext;
         Parallel* p = futoin__parallel_new(ctx, owner);
@@ -601,56 +607,56 @@ static void parallel_abort_branches(Parallel* p)
 
 /* The step on top of fl ends. aborted: it did not complete, so its cancel
  * handler runs. Either way timers stop, queued sub-steps and stack memory
- * are released and a held sync lock is unlocked. */
+ * are released and a held sync lock is unlocked.
+ * The frame is taken off the stack before any user code runs, so a cancel
+ * handler or unlock() that cancels or frees the root cannot pop it twice. */
 static void frame_pop(Flow* fl, int aborted)
 {
     EngineCtx* ctx = fl->root->ctx;
-    Frame* f = &fl->frames[fl->depth];
-    frame_stop_timer(fl, f);
-    if (aborted) {
-        call_cancel(fl, f);
-        f = &fl->frames[fl->depth];
+    Frame f = fl->frames[fl->depth];
+    --fl->depth;
+    if (f.flags & FR_TIMER) {
+        futoin_loop_cancel(ctx->loop, &f.timer);
     }
-    queue_free(ctx, f->q_head);
-    f->q_head = f->q_tail = NULL;
-    switch (f->kind) {
+    if (aborted) {
+        call_cancel(fl, &f);
+    }
+    queue_free(ctx, f.q_head);
+    switch (f.kind) {
     case SK_PARALLEL:
-        if (f->ext) {
-            Parallel* p = f->ext;
-            f->ext = NULL;
-            parallel_abort_branches(p);
-            parallel_free(ctx, p);
+        if (f.ext) {
+            parallel_abort_branches(f.ext);
+            parallel_free(ctx, f.ext);
         }
         break;
     case SK_LOOP:
-        if (f->ext) {
-            loopspec_free(ctx, f->ext);
-            f->ext = NULL;
+        if (f.ext) {
+            loopspec_free(ctx, f.ext);
         }
         break;
     case SK_SYNC:
-        if (f->aux) {
-            futoin__step_free(ctx, f->aux);
-            f->aux = NULL;
+        if (f.aux) {
+            futoin__step_free(ctx, f.aux);
         }
-        if (f->data) {
-            box_free(ctx, f->data);
-            f->data = NULL;
+        if (f.data) {
+            box_free(ctx, f.data);
         }
-        if (f->flags & FR_LOCKED) {
-            FutoInSync* sync = f->ext;
-            f->flags &= (uint8_t)~FR_LOCKED;
+        if (f.flags & FR_LOCKED) {
+            FutoInSync* sync = f.ext;
             uint8_t saved = fl->cb;
             fl->cb = CB_CANCEL;
             sync->api->unlock(&fl->iface, sync);
             fl->cb = saved;
         }
         break;
+    case SK_OWNED:
+        ((StepOwner*)f.ext)->release(f.ext);
+        break;
     default:
         break;
     }
-    stack_free(&f->stack);
-    --fl->depth;
+    /* Last: a cancel handler may still use the step's stack memory. */
+    stack_free(&f.stack);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -706,16 +712,23 @@ static void exec_outcome(Flow* fl)
     Frame* f = &fl->frames[fl->depth];
     switch (fl->out) {
     case OUT_ERROR:
-        start_unwind(fl, fl->depth, 1);
-        unwind(fl);
+        if (start_unwind(fl, fl->depth, 1)) {
+            unwind(fl);
+        }
         return;
     case OUT_BREAK:
     case OUT_CONTINUE:
         fl->ctl = fl->out == OUT_BREAK ? CTL_BREAK : CTL_CONTINUE;
-        start_unwind(fl, fl->depth, 1);
-        unwind(fl);
+        if (start_unwind(fl, fl->depth, 1)) {
+            unwind(fl);
+        }
         return;
     case OUT_SUCCESS:
+        /* The step is complete now, though its frame is popped only on the
+         * flow's next turn: other flows, the loop's timers or a root cancel
+         * may come first, and must not see its timeout or cancel handler. */
+        frame_stop_timer(fl, f);
+        f->on_cancel = NULL;
         f->flags &= (uint8_t)~FR_WAIT;
         rq_push(fl);
         return;
@@ -783,6 +796,7 @@ static void start_parallel(Flow* fl, Frame* f)
             b = futoin__xmalloc(sizeof(Flow));
             b->frames = NULL;
             b->cap = 0;
+            b->gen = 0;
         }
         flow_init(b, r);
         b->parent = fl;
@@ -811,6 +825,7 @@ static int start_frame(Flow* fl)
     Frame* f = &fl->frames[fl->depth];
     switch (f->kind) {
     case SK_PLAIN:
+    case SK_OWNED:
         if (call_step(fl, CALL_EXEC)) {
             exec_outcome(fl);
         }
@@ -939,8 +954,9 @@ static void branch_failed(Flow* fl)
     parallel_abort_branches(p);
     Frame* pf = &parent->frames[parent->depth];
     pf->flags &= (uint8_t)~FR_PAR_WAIT;
-    start_unwind(parent, parent->depth, 1);
-    rq_push(parent);
+    if (start_unwind(parent, parent->depth, 1)) {
+        rq_push(parent);
+    }
 }
 
 static void root_finish(Root* r, const char* code)
@@ -1041,11 +1057,16 @@ static void advance(Flow* fl)
 
 /* An error was raised at frame k: the frames above k are aborted innermost
  * first; frame k's own work stops (own: the step failed by itself, so its
- * cancel handler is dropped; else, e.g. a timeout, it is called). */
-static void start_unwind(Flow* fl, uint32_t k, int own)
+ * cancel handler is dropped; else, e.g. a timeout, it is called). Returns 0
+ * if a cancel handler aborted the whole flow meanwhile. */
+static int start_unwind(Flow* fl, uint32_t k, int own)
 {
+    uint32_t gen = fl->gen;
     while (fl->depth > k) {
         frame_pop(fl, 1);
+        if (gen != fl->gen) {
+            return 0;
+        }
     }
     Frame* f = &fl->frames[k];
     frame_stop_timer(fl, f);
@@ -1053,6 +1074,9 @@ static void start_unwind(Flow* fl, uint32_t k, int own)
         f->on_cancel = NULL;
     } else {
         call_cancel(fl, f);
+        if (gen != fl->gen) {
+            return 0;
+        }
         f = &fl->frames[k];
     }
     if (f->kind == SK_PARALLEL && f->ext) {
@@ -1063,6 +1087,7 @@ static void start_unwind(Flow* fl, uint32_t k, int own)
     f->flags &= (uint8_t)~(FR_WAIT | FR_PAR_WAIT);
     futoin__args_clear(&fl->args_out, &fl->nargs_out);
     fl->pending = PD_UNWIND;
+    return 1;
 }
 
 static int label_matches(const LoopSpec* l, const char* label)
@@ -1087,15 +1112,30 @@ static void unwind(Flow* fl)
         if (fl->ctl && f->kind == SK_LOOP && f->ext
                 && label_matches(f->ext, fl->code[0] ? fl->code : NULL)) {
             uint8_t ctl = fl->ctl;
+            uint32_t gen = fl->gen;
             fl->ctl = CTL_NONE;
+            /* The iteration is abandoned: a cancel handler the body left
+             * armed runs (the breaking step's own one was dropped). */
             if (ctl == CTL_BREAK) {
-                frame_pop(fl, 0);
+                frame_pop(fl, 1);
+            } else {
+                call_cancel(fl, f);
+                if (gen == fl->gen) {
+                    iteration_reset(fl, &fl->frames[fl->depth]);
+                }
             }
-            /* CONTINUE: the loop frame now has an empty queue, so advance()
-             * completes the iteration and starts the next one. */
-            rq_push(fl);
+            if (gen == fl->gen) {
+                /* CONTINUE: the loop frame is empty, so advance() completes
+                 * the iteration and starts the next one. */
+                rq_push(fl);
+            }
             return;
         }
+        /* Sub-steps of this frame that have not started yet are abandoned
+         * with it: the error handler must see an empty queue, or it could
+         * neither call success() nor tell its own added steps from them. */
+        queue_free(fl->root->ctx, f->q_head);
+        f->q_head = f->q_tail = NULL;
         if (!fl->ctl && f->eh && !(f->flags & FR_EH_USED)) {
             f->flags |= FR_EH_USED;
             uint32_t gen = fl->gen;
@@ -1127,7 +1167,11 @@ static void unwind(Flow* fl)
                 break;
             }
         }
+        uint32_t gen = fl->gen;
         frame_pop(fl, 1);
+        if (gen != fl->gen) {
+            return;
+        }
     }
 }
 
@@ -1179,8 +1223,9 @@ void futoin__flow_error(Flow* fl, const char* code, const char* info)
         return;
     }
     fl->ctl = CTL_NONE;
-    start_unwind(fl, fl->depth, 1);
-    rq_push(fl);
+    if (start_unwind(fl, fl->depth, 1)) {
+        rq_push(fl);
+    }
 }
 
 static void on_timeout(void* data, uintptr_t k)
@@ -1195,8 +1240,9 @@ static void on_timeout(void* data, uintptr_t k)
     futoin__set_info(r, "");
     fl->ctl = CTL_NONE;
     rq_remove(fl);
-    start_unwind(fl, (uint32_t)k, 0);
-    rq_push(fl);
+    if (start_unwind(fl, (uint32_t)k, 0)) {
+        rq_push(fl);
+    }
     root_leave(r);
 }
 
@@ -1320,13 +1366,8 @@ void futoin__root_free(Root* r)
     }
     r->free_pending = 1;
     root_enter(r);
-    if (r->state == RS_RUNNING) {
-        r->cancelling = 1;
-        flow_abort(&r->main);
-        r->cancelling = 0;
-        r->state = RS_CANCELLED;
-    }
-    root_leave(r); /* destroys now, or when the outermost callback returns */
+    futoin__root_cancel(r); /* no-op if idle, finished or already cancelling */
+    root_leave(r);          /* destroys now, or when the outermost callback returns */
 }
 
 void futoin_asyncsteps_free(FutoInAsyncSteps* root)

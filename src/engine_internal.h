@@ -39,8 +39,15 @@ enum StepKind {
     SK_LOOP,     /* ext: LoopSpec* */
     SK_SYNC,     /* ext: FutoInSync*; f/eh/data are the critical section's */
     SK_VALUE,    /* ext: ArgsBox* or NULL: successStep() */
-    SK_YIELD     /* relinquish(): one trip through the loop */
+    SK_YIELD,    /* relinquish(): one trip through the loop */
+    SK_OWNED     /* a plain step whose ext (StepOwner*) is released with it */
 };
+
+/* Lets C API helpers tie an object's lifetime to a step: release() runs
+ * exactly once, when the step is dropped unstarted or its frame ends. */
+typedef struct StepOwner {
+    void (*release)(struct StepOwner* self);
+} StepOwner;
 
 struct Step {
     Step* next;

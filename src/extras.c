@@ -104,7 +104,10 @@ void futoin_copy_from(FutoInAsyncSteps* as, FutoInAsyncSteps* model)
     EngineCtx* ctx = fl->root->ctx;
     const char* err = NULL;
     for (const Step* s = mf->frames[0].q_head; s; s = s->next) {
-        futoin__queue_step(fr, futoin__step_copy(ctx, s, fl, &err));
+        Step* c = futoin__step_copy(ctx, s, fl, &err);
+        if (c) {
+            futoin__queue_step(fr, c);
+        }
     }
     futoin__state_copy(fl->root, mf->root);
     if (err) {

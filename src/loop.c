@@ -79,6 +79,11 @@ struct FutoInLoop {
 
     void* engine_ctx;
     void (*engine_free)(void* engine_ctx);
+
+    /* Lets an outer event loop (the libuv backend) learn that it must wake
+     * up earlier than it planned; NULL when nobody drives the loop. */
+    FutoInLoopWakeup wakeup;
+    void* wakeup_data;
 };
 
 /* ---- clock ---- */
@@ -296,6 +301,11 @@ static FutoInHandle schedule_immediate(FutoInLoop* loop, const LoopCall* call)
         return handle_none();
     }
     ++loop->live_immediates;
+    /* Only the first pending immediate can change the driver's plan: with
+     * more already queued it is busy (or about to be) running them. */
+    if (loop->wakeup && loop->live_immediates == 1) {
+        loop->wakeup(loop->wakeup_data);
+    }
     return handle_make(loop, id);
 }
 
@@ -309,6 +319,10 @@ static FutoInHandle schedule_deferred(FutoInLoop* loop, uint32_t delay_ms, const
     if (futoin__timer_heap_push(&loop->timers, id, due) != 0) {
         record_release(loop, id);
         return handle_none();
+    }
+    /* A timer that is not the earliest cannot make the driver's timer late. */
+    if (loop->wakeup && futoin__timer_heap_top(&loop->timers)->id == id) {
+        loop->wakeup(loop->wakeup_data);
     }
     return handle_make(loop, id);
 }
@@ -665,6 +679,22 @@ void** futoin__loop_engine_slot(FutoInLoop* loop)
 void futoin__loop_set_engine_free(FutoInLoop* loop, void (*destroy)(void* engine_ctx))
 {
     loop->engine_free = destroy;
+}
+
+void futoin__loop_set_wakeup(FutoInLoop* loop, FutoInLoopWakeup cb, void* data)
+{
+    loop->wakeup = cb;
+    loop->wakeup_data = cb ? data : NULL;
+}
+
+void* futoin__loop_wakeup_data(const FutoInLoop* loop)
+{
+    return loop->wakeup_data;
+}
+
+int64_t futoin__loop_next_delay(const FutoInLoop* loop)
+{
+    return next_delay_ms(loop);
 }
 
 void futoin__loop_wait_next_timer(FutoInLoop* loop)

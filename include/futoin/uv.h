@@ -1,0 +1,257 @@
+/*
+ * FutoIn AsyncSteps on libuv: real I/O as awaitable steps.
+ *
+ * Library futoin_asyncsteps_uv (static, optional: CMake option FUTOIN_WITH_UV,
+ * needs libuv >= 1.x). The core library does not depend on it.
+ *
+ * ---------------------------------------------------------------------------
+ * The backend
+ * ---------------------------------------------------------------------------
+ * A FutoInUv couples one AsyncTool loop (FutoInLoop: immediates and a timer
+ * heap) with one uv_loop_t. The FutoInLoop stays the scheduler of every
+ * AsyncSteps root; libuv only wakes it up. Three libuv handles do that, no
+ * matter how many steps or step timeouts exist:
+ *   - one uv_timer_t, armed to the earliest AsyncTool timer;
+ *   - one uv_idle_t, active while immediates are pending, so that libuv polls
+ *     without blocking;
+ *   - one uv_check_t (unreferenced), which runs one AsyncTool round right
+ *     after libuv has polled for I/O, so that steps resumed by I/O callbacks
+ *     run in the same libuv iteration.
+ * Only the timer and the idle handle keep uv_run() alive, and only while the
+ * AsyncTool has work: a step waiting for I/O is kept alive by its own libuv
+ * handle, a step waiting for a foreign event is not (like any libuv program).
+ *
+ * Standalone:
+ *     FutoInUv* uv = futoin_uv_new(NULL);          // owns its uv_loop_t
+ *     FutoInAsyncSteps* as = futoin_asyncsteps_new(futoin_uv_loop(uv));
+ *     ... futoin_add(as, ...); futoin_execute(as, on_error, ctx);
+ *     futoin_uv_run(uv);                           // uv_run(UV_RUN_DEFAULT)
+ *     futoin_asyncsteps_free(as);
+ *     futoin_uv_free(uv);
+ *
+ * Embedded in an existing libuv program:
+ *     uv_loop_t* l = uv_default_loop();             // or your own loop
+ *     FutoInUv* uv = futoin_uv_new(l);
+ *     ... create roots on futoin_uv_loop(uv), execute them; keep using l for
+ *         your own handles; run it as you always do (uv_run(l, ...)) ...
+ *     // shutdown: free every root, release every stream/server, then
+ *     futoin_uv_free(uv);                          // closes our 3 handles
+ *     uv_run(l, UV_RUN_DEFAULT);                   // lets their close
+ *                                                  // callbacks free memory
+ *     uv_loop_close(l);
+ *   Rules: call everything on the loop's thread; you may call success()/
+ *   error() of a waiting step from your own libuv callbacks (the step resumes
+ *   in the same libuv iteration); do not call futoin_loop_run() or
+ *   futoin_promise() on a backend's FutoInLoop (they would not poll libuv).
+ *
+ * ---------------------------------------------------------------------------
+ * I/O steps
+ * ---------------------------------------------------------------------------
+ * Every futoin_uv_* function taking an `as` adds ONE step to `as` (call it
+ * where futoin_add() is allowed: inside an execute callback or an error
+ * handler, or on a root before execute()). The parameters are copied when the
+ * step is added (into memory of the current step, freed with it), so
+ * strings and buffers passed in need not outlive the call.
+ *
+ * When the step runs it starts the operation and waits; its result arrives
+ * as the success arguments of the step (the next step's args). Values that
+ * own memory have a cleanup that the engine runs after the receiving step's
+ * callback returns: keep what you need by copying it or, for streams and
+ * servers, by taking a reference (futoin_uv_stream_ref()).
+ *
+ * Timeouts and cancellation: these steps have no timeout of their own; call
+ * futoin_set_timeout() in the step that adds them (it covers sub-steps). On
+ * timeout, root cancel, a failing sibling branch or break/continue, the
+ * step's cancel handler stops the libuv operation (uv_read_stop, uv_close,
+ * uv_cancel, or it detaches from a write/filesystem request that libuv must
+ * finish) and nothing reaches the step afterwards. Memory that libuv still
+ * uses is released from libuv's own callbacks.
+ *
+ * Errors (error code / error_info):
+ *   ConnectError  connect, DNS resolution, listen/bind failures
+ *   CommError     read, write, accept, close and file errors; end of stream
+ *   Timeout       from an enclosing futoin_set_timeout()
+ *   InternalError misuse (NULL arguments, not on a FutoInUv loop, ...)
+ * error_info is "<uv_err_name>: <operation and context>", e.g.
+ * "ECONNREFUSED: connect 127.0.0.1:1", "EOF: read", "ENOENT: open /x".
+ */
+#ifndef FUTOIN_UV_H
+#define FUTOIN_UV_H
+
+#include <futoin/asyncsteps.h>
+
+#include <uv.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct FutoInUv FutoInUv;
+typedef struct FutoInUvStream FutoInUvStream;
+typedef struct FutoInUvServer FutoInUvServer;
+
+/* ------------------------------------------------------------------------ */
+/* Backend                                                                   */
+
+/* A new backend on uv_loop (NULL: the backend creates and owns a loop).
+ * Creates the FutoInLoop too. Returns NULL on failure. */
+FutoInUv* futoin_uv_new(uv_loop_t* uv_loop);
+
+/* Frees the backend and its FutoInLoop. Every AsyncSteps root of the loop
+ * must be freed and every stream and server released before. With an owned
+ * uv_loop_t, the loop is run until the handles are closed and then closed;
+ * with a loop of yours, the memory is released from close callbacks: run
+ * your loop once more before uv_loop_close(). */
+void futoin_uv_free(FutoInUv* uv);
+
+/* The AsyncTool loop to create roots on. */
+FutoInLoop* futoin_uv_loop(const FutoInUv* uv);
+/* The libuv loop. */
+uv_loop_t* futoin_uv_uv_loop(const FutoInUv* uv);
+/* The backend driving loop, or NULL if loop is not driven by a FutoInUv. */
+FutoInUv* futoin_uv_of_loop(FutoInLoop* loop);
+/* The backend behind an AsyncSteps interface of this library, or NULL. */
+FutoInUv* futoin_uv_of(FutoInAsyncSteps* as);
+
+/* uv_run(UV_RUN_DEFAULT): returns when neither libuv nor the AsyncTool have
+ * anything left to do, or after uv_stop(). Returns uv_run()'s result. */
+int futoin_uv_run(FutoInUv* uv);
+
+/* ------------------------------------------------------------------------ */
+/* Result values                                                             */
+
+/* Type descriptors of the custom objects passed as step results; compare
+ * a value's type pointer with them. Their cleanup drops one reference. */
+extern const FutoInType futoin_uv_stream_type;
+extern const FutoInType futoin_uv_server_type;
+
+/* Argument i as a stream / server (borrowed: valid during the callback),
+ * or NULL if it is not one. */
+FutoInUvStream* futoin_uv_arg_stream(const FutoInArgs* args, int i);
+FutoInUvServer* futoin_uv_arg_server(const FutoInArgs* args, int i);
+
+/* Data read from a stream or a file: FTN_TYPE_STRING (lines, delimited
+ * reads) or FTN_TYPE_UINT8 | FTN_TYPE_ARRAY (exact reads, files), both with
+ * .length in bytes and a terminating NUL after the data (not counted), so
+ * futoin_arg_cstr() works for text. Returns a borrowed pointer to argument
+ * i's bytes and stores the length in *len (if not NULL); NULL (length 0) if
+ * argument i is not such a value. */
+const char* futoin_uv_arg_bytes(const FutoInArgs* args, int i, size_t* len);
+
+/* ------------------------------------------------------------------------ */
+/* TCP streams                                                               */
+
+/* Reference counting: the result value of connect/accept holds one
+ * reference, dropped when the receiving step returns; take your own to keep
+ * the stream. Queued steps that use a stream hold one too. When the last
+ * reference goes, the connection is closed (uv_close) and a pending read or
+ * accept elsewhere fails with CommError "ECANCELED: closed"; memory is
+ * released from libuv's close callback. */
+FutoInUvStream* futoin_uv_stream_ref(FutoInUvStream* s);
+void futoin_uv_stream_release(FutoInUvStream* s);
+/* The libuv handle, e.g. for uv_tcp_nodelay() or uv_tcp_getpeername(). */
+uv_tcp_t* futoin_uv_stream_handle(FutoInUvStream* s);
+/* Bytes received but not yet consumed by a read step. */
+size_t futoin_uv_stream_buffered(const FutoInUvStream* s);
+/* 0 once the stream is closed (by futoin_uv_close() or the last release). */
+int futoin_uv_stream_is_open(const FutoInUvStream* s);
+
+/* Step: connects to host:port. host is a numeric IPv4/IPv6 address or a
+ * name (resolved with uv_getaddrinfo; each address is tried in turn).
+ * Success: arg0 = stream (futoin_uv_stream_type). Errors: ConnectError. */
+void futoin_uv_tcp_connect(FutoInAsyncSteps* as, const char* host, unsigned port);
+
+/* Step: reads one line ending in "\n" (at most max_len bytes including the
+ * terminator; 0: 64 KiB). Success: arg0 = the line as FTN_TYPE_STRING
+ * without "\n" or "\r\n". Errors: CommError ("EOF: read" when the peer
+ * closed before a full line, "ENOBUFS: read line longer than N" when
+ * max_len is reached). */
+void futoin_uv_read_line(FutoInAsyncSteps* as, FutoInUvStream* s, size_t max_len);
+
+/* Step: reads up to and including the first occurrence of delim (at most
+ * max_len bytes; 0: 64 KiB). Success: arg0 = FTN_TYPE_STRING including
+ * delim. E.g. delim "\r\n\r\n" reads an HTTP head in one step. */
+void futoin_uv_read_until(FutoInAsyncSteps* as, FutoInUvStream* s, const char* delim,
+        size_t max_len);
+
+/* Step: reads exactly n bytes (n <= UINT32_MAX). Success: arg0 =
+ * FTN_TYPE_UINT8 | FTN_TYPE_ARRAY of n bytes. */
+void futoin_uv_read_exact(FutoInAsyncSteps* as, FutoInUvStream* s, size_t n);
+
+/* Step: reads whatever is available, at least 1 and at most max bytes
+ * (0: 64 KiB). Success: arg0 = FTN_TYPE_UINT8 | FTN_TYPE_ARRAY. */
+void futoin_uv_read_some(FutoInAsyncSteps* as, FutoInUvStream* s, size_t max);
+
+/* Step: writes len bytes (copied now). Succeeds with no result once libuv
+ * has handed all bytes to the kernel (often at once, via uv_try_write).
+ * A cancelled write may still be completed by libuv in the background. */
+void futoin_uv_write(FutoInAsyncSteps* as, FutoInUvStream* s, const void* data, size_t len);
+/* Like futoin_uv_write() without the copy: data must stay valid and
+ * unchanged until the stream is closed (e.g. a string literal). */
+void futoin_uv_write_static(FutoInAsyncSteps* as, FutoInUvStream* s, const void* data,
+        size_t len);
+
+/* Step: closes the stream (pending writes are flushed first with
+ * uv_shutdown when graceful is non-zero) and drops the caller's reference
+ * (like futoin_uv_stream_release()); succeeds when libuv has closed it. */
+void futoin_uv_close(FutoInAsyncSteps* as, FutoInUvStream* s, int graceful);
+
+/* ------------------------------------------------------------------------ */
+/* TCP servers                                                               */
+
+/* Binds and listens at once (not a step): returns a server with one
+ * reference, or NULL and the libuv error in *uv_error (may be NULL).
+ * port 0 picks a free port: see futoin_uv_server_port(). */
+FutoInUvServer* futoin_uv_server_new(FutoInUv* uv, const char* host, unsigned port,
+        int backlog, int* uv_error);
+/* Step form of futoin_uv_server_new(): success arg0 = server
+ * (futoin_uv_server_type); errors: ConnectError. */
+void futoin_uv_tcp_listen(FutoInAsyncSteps* as, const char* host, unsigned port, int backlog);
+
+FutoInUvServer* futoin_uv_server_ref(FutoInUvServer* srv);
+/* The last release stops listening; a pending accept fails with CommError. */
+void futoin_uv_server_release(FutoInUvServer* srv);
+/* The bound port (useful after port 0). */
+unsigned futoin_uv_server_port(const FutoInUvServer* srv);
+
+/* Step: waits for the next connection. Success: arg0 = stream. */
+void futoin_uv_accept(FutoInAsyncSteps* as, FutoInUvServer* srv);
+
+/* Receives each accepted connection; s is borrowed for the call: take a
+ * reference to keep it. Runs inside a step of the serving flow; start one
+ * new root per connection rather than blocking the accept loop. */
+typedef void (*FutoInUvConnectionCb)(void* data, FutoInUvStream* s);
+/* Step: an accept loop that runs until an error (e.g. the server is
+ * released: CommError) or until the flow is cancelled. */
+void futoin_uv_serve(FutoInAsyncSteps* as, FutoInUvServer* srv, FutoInUvConnectionCb cb,
+        void* data);
+
+/* ------------------------------------------------------------------------ */
+/* DNS, files, time                                                          */
+
+/* Step: resolves host (uv_getaddrinfo, AF_UNSPEC, TCP). Success:
+ * arg0 = first address (FTN_TYPE_STRING, numeric), arg1 = number of
+ * addresses (FTN_TYPE_UINT32), arg2 = every address, one per line
+ * (FTN_TYPE_STRING). Errors: ConnectError ("EAI_NONAME: getaddrinfo x"). */
+void futoin_uv_resolve(FutoInAsyncSteps* as, const char* host);
+
+/* Step: reads a whole file (at most max_bytes; 0: 64 MiB, larger files
+ * fail with "EFBIG"). Success: arg0 = FTN_TYPE_UINT8 | FTN_TYPE_ARRAY.
+ * Errors: CommError ("ENOENT: open PATH", ...). */
+void futoin_uv_file_read(FutoInAsyncSteps* as, const char* path, size_t max_bytes);
+
+/* Step: writes len bytes (copied now) to path, creating it (mode 0644);
+ * truncates it unless append is non-zero. Success: arg0 = bytes written
+ * (FTN_TYPE_UINT64). Errors: CommError. */
+void futoin_uv_file_write(FutoInAsyncSteps* as, const char* path, const void* data,
+        size_t len, int append);
+
+/* Step: succeeds with no result after ms milliseconds (an AsyncTool timer:
+ * no libuv handle per sleep). */
+void futoin_uv_sleep(FutoInAsyncSteps* as, uint32_t ms);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* FUTOIN_UV_H */

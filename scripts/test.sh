@@ -1,0 +1,215 @@
+#!/usr/bin/env bash
+# The test command: installs the tools (Debian, as root) and runs the whole
+# suite in four configurations, each in its own build directory, stopping at
+# the first failure:
+#   1. gcc, Release, -Werror            + ctest
+#   2. clang, ASan + UBSan              + ctest
+#   3. gcc, every test under valgrind   + ctest
+#   4. cmake --install into a temporary prefix, then build and run a small
+#      program against the installed headers and static and shared libraries
+#      found with pkg-config.
+#
+#   bash scripts/test.sh
+#
+# Environment:
+#   TEST_BUILD_ROOT=dir  where the build directories go (default: build-test)
+#   FUTOIN_SKIP_DEPS=1   do not run apt-get (tools already installed)
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+ROOT_DIR=$(pwd)
+BUILD_ROOT=${TEST_BUILD_ROOT:-build-test}
+JOBS=2
+
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+
+STAGES=("gcc Release -Werror" "clang ASan+UBSan" "gcc valgrind" "install + pkg-config")
+declare -A RESULT=()
+CURRENT=""
+START=$(date +%s)
+
+summary() {
+    local rc=$?
+    if [ -n "$CURRENT" ] && [ -z "${RESULT[$CURRENT]:-}" ]; then
+        RESULT[$CURRENT]="FAILED"
+    fi
+    echo
+    echo "======================================================================"
+    echo "== Test summary ($(( $(date +%s) - START )) s)"
+    echo "======================================================================"
+    for s in "${STAGES[@]}"; do
+        printf '  %-24s %s\n' "$s" "${RESULT[$s]:-not run}"
+    done
+    if [ $rc -eq 0 ]; then
+        echo "== ALL PASSED"
+    else
+        echo "== FAILED (exit code $rc) in stage: ${CURRENT:-set-up}"
+    fi
+    exit $rc
+}
+trap summary EXIT
+
+stage() {
+    CURRENT=$1
+    echo
+    echo "======================================================================"
+    echo "== $1"
+    echo "======================================================================"
+}
+
+passed() {
+    RESULT[$CURRENT]="passed"
+}
+
+install_deps() {
+    if [ "${FUTOIN_SKIP_DEPS:-0}" = 1 ]; then
+        return
+    fi
+    local sudo=()
+    if [ "$(id -u)" != 0 ]; then
+        if command -v sudo >/dev/null; then
+            sudo=(sudo)
+        else
+            echo "test.sh: not root and no sudo: skipping apt-get" >&2
+            return
+        fi
+    fi
+    if ! command -v apt-get >/dev/null; then
+        echo "test.sh: no apt-get: install gcc, g++, clang, cmake, pkg-config, cmocka, valgrind yourself" >&2
+        return
+    fi
+    echo "==> Installing tools (apt-get)"
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+        gcc g++ clang make cmake pkg-config libcmocka-dev valgrind \
+        libc6-dbg llvm
+    # libc6-dbg: libc symbols for valgrind's suppressions and traces;
+    # llvm: llvm-symbolizer, for readable ASan/UBSan stack traces.
+}
+
+# configure_build DIR CMAKE-ARGS...: a fresh configure + build in DIR.
+configure_build() {
+    local dir=$1
+    shift
+    rm -rf "$dir"
+    cmake -S "$ROOT_DIR" -B "$dir" "$@"
+    cmake --build "$dir" -j"$JOBS"
+}
+
+run_ctest() {
+    (cd "$1" && ctest --output-on-failure -j"$JOBS")
+}
+
+install_deps
+mkdir -p "$BUILD_ROOT"
+
+# 1 -------------------------------------------------------------------------
+stage "gcc Release -Werror"
+configure_build "$BUILD_ROOT/gcc" -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++ -DFUTOIN_WERROR=ON
+run_ctest "$BUILD_ROOT/gcc"
+passed
+
+# 2 -------------------------------------------------------------------------
+stage "clang ASan+UBSan"
+configure_build "$BUILD_ROOT/clang-sanitize" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DFUTOIN_WERROR=ON \
+    -DFUTOIN_SANITIZE=ON
+run_ctest "$BUILD_ROOT/clang-sanitize"
+passed
+
+# 3 -------------------------------------------------------------------------
+stage "gcc valgrind"
+configure_build "$BUILD_ROOT/gcc-valgrind" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++ -DFUTOIN_WERROR=ON \
+    -DFUTOIN_VALGRIND=ON
+run_ctest "$BUILD_ROOT/gcc-valgrind"
+passed
+
+# 4 -------------------------------------------------------------------------
+stage "install + pkg-config"
+PREFIX="$ROOT_DIR/$BUILD_ROOT/install-prefix"
+rm -rf "$PREFIX"
+# The prefix is given at configure time: the .pc file records it.
+configure_build "$BUILD_ROOT/install" -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++ -DCMAKE_INSTALL_PREFIX="$PREFIX" \
+    -DFUTOIN_BUILD_TESTS=OFF -DFUTOIN_BUILD_EXAMPLES=OFF -DFUTOIN_BUILD_BENCH=OFF
+cmake --install "$BUILD_ROOT/install"
+
+PC=$(find "$PREFIX" -name futoin_asyncsteps.pc | head -n1)
+[ -n "$PC" ] || { echo "futoin_asyncsteps.pc was not installed"; exit 1; }
+export PKG_CONFIG_PATH
+PKG_CONFIG_PATH=$(dirname "$PC")${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
+LIBDIR=$(pkg-config --variable=libdir futoin_asyncsteps)
+INCDIR=$(pkg-config --variable=includedir futoin_asyncsteps)
+echo "pkg-config: libdir=$LIBDIR includedir=$INCDIR"
+case "$LIBDIR" in
+    "$PREFIX"/*) ;;
+    *) echo "the .pc file points outside the install prefix: $LIBDIR"; exit 1 ;;
+esac
+# Every public header of the source tree, and both libraries.
+expected_files=()
+for h in "$ROOT_DIR"/include/futoin/*.h; do
+    expected_files+=("$INCDIR/futoin/$(basename "$h")")
+done
+expected_files+=("$LIBDIR/libfutoin_asyncsteps.a" "$LIBDIR/libfutoin_asyncsteps.so")
+for f in "${expected_files[@]}"; do
+    [ -e "$f" ] || { echo "missing after install: $f"; exit 1; }
+    echo "installed: ${f#"$PREFIX"/}"
+done
+
+CHECK_DIR="$ROOT_DIR/$BUILD_ROOT/install-check"
+rm -rf "$CHECK_DIR"
+mkdir -p "$CHECK_DIR"
+cat > "$CHECK_DIR/check.c" <<'CEOF'
+/* Built against the installed library only. */
+#include <futoin/asyncsteps.h>
+
+#include <stdio.h>
+
+static void answer(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)data, (void)args;
+    futoin_success1(as, futoin_val_i32(42));
+}
+
+int main(void)
+{
+    FutoInLoop* loop = futoin_loop_new_virtual();
+    FutoInAsyncSteps* root = futoin_asyncsteps_new(loop);
+    futoin_add(root, answer, NULL, NULL);
+    FutoInOutcome out;
+    int rc = futoin_promise(root, &out);
+    int value = futoin_arg_i32(&out.args, 0, -1);
+    futoin_outcome_reset(&out);
+    futoin_asyncsteps_free(root);
+    futoin_loop_free(loop);
+    printf("install check: promise rc=%d value=%d\n", rc, value);
+    return rc == FUTOIN_PROMISE_OK && value == 42 ? 0 : 1;
+}
+CEOF
+CFLAGS_CHECK=(-std=c11 -Wall -Wextra -Wpedantic -Werror)
+# Shared library, exactly as pkg-config says.
+# shellcheck disable=SC2046
+gcc "${CFLAGS_CHECK[@]}" -o "$CHECK_DIR/check_shared" "$CHECK_DIR/check.c" \
+    $(pkg-config --cflags --libs futoin_asyncsteps)
+if ! LD_LIBRARY_PATH="$LIBDIR" ldd "$CHECK_DIR/check_shared" | grep -q 'libfutoin_asyncsteps\.so'; then
+    echo "check_shared is not linked against the shared library"
+    exit 1
+fi
+printf "shared: "
+LD_LIBRARY_PATH="$LIBDIR" "$CHECK_DIR/check_shared"
+# Static library: the archive itself plus pkg-config's private libs.
+# shellcheck disable=SC2046
+gcc "${CFLAGS_CHECK[@]}" -o "$CHECK_DIR/check_static" "$CHECK_DIR/check.c" \
+    $(pkg-config --cflags futoin_asyncsteps) "$LIBDIR/libfutoin_asyncsteps.a" \
+    $(pkg-config --static --libs-only-l futoin_asyncsteps | sed 's/-lfutoin_asyncsteps//')
+if ldd "$CHECK_DIR/check_static" | grep -q 'libfutoin_asyncsteps'; then
+    echo "check_static depends on the shared library"
+    exit 1
+fi
+printf "static: "
+"$CHECK_DIR/check_static"
+passed
+CURRENT=""

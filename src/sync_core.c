@@ -1,0 +1,429 @@
+/*
+ * The FutoInSync protocol shared by Mutex, Throttle and Limiter: lock(),
+ * unlock(), the cancel handler, the node free list, the FIFO queues and the
+ * holder table (see sync_internal.h for the stages).
+ *
+ * Why lock() does not admit the flow itself
+ * -----------------------------------------
+ * The engine calls lock() as the sync step's execute callback and only
+ * marks the lock as held (so that unlock() will be called) when the flow
+ * next advances. If lock() admitted the flow and returned, or admitted a
+ * waiter with an external success(), and the flow were aborted before that
+ * next turn (a sibling branch failing, the root cancelled, an outer
+ * timeout), the engine would call neither unlock() nor a cancel handler:
+ * the slot would leak. So lock() only arms a cancel handler on the sync
+ * step and adds one sub-step that does the admission. The sync step's
+ * cancel handler stays armed while that sub-step runs and waits, and the
+ * engine disarms it in the same advance that marks the lock held. Hence
+ * for every node exactly one of these happens: the cancel handler runs
+ * (lock not held) or unlock() runs (lock held), and each returns the node.
+ *
+ * Node life: SN_NEW (lock) -> admission sub-step -> SN_HOLDER, SN_Q_CONC,
+ * SN_Q_RATE or SN_REJECTED; queued nodes later become SN_HOLDER or
+ * SN_REJECTED (wake-up) or are removed (cancel handler).
+ */
+#include "sync_internal.h"
+
+#include <futoin/asyncsteps.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#define SYNC_INITIAL_BUCKETS 8
+
+static void sync_lock(FutoInAsyncSteps* bsi, FutoInSync* sync);
+static void sync_unlock(FutoInAsyncSteps* bsi, FutoInSync* sync);
+
+static const FutoInSyncAPI sync_api = {{{sync_lock, sync_unlock}}};
+
+/* ------------------------------------------------------------------------ */
+/* Node free list                                                             */
+
+static SyncNode* node_get(SyncCore* c)
+{
+    SyncNode* n = c->free_nodes;
+    if (n) {
+        c->free_nodes = n->next;
+    } else {
+        n = malloc(sizeof(*n));
+        if (!n) {
+            return NULL;
+        }
+        ++c->nodes_allocated;
+    }
+    memset(n, 0, sizeof(*n));
+    n->core = c;
+    ++c->nodes_out;
+    return n;
+}
+
+static void node_put(SyncCore* c, SyncNode* n)
+{
+    n->next = c->free_nodes;
+    c->free_nodes = n;
+    --c->nodes_out;
+}
+
+/* ------------------------------------------------------------------------ */
+/* FIFO queues                                                                */
+
+void futoin__sync_enqueue(SyncQueue* q, SyncNode* n)
+{
+    n->next = NULL;
+    n->prev = q->tail;
+    if (q->tail) {
+        q->tail->next = n;
+    } else {
+        q->head = n;
+    }
+    q->tail = n;
+    ++q->len;
+}
+
+SyncNode* futoin__sync_dequeue(SyncQueue* q)
+{
+    SyncNode* n = q->head;
+    if (!n) {
+        return NULL;
+    }
+    q->head = n->next;
+    if (q->head) {
+        q->head->prev = NULL;
+    } else {
+        q->tail = NULL;
+    }
+    n->next = n->prev = NULL;
+    --q->len;
+    return n;
+}
+
+/* Removes a node from the middle of a queue: a waiter that was cancelled. */
+static void queue_remove(SyncQueue* q, SyncNode* n)
+{
+    if (n->prev) {
+        n->prev->next = n->next;
+    } else {
+        q->head = n->next;
+    }
+    if (n->next) {
+        n->next->prev = n->prev;
+    } else {
+        q->tail = n->prev;
+    }
+    n->next = n->prev = NULL;
+    --q->len;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Holder table: rootId -> innermost record. Re-entries shadow the record
+ * they nest in (kept in ->outer), so nesting unwinds LIFO without search. */
+
+static size_t bucket_of(const SyncCore* c, ptrdiff_t id)
+{
+    /* rootIds are pointers: mix the bits so that alignment zeros and
+     * allocator strides do not all land in a few buckets. */
+    uint64_t h = (uint64_t)(uintptr_t)id;
+    h ^= h >> 31;
+    h *= UINT64_C(0x9E3779B97F4A7C15);
+    h ^= h >> 29;
+    return (size_t)h & (c->nbuckets - 1);
+}
+
+static SyncNode* holder_find(const SyncCore* c, ptrdiff_t id)
+{
+    for (SyncNode* n = c->buckets[bucket_of(c, id)]; n; n = n->hnext) {
+        if (n->root_id == id) {
+            return n;
+        }
+    }
+    return NULL;
+}
+
+/* Doubles the bucket array when flows outnumber buckets. Growth is the only
+ * allocation here and is amortised; if it fails the table just keeps
+ * longer chains. */
+static void holders_grow(SyncCore* c)
+{
+    size_t nb = c->nbuckets * 2;
+    SyncNode** b = calloc(nb, sizeof(*b));
+    if (!b) {
+        return;
+    }
+    SyncNode** old = c->buckets;
+    size_t old_n = c->nbuckets;
+    c->buckets = b;
+    c->nbuckets = nb;
+    for (size_t i = 0; i < old_n; ++i) {
+        SyncNode* n = old[i];
+        while (n) {
+            SyncNode* next = n->hnext;
+            size_t k = bucket_of(c, n->root_id);
+            n->hnext = b[k];
+            b[k] = n;
+            n = next;
+        }
+    }
+    free(old);
+}
+
+void futoin__sync_holder_insert(SyncCore* c, SyncNode* n)
+{
+    SyncNode** pp = &c->buckets[bucket_of(c, n->root_id)];
+    for (; *pp; pp = &(*pp)->hnext) {
+        if ((*pp)->root_id == n->root_id) {
+            /* Re-entry: n takes the outer record's place in the chain. */
+            SyncNode* outer = *pp;
+            n->outer = outer;
+            n->hnext = outer->hnext;
+            outer->hnext = NULL;
+            *pp = n;
+            return;
+        }
+    }
+    n->outer = NULL;
+    n->hnext = NULL;
+    *pp = n;
+    if (++c->nflows > c->nbuckets) {
+        holders_grow(c);
+    }
+}
+
+static void holder_remove(SyncCore* c, SyncNode* n)
+{
+    SyncNode** pp = &c->buckets[bucket_of(c, n->root_id)];
+    while (*pp && *pp != n) {
+        pp = &(*pp)->hnext;
+    }
+    if (!*pp) {
+        return; /* not in the table: nothing to undo */
+    }
+    if (n->outer) {
+        n->outer->hnext = n->hnext;
+        *pp = n->outer;
+    } else {
+        *pp = n->hnext;
+        --c->nflows;
+    }
+    n->hnext = NULL;
+    n->outer = NULL;
+}
+
+/* The flow behind n leaves: its record goes, and its slot (if it owns one)
+ * passes to the next waiter or becomes free. */
+static void release(SyncCore* c, SyncNode* n)
+{
+    holder_remove(c, n);
+    if (n->slot) {
+        n->slot = 0;
+        futoin__sync_conc_release(c);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Admission                                                                  */
+
+SyncVerdict futoin__sync_progress(SyncCore* c, SyncNode* n, int after_conc)
+{
+    if (!after_conc) {
+        if (holder_find(c, n->root_id)) {
+            /* Counted re-entrance: in at once, nothing else counted. */
+            futoin__sync_holder_insert(c, n);
+            n->state = SN_HOLDER;
+            return SYNC_ENTER;
+        }
+        if (c->conc_max) {
+            SyncVerdict v = futoin__sync_conc_admit(c, n);
+            if (v != SYNC_ENTER) {
+                return v;
+            }
+        }
+    }
+    /* In the table from here on, so that unlock() and re-entries find the
+     * flow even while it waits for the rate. */
+    futoin__sync_holder_insert(c, n);
+    if (c->rate_max) {
+        SyncVerdict v = futoin__sync_rate_admit(c, n);
+        if (v == SYNC_WAIT) {
+            return v;
+        }
+        if (v != SYNC_ENTER) {
+            /* The caller decides what becomes of the slot (if any). */
+            holder_remove(c, n);
+            n->state = SN_REJECTED;
+            return v;
+        }
+    }
+    n->state = SN_HOLDER;
+    return SYNC_ENTER;
+}
+
+void futoin__sync_wake(SyncNode* n)
+{
+    n->state = SN_HOLDER;
+    n->bsi->api->success(n->bsi, NULL);
+}
+
+void futoin__sync_reject_waiting(SyncNode* n, const char* info)
+{
+    n->state = SN_REJECTED;
+    n->bsi->api->handle_error(n->bsi, FUTOIN_DEFENSE_REJECTED, info);
+}
+
+/* The internal sub-step added by lock(): enter, queue or reject. */
+static void sync_admit_step(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    SyncNode* n = data;
+    SyncCore* c = n->core;
+    n->bsi = bsi;
+    SyncVerdict v = futoin__sync_progress(c, n, 0);
+    switch (v) {
+    case SYNC_ENTER:
+        return; /* implicit success: the critical section follows */
+    case SYNC_WAIT:
+        /* Resumed by success()/handle_error() from unlock(), a cancel
+         * handler or the rate timer; the sync step's cancel handler covers
+         * an abort meanwhile. */
+        bsi->api->waitExternal(bsi);
+        return;
+    case SYNC_REJECT_CONC:
+    case SYNC_REJECT_RATE: {
+        int had_slot = n->slot;
+        n->slot = 0;
+        bsi->api->handle_error(bsi, FUTOIN_DEFENSE_REJECTED,
+                v == SYNC_REJECT_CONC ? c->reject_conc : c->reject_rate);
+        if (had_slot) {
+            /* A Limiter flow that got a slot but no rate place. */
+            futoin__sync_conc_release(c);
+        }
+        return;
+    }
+    }
+}
+
+/* The sync step was aborted or failed before the lock was held. */
+static void sync_cancel(FutoInAsyncSteps* bsi, void* data)
+{
+    (void)bsi;
+    SyncNode* n = data;
+    SyncCore* c = n->core;
+    switch (n->state) {
+    case SN_Q_CONC:
+        queue_remove(&c->conc_q, n);
+        break;
+    case SN_Q_RATE:
+        queue_remove(&c->rate_q, n);
+        if (!c->rate_q.len) {
+            /* Nobody left to admit: a pending timer would only keep the
+             * loop alive. */
+            futoin__sync_rate_cancel_timer(c);
+        }
+        release(c, n);
+        break;
+    case SN_HOLDER:
+        /* Admitted but aborted before the engine marked the lock held. */
+        release(c, n);
+        break;
+    default:
+        break; /* SN_NEW, SN_REJECTED: holds nothing */
+    }
+    node_put(c, n);
+}
+
+static void sync_lock(FutoInAsyncSteps* bsi, FutoInSync* sync)
+{
+    SyncCore* c = (SyncCore*)sync;
+    SyncNode* n = node_get(c);
+    if (!n) {
+        bsi->api->handle_error(bsi, FUTOIN_INTERNAL_ERROR, "sync object: out of memory");
+        return;
+    }
+    n->bsi = bsi;
+    n->root_id = bsi->api->rootId(bsi);
+    n->state = SN_NEW;
+    bsi->api->setCancel(bsi, n, sync_cancel);
+    bsi->api->add(bsi, n, sync_admit_step, NULL);
+}
+
+/* Called by the engine exactly once when a held sync step ends, possibly
+ * from a cancel path: only bookkeeping and wake-ups of other flows here. */
+static void sync_unlock(FutoInAsyncSteps* bsi, FutoInSync* sync)
+{
+    SyncCore* c = (SyncCore*)sync;
+    SyncNode* n = holder_find(c, bsi->api->rootId(bsi));
+    if (!n) {
+        return; /* not a flow of ours: a protocol violation we can only ignore */
+    }
+    release(c, n);
+    node_put(c, n);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Construction, destruction, stats                                          */
+
+SyncCore* futoin__sync_core_new(FutoInLoop* loop)
+{
+    SyncCore* c = calloc(1, sizeof(*c));
+    if (!c) {
+        return NULL;
+    }
+    c->buckets = calloc(SYNC_INITIAL_BUCKETS, sizeof(*c->buckets));
+    if (!c->buckets) {
+        free(c);
+        return NULL;
+    }
+    /* base.api is const: set it once in the fresh (untyped) allocation. */
+    const FutoInSync base = {&sync_api};
+    memcpy(&c->base, &base, sizeof(base));
+    c->nbuckets = SYNC_INITIAL_BUCKETS;
+    c->loop = loop;
+    return c;
+}
+
+static SyncCore* core_of(const FutoInSync* sync)
+{
+    return sync && sync->api == &sync_api ? (SyncCore*)(uintptr_t)sync : NULL;
+}
+
+int futoin_sync_free(FutoInSync* sync)
+{
+    if (!sync) {
+        return FUTOIN_SYNC_OK;
+    }
+    SyncCore* c = core_of(sync);
+    if (!c) {
+        return FUTOIN_SYNC_INVALID;
+    }
+    if (c->nodes_out) {
+        /* Some flow would call back into freed memory later. */
+        return FUTOIN_SYNC_BUSY;
+    }
+    futoin__sync_rate_cancel_timer(c);
+    while (c->free_nodes) {
+        SyncNode* n = c->free_nodes;
+        c->free_nodes = n->next;
+        free(n);
+    }
+    free(c->buckets);
+    free(c);
+    return FUTOIN_SYNC_OK;
+}
+
+int futoin_sync_stats(const FutoInSync* sync, FutoInSyncStats* out)
+{
+    if (!out) {
+        return FUTOIN_SYNC_INVALID;
+    }
+    memset(out, 0, sizeof(*out));
+    const SyncCore* c = core_of(sync);
+    if (!c) {
+        return FUTOIN_SYNC_INVALID;
+    }
+    /* Flows waiting for the rate are in the holder table already. */
+    out->active = (uint32_t)(c->nflows - c->rate_q.len);
+    out->queued = c->conc_q.len + c->rate_q.len;
+    out->slots_used = c->conc_used;
+    out->window_entries = futoin__sync_rate_window_entries(c);
+    out->nodes_allocated = c->nodes_allocated;
+    return FUTOIN_SYNC_OK;
+}

@@ -1,0 +1,116 @@
+/*
+ * Shared machinery of Mutex, Throttle and Limiter (include/futoin/sync.h).
+ *
+ * The three objects are one engine with two optional stages a flow passes
+ * through in order:
+ *   1. concurrency (Mutex, Limiter): take one of conc_max slots, or wait in
+ *      conc_q, or be rejected when conc_q is full;
+ *   2. rate (Throttle, Limiter): be one of rate_max entries of the current
+ *      window, or wait in rate_q, or be rejected when rate_q is full.
+ * A Mutex has only stage 1, a Throttle only stage 2, a Limiter both. The
+ * stage code lives in sync_mutex.c (stage 1) and sync_throttle.c (stage 2);
+ * sync_core.c holds the lock/unlock protocol, the node pool, the FIFO queues
+ * and the holder table.
+ */
+#ifndef FUTOIN_SYNC_INTERNAL_H
+#define FUTOIN_SYNC_INTERNAL_H
+
+#include <futoin/sync.h>
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Where a node is in its life; see sync_core.c for the transitions. */
+enum {
+    SN_NEW = 0,   /* lock() ran, the admission sub-step has not yet */
+    SN_Q_CONC,    /* waiting in conc_q */
+    SN_Q_RATE,    /* in the holder table (has its slot, if any), waiting in rate_q */
+    SN_HOLDER,    /* admitted: in the holder table, about to enter or inside */
+    SN_REJECTED   /* got DefenseRejected; waits for the engine to unwind */
+};
+
+/* Result of running a node through the stages. */
+typedef enum { SYNC_ENTER, SYNC_WAIT, SYNC_REJECT_CONC, SYNC_REJECT_RATE } SyncVerdict;
+
+typedef struct SyncNode SyncNode;
+typedef struct SyncCore SyncCore;
+
+/* One lock in progress or held: a fixed-size record from the object's free
+ * list, so waiting costs no allocation once the list is warm. */
+struct SyncNode {
+    SyncNode* next;  /* FIFO queue link, or free-list link */
+    SyncNode* prev;  /* FIFO queue link (O(1) removal on cancel) */
+    SyncNode* hnext; /* holder-table chain */
+    SyncNode* outer; /* for a re-entry: the record it nests in */
+    SyncCore* core;
+    FutoInAsyncSteps* bsi; /* the flow: resumed with success()/handle_error() */
+    ptrdiff_t root_id;
+    uint8_t state;
+    uint8_t slot; /* owns one concurrency slot */
+};
+
+/* Intrusive doubly-linked FIFO of waiting nodes. */
+typedef struct SyncQueue {
+    SyncNode* head;
+    SyncNode* tail;
+    uint32_t len;
+} SyncQueue;
+
+struct SyncCore {
+    FutoInSync base; /* first: the object is passed around as FutoInSync* */
+    FutoInLoop* loop;
+    const char* reject_conc; /* error_info for a full conc_q */
+    const char* reject_rate; /* error_info for a full rate_q */
+
+    /* Stage 1, on when conc_max > 0. */
+    uint32_t conc_max;
+    uint32_t conc_qmax;
+    uint32_t conc_used;
+    SyncQueue conc_q;
+
+    /* Stage 2, on when rate_max > 0. */
+    uint32_t rate_max;
+    uint32_t rate_qmax;
+    uint32_t period_ms;
+    uint32_t rate_used;     /* entries in the window starting at win_start */
+    uint8_t win_open;       /* a window has been opened (may have ended since) */
+    uint64_t win_start;
+    FutoInHandle win_timer; /* armed only while rate_q is not empty */
+    SyncQueue rate_q;
+
+    /* Holder table: rootId -> innermost holder record of that flow. */
+    SyncNode** buckets;
+    size_t nbuckets; /* power of two */
+    size_t nflows;   /* distinct flows in the table */
+
+    /* Node free list and accounting. */
+    SyncNode* free_nodes;
+    uint32_t nodes_allocated;
+    uint32_t nodes_out; /* nodes not on the free list: the object is busy */
+};
+
+/* sync_core.c */
+SyncCore* futoin__sync_core_new(FutoInLoop* loop);
+void futoin__sync_enqueue(SyncQueue* q, SyncNode* n);
+SyncNode* futoin__sync_dequeue(SyncQueue* q);
+void futoin__sync_holder_insert(SyncCore* c, SyncNode* n);
+/* Runs a node through the stages it still needs (after the concurrency
+ * stage if after_conc, i.e. the node was just handed a slot). Records the
+ * new state in the node. On a rejection the node is out of the holder table
+ * but keeps n->slot as it was: the caller frees or passes on that slot. */
+SyncVerdict futoin__sync_progress(SyncCore* c, SyncNode* n, int after_conc);
+/* The flow behind n is admitted (success) or rejected (handle_error) while
+ * it waits: called from unlock()/cancel handlers and loop timers. */
+void futoin__sync_wake(SyncNode* n);
+void futoin__sync_reject_waiting(SyncNode* n, const char* info);
+
+/* sync_mutex.c: stage 1 */
+SyncVerdict futoin__sync_conc_admit(SyncCore* c, SyncNode* n);
+void futoin__sync_conc_release(SyncCore* c);
+
+/* sync_throttle.c: stage 2 */
+SyncVerdict futoin__sync_rate_admit(SyncCore* c, SyncNode* n);
+void futoin__sync_rate_cancel_timer(SyncCore* c);
+uint32_t futoin__sync_rate_window_entries(const SyncCore* c);
+
+#endif /* FUTOIN_SYNC_INTERNAL_H */

@@ -1,0 +1,590 @@
+/* Steps, levels and ordering (spec 1.1), sub-steps, implicit success
+ * (spec 1.6), result arguments and their cleanup. */
+#include "tsupport.h"
+
+/* ---- spec 1.1: the exact execution sequence ---- */
+
+static void par_tag(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)as;
+    (void)args;
+    tr("%s", (const char*)data);
+}
+
+static void l1_1(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    tr("L1 add #1");
+    futoin_add(as, step_tag, NULL, "L2 add #1");
+    FutoInAsyncSteps* p = futoin_parallel(as, NULL, NULL);
+    futoin_add(p, par_tag, NULL, "L2 parallel #2");
+    futoin_add(as, step_tag, NULL, "L2 add #3");
+}
+
+static void l0_1(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    tr("L0 add #1");
+    futoin_add(as, l1_1, NULL, NULL);
+    FutoInAsyncSteps* p = futoin_parallel(as, NULL, NULL);
+    futoin_add(p, par_tag, NULL, "L1 parallel #2");
+    futoin_add(as, step_tag, NULL, "L1 add #3");
+}
+
+static void test_spec_1_1_levels(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
+    futoin_add(root, l0_1, NULL, NULL);
+    FutoInAsyncSteps* p = futoin_parallel(root, NULL, NULL);
+    futoin_add(p, par_tag, NULL, "L0 parallel #2");
+    futoin_add(root, step_tag, NULL, "L0 add #3");
+    futoin_execute(root, no_unhandled, NULL);
+    assert_trace(""); /* nothing runs inside execute() */
+    run();
+    assert_trace("L0 add #1|L1 add #1|L2 add #1|L2 parallel #2|L2 add #3|"
+                 "L1 parallel #2|L1 add #3|L0 parallel #2|L0 add #3");
+    assert_int_equal(g_misuse, 0);
+    futoin_asyncsteps_free(root);
+}
+
+/* ---- top-level callbacks get the root handle; sub-steps of a flow the same ---- */
+
+static FutoInAsyncSteps* g_seen[4];
+
+static void record_iface_sub(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    g_seen[1] = as;
+}
+
+static void record_iface(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    g_seen[0] = as;
+    futoin_add(as, record_iface_sub, NULL, NULL);
+}
+
+static void test_root_handle_is_main_flow(void** state)
+{
+    (void)state;
+    memset(g_seen, 0, sizeof(g_seen));
+    FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
+    futoin_add(root, record_iface, NULL, NULL);
+    futoin_execute(root, no_unhandled, NULL);
+    run();
+    assert_ptr_equal(g_seen[0], root);
+    assert_ptr_equal(g_seen[1], root);
+    assert_ptr_equal(futoin_asyncsteps_loop(root), g_loop);
+    futoin_asyncsteps_free(root);
+}
+
+/* ---- sub-steps complete before the next step of the same level ---- */
+
+static void nest_deep(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    int depth = (int)(intptr_t)data;
+    tr("in%d", depth);
+    if (depth < 4) {
+        futoin_add(as, nest_deep, NULL, (void*)(intptr_t)(depth + 1));
+        futoin_add(as, step_tag, NULL, depth == 1 ? "after1" : depth == 2 ? "after2" : "after3");
+    }
+}
+
+static void test_deep_nesting_order(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
+    futoin_add(root, nest_deep, NULL, (void*)(intptr_t)1);
+    futoin_add(root, step_tag, NULL, "end");
+    futoin_execute(root, no_unhandled, NULL);
+    run();
+    assert_trace("in1|in2|in3|in4|after3|after2|after1|end");
+    futoin_asyncsteps_free(root);
+}
+
+/* ---- implicit success and explicit success args ---- */
+
+static void expect_no_args(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)as;
+    tr("%s:%d", (const char*)data, futoin_args_count(args));
+}
+
+static void do_nothing(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)as;
+    (void)args;
+    tr("%s", (const char*)data);
+}
+
+static void test_implicit_success(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
+    futoin_add(root, do_nothing, NULL, "a");
+    futoin_add(root, expect_no_args, NULL, "b");
+    futoin_add(root, do_nothing, NULL, "c");
+    futoin_execute(root, no_unhandled, NULL);
+    run();
+    assert_trace("a|b:0|c");
+    futoin_asyncsteps_free(root);
+}
+
+static void give4(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    futoin_success4(as, futoin_val_i32(-42), futoin_val_double(2.5), futoin_val_cstr("str"),
+            futoin_val_bool(true));
+}
+
+static void check4(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)as;
+    (void)data;
+    assert_int_equal(futoin_args_count(args), 4);
+    assert_int_equal(futoin_arg_type(args, 0), FTN_TYPE_INT32);
+    assert_int_equal(futoin_arg_type(args, 1), FTN_TYPE_DOUBLE);
+    assert_int_equal(futoin_arg_type(args, 2), FTN_TYPE_STRING);
+    assert_int_equal(futoin_arg_type(args, 3), FTN_TYPE_BOOL);
+    assert_int_equal(futoin_arg_i32(args, 0, 0), -42);
+    assert_true(futoin_arg_double(args, 1, 0.0) == 2.5);
+    assert_string_equal(futoin_arg_cstr(args, 2, "x"), "str");
+    assert_int_equal(args->arg2.length, 3);
+    assert_true(futoin_arg_bool(args, 3, false));
+    /* typed getters fall back on a type mismatch or a missing argument */
+    assert_string_equal(futoin_arg_cstr(args, 0, "fallback"), "fallback");
+    assert_int_equal(futoin_arg_i32(args, 2, 7), 7);
+    assert_null(futoin_arg_custom(args, 0));
+    tr("check4");
+}
+
+static void give_wide(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    futoin_success3(as, futoin_val_i64(INT64_C(-5000000000)), futoin_val_u64(UINT64_C(1) << 40),
+            futoin_val_u32(4000000000u));
+}
+
+static void check_wide(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)as;
+    (void)data;
+    assert_int_equal(futoin_args_count(args), 3);
+    assert_true(futoin_arg_int(args, 0, 0) == INT64_C(-5000000000));
+    assert_true(futoin_arg_int(args, 1, 0) == (INT64_C(1) << 40));
+    assert_true(futoin_arg_int(args, 2, 0) == INT64_C(4000000000));
+    assert_int_equal(futoin_arg_type(args, 3), 0);
+    tr("check_wide");
+}
+
+static void test_success_args(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
+    futoin_add(root, give4, NULL, NULL);
+    futoin_add(root, check4, NULL, NULL);
+    futoin_add(root, expect_no_args, NULL, "after"); /* results are not carried further */
+    futoin_add(root, give_wide, NULL, NULL);
+    futoin_add(root, check_wide, NULL, NULL);
+    futoin_execute(root, no_unhandled, NULL);
+    run();
+    assert_trace("check4|after:0|check_wide");
+    futoin_asyncsteps_free(root);
+}
+
+/* A step with sub-steps passes on its last sub-step's result; the first
+ * sub-step does not see the parent step's input. */
+static void give_int(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    futoin_success1(as, futoin_val_i32((int32_t)(intptr_t)data));
+}
+
+static void show_int(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)as;
+    tr("%s:%d:%d", (const char*)data, futoin_args_count(args), (int)futoin_arg_i32(args, 0, -1));
+}
+
+static void parent_with_subs(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    tr("parent:%d", (int)futoin_arg_i32(args, 0, -1));
+    futoin_add(as, show_int, NULL, "sub1");
+    futoin_add(as, give_int, NULL, (void*)(intptr_t)2);
+    futoin_add(as, show_int, NULL, "sub3");
+    futoin_add(as, give_int, NULL, (void*)(intptr_t)99);
+}
+
+static void test_substep_result_passes_on(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
+    futoin_add(root, give_int, NULL, (void*)(intptr_t)1);
+    futoin_add(root, parent_with_subs, NULL, NULL);
+    futoin_add(root, show_int, NULL, "next");
+    futoin_execute(root, no_unhandled, NULL);
+    run();
+    assert_trace("parent:1|sub1:0:-1|sub3:1:2|next:1:99");
+    futoin_asyncsteps_free(root);
+}
+
+/* ---- cleanup of result values: exactly once ---- */
+
+static Counted g_c[8];
+
+static void give_counted(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    futoin_success1(as, counted_val((Counted*)data));
+}
+
+static void receive_counted(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)as;
+    Counted* c = (Counted*)data;
+    assert_ptr_equal(futoin_arg_custom(args, 0), c);
+    /* the value is alive while the receiving callback runs */
+    tr("recv%d:%d", c->id, c->cleanups);
+}
+
+static void check_cleanups(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)as;
+    (void)args;
+    Counted* c = (Counted*)data;
+    tr("after%d:%d", c->id, c->cleanups);
+}
+
+static void reset_counted(void)
+{
+    for (int i = 0; i < 8; ++i) {
+        g_c[i].id = i;
+        g_c[i].cleanups = 0;
+    }
+}
+
+static void test_cleanup_after_receiving_step(void** state)
+{
+    (void)state;
+    reset_counted();
+    FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
+    futoin_add(root, give_counted, NULL, &g_c[0]);
+    futoin_add(root, receive_counted, NULL, &g_c[0]);
+    futoin_add(root, check_cleanups, NULL, &g_c[0]);
+    /* the last step's result is dropped when the root finishes */
+    futoin_add(root, give_counted, NULL, &g_c[1]);
+    futoin_execute(root, no_unhandled, NULL);
+    run();
+    assert_trace("recv0:0|after0:1");
+    assert_int_equal(g_c[0].cleanups, 1);
+    assert_int_equal(g_c[1].cleanups, 1);
+    futoin_asyncsteps_free(root);
+    assert_int_equal(g_c[0].cleanups, 1);
+    assert_int_equal(g_c[1].cleanups, 1);
+}
+
+/* Four values with cleanup, two of them strdup'ed strings (leak checkers
+ * verify those), all released once. */
+static void give4_owned(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    futoin_success4(as, counted_val(&g_c[0]), futoin_val_strdup("heap-one"), counted_val(&g_c[1]),
+            futoin_val_strdup("heap-two"));
+}
+
+static void recv4_owned(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)as;
+    (void)data;
+    assert_int_equal(futoin_args_count(args), 4);
+    assert_string_equal(futoin_arg_cstr(args, 1, ""), "heap-one");
+    assert_string_equal(futoin_arg_cstr(args, 3, ""), "heap-two");
+    tr("recv:%d:%d", g_c[0].cleanups, g_c[1].cleanups);
+}
+
+static void test_cleanup_four_owned_values(void** state)
+{
+    (void)state;
+    reset_counted();
+    FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
+    futoin_add(root, give4_owned, NULL, NULL);
+    futoin_add(root, recv4_owned, NULL, NULL);
+    futoin_add(root, check_cleanups, NULL, &g_c[0]);
+    futoin_execute(root, no_unhandled, NULL);
+    run();
+    assert_trace("recv:0:0|after0:1");
+    assert_int_equal(g_c[1].cleanups, 1);
+    futoin_asyncsteps_free(root);
+}
+
+/* Dropped on error: a branch holding a result (between two of its steps)
+ * is aborted by a failing sibling. Turns: b1, b2, b1:give, b2:fail. */
+static void branch_fail_later(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    futoin_add(as, step_fail, NULL, data);
+}
+
+static void branch_give_then_more(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    (void)data;
+    futoin_add(as, give_counted, NULL, &g_c[2]);
+    futoin_add(as, must_not_run, NULL, "b1-second");
+}
+
+static void test_cleanup_on_error(void** state)
+{
+    (void)state;
+    reset_counted();
+    Unhandled u = {0};
+    FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
+    FutoInAsyncSteps* p = futoin_parallel(root, NULL, NULL);
+    futoin_add(p, branch_give_then_more, NULL, NULL);
+    futoin_add(p, branch_fail_later, NULL, "b2");
+    futoin_execute(root, on_unhandled, &u);
+    run();
+    assert_int_equal(u.calls, 1);
+    assert_string_equal(u.code, "Fail");
+    assert_trace("b2|unhandled:Fail");
+    assert_int_equal(g_c[2].cleanups, 1);
+    futoin_asyncsteps_free(root);
+    assert_int_equal(g_c[2].cleanups, 1);
+}
+
+/* success(values) then a misuse in the same callback: the step fails and
+ * the values it had handed over are released once. */
+static void give_then_error(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    futoin_success1(as, counted_val(&g_c[3]));
+    futoin_error(as, "Late", NULL); /* misuse: error after success */
+}
+
+static void test_cleanup_on_step_failure(void** state)
+{
+    (void)state;
+    reset_counted();
+    Unhandled u = {0};
+    FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
+    futoin_add(root, give_then_error, NULL, NULL);
+    futoin_add(root, must_not_run, NULL, "next");
+    futoin_execute(root, on_unhandled, &u);
+    run();
+    assert_int_equal(u.calls, 1);
+    assert_string_equal(u.code, FUTOIN_INTERNAL_ERROR);
+    assert_int_equal(g_c[3].cleanups, 1);
+    futoin_asyncsteps_free(root);
+    assert_int_equal(g_c[3].cleanups, 1);
+}
+
+/* Dropped on cancel: root A holds a result between two steps when root B
+ * (which takes turns with it) cancels A. */
+static FutoInAsyncSteps* g_victim;
+
+static void cancel_victim(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)as;
+    (void)data;
+    (void)args;
+    tr("cancel-A:%d", g_c[4].cleanups);
+    futoin_cancel(g_victim);
+    tr("cancelled-A:%d", g_c[4].cleanups);
+}
+
+static void test_cleanup_on_cancel(void** state)
+{
+    (void)state;
+    reset_counted();
+    FutoInAsyncSteps* a = futoin_asyncsteps_new(g_loop);
+    FutoInAsyncSteps* b = futoin_asyncsteps_new(g_loop);
+    g_victim = a;
+    futoin_add(a, give_counted, NULL, &g_c[4]);
+    futoin_add(a, must_not_run, NULL, "A2");
+    futoin_add(b, cancel_victim, NULL, NULL);
+    futoin_execute(a, no_unhandled, NULL);
+    futoin_execute(b, no_unhandled, NULL);
+    run();
+    assert_trace("cancel-A:0|cancelled-A:1");
+    assert_int_equal(g_c[4].cleanups, 1);
+    futoin_asyncsteps_free(a);
+    futoin_asyncsteps_free(b);
+    assert_int_equal(g_c[4].cleanups, 1);
+}
+
+/* Dropped by a parallel step: branch results do not leave the branch; the
+ * step after the parallel gets no arguments. */
+static void test_cleanup_parallel_results(void** state)
+{
+    (void)state;
+    reset_counted();
+    FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
+    FutoInAsyncSteps* p = futoin_parallel(root, NULL, NULL);
+    futoin_add(p, give_counted, NULL, &g_c[5]);
+    futoin_add(p, give_counted, NULL, &g_c[6]);
+    futoin_add(root, expect_no_args, NULL, "after-par");
+    futoin_execute(root, no_unhandled, NULL);
+    run();
+    assert_trace("after-par:0");
+    assert_int_equal(g_c[5].cleanups, 1);
+    assert_int_equal(g_c[6].cleanups, 1);
+    futoin_asyncsteps_free(root);
+}
+
+/* Dropped at each loop iteration's end; the step after the loop gets none. */
+static Counted g_iter[5];
+
+static void iter_give(FutoInAsyncSteps* as, void* data, size_t i)
+{
+    (void)data;
+    g_iter[i].id = (int)i;
+    g_iter[i].cleanups = 0;
+    if (i > 0) {
+        tr("prev%d:%d", (int)i - 1, g_iter[i - 1].cleanups);
+    }
+    futoin_success1(as, counted_val(&g_iter[i]));
+}
+
+static void test_cleanup_loop_iteration(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
+    futoin_repeat(root, 5, iter_give, NULL, NULL);
+    futoin_add(root, expect_no_args, NULL, "after-loop");
+    futoin_execute(root, no_unhandled, NULL);
+    run();
+    assert_trace("prev0:1|prev1:1|prev2:1|prev3:1|after-loop:0");
+    for (int i = 0; i < 5; ++i) {
+        assert_int_equal(g_iter[i].cleanups, 1);
+    }
+    futoin_asyncsteps_free(root);
+}
+
+/* A value handed to a waiting step from outside, then the root cancelled
+ * before the next step runs: released once. */
+static FutoInAsyncSteps* g_waiter;
+
+static void wait_forever(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    futoin_wait_external(as);
+}
+
+static void complete_then_cancel(void* data)
+{
+    (void)data;
+    futoin_success1(g_waiter, counted_val(&g_c[7]));
+    assert_int_equal(g_c[7].cleanups, 0);
+    futoin_cancel(g_waiter);
+    tr("cancelled:%d", g_c[7].cleanups);
+}
+
+static void test_cleanup_external_then_cancel(void** state)
+{
+    (void)state;
+    reset_counted();
+    FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
+    g_waiter = root;
+    futoin_add(root, wait_forever, NULL, NULL);
+    futoin_add(root, must_not_run, NULL, "next");
+    futoin_execute(root, no_unhandled, NULL);
+    futoin_loop_deferred(g_loop, 10, NULL, complete_then_cancel);
+    run();
+    assert_trace("cancelled:1");
+    assert_int_equal(g_c[7].cleanups, 1);
+    futoin_asyncsteps_free(root);
+    assert_int_equal(g_c[7].cleanups, 1);
+}
+
+/* ---- a finished root can be reused ---- */
+
+static void test_root_reuse(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
+    futoin_add(root, step_tag, NULL, "first");
+    futoin_execute(root, no_unhandled, NULL);
+    run();
+    futoin_add(root, step_tag, NULL, "second");
+    futoin_execute(root, no_unhandled, NULL);
+    run();
+    Unhandled u = {0};
+    futoin_add(root, step_fail, NULL, "third");
+    futoin_execute(root, on_unhandled, &u);
+    run();
+    futoin_add(root, step_tag, NULL, "fourth");
+    futoin_execute(root, no_unhandled, NULL);
+    run();
+    assert_trace("first|second|third|unhandled:Fail|fourth");
+    assert_int_equal(g_misuse, 0);
+    futoin_asyncsteps_free(root);
+}
+
+/* An empty root completes without calling anything. */
+static void test_empty_root(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
+    futoin_execute(root, no_unhandled, NULL);
+    run();
+    assert_trace("");
+    assert_int_equal(g_misuse, 0);
+    assert_int_equal(futoin_loop_pending(g_loop), 0);
+    futoin_asyncsteps_free(root);
+}
+
+/* ---- two roots take turns one step at a time ---- */
+
+static void test_roots_interleave(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* a = futoin_asyncsteps_new(g_loop);
+    FutoInAsyncSteps* b = futoin_asyncsteps_new(g_loop);
+    futoin_add(a, step_tag, NULL, "a1");
+    futoin_add(a, step_tag, NULL, "a2");
+    futoin_add(a, step_tag, NULL, "a3");
+    futoin_add(b, step_tag, NULL, "b1");
+    futoin_add(b, step_tag, NULL, "b2");
+    futoin_execute(b, no_unhandled, NULL);
+    futoin_execute(a, no_unhandled, NULL);
+    run();
+    assert_trace("b1|a1|b2|a2|a3");
+    futoin_asyncsteps_free(a);
+    futoin_asyncsteps_free(b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+            T(test_spec_1_1_levels),
+            T(test_root_handle_is_main_flow),
+            T(test_deep_nesting_order),
+            T(test_implicit_success),
+            T(test_success_args),
+            T(test_substep_result_passes_on),
+            T(test_cleanup_after_receiving_step),
+            T(test_cleanup_four_owned_values),
+            T(test_cleanup_on_error),
+            T(test_cleanup_on_step_failure),
+            T(test_cleanup_on_cancel),
+            T(test_cleanup_parallel_results),
+            T(test_cleanup_loop_iteration),
+            T(test_cleanup_external_then_cancel),
+            T(test_root_reuse),
+            T(test_empty_root),
+            T(test_roots_interleave),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
