@@ -27,6 +27,10 @@ extern "C" {
 #else
 #define FUTOIN_ANON_STRUCT struct
 #endif
+#if defined(__cplusplus) && defined(__clang__)
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wnested-anon-types"
+#endif
 
 typedef struct FutoInAsyncStepsAPI_ FutoInAsyncStepsAPI;
 typedef struct FutoInAsyncSteps_ FutoInAsyncSteps;
@@ -167,6 +171,10 @@ struct FutoInSync_ {
     const FutoInSyncAPI* const api;
     /* Implementation members follow; never assume the size. */
 };
+
+#if defined(__cplusplus) && defined(__clang__)
+#pragma clang diagnostic pop
+#endif
 
 #ifdef __cplusplus
 } /* extern "C" */

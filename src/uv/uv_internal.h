@@ -1,0 +1,102 @@
+/* Private data model of the libuv backend (futoin_asyncsteps_uv). */
+#ifndef FUTOIN_UV_INTERNAL_H
+#define FUTOIN_UV_INTERNAL_H
+
+#include <futoin/uv.h>
+
+#include "../loop_internal.h"
+
+/* Tells a FutoInUv apart from other data registered as loop wakeup data. */
+#define FUTOIN_UV_MAGIC 0x46557631u
+
+struct FutoInUv {
+    uint32_t magic;
+    FutoInLoop* loop;
+    uv_loop_t* uv;
+    uv_loop_t own_loop;
+    uv_timer_t timer;
+    uv_idle_t idle;
+    uv_check_t check;
+    /* uv_now() value the timer is armed for, 0 when it is stopped: lets
+     * re-arming to the same deadline skip libuv's timer heap. */
+    uint64_t timer_due;
+    int open_handles; /* of timer/idle/check, until their close callbacks */
+    uint8_t owns_uv;
+    uint8_t in_pump;
+    uint8_t idle_on;
+};
+
+enum FutoInUvReadMode { RD_NONE = 0, RD_LINE, RD_UNTIL, RD_EXACT, RD_SOME };
+
+struct FutoInUvStream {
+    uv_tcp_t tcp; /* tcp.data points back here */
+    FutoInUv* uv;
+    uint32_t refs;
+    uint8_t closing; /* uv_close() was called (or shutdown is in progress) */
+    uint8_t closed;  /* the close callback ran: memory goes with the last ref */
+    uint8_t reading; /* uv_read_start() is active */
+    uint8_t eof;
+    int read_error; /* sticky libuv error of the read side, 0 if none */
+    /* Receive buffer: unread bytes are buf[off, len). */
+    char* buf;
+    size_t off;
+    size_t len;
+    size_t cap;
+    size_t scanned; /* bytes after off already searched for the delimiter */
+    /* The pending read step (one at a time). rd_delim points into that
+     * step's parameters, which live as long as the step. */
+    FutoInAsyncSteps* rd_as;
+    const char* rd_delim;
+    size_t rd_dlen;
+    size_t rd_n; /* EXACT: byte count; LINE/UNTIL/SOME: maximum */
+    uint8_t rd_mode;
+    /* The pending close step, completed by the close callback. */
+    FutoInAsyncSteps* close_as;
+    uv_shutdown_t shutdown_req;
+};
+
+struct FutoInUvServer {
+    uv_tcp_t tcp;
+    FutoInUv* uv;
+    uint32_t refs;
+    uint8_t closing;
+    uint8_t closed;
+    unsigned pending; /* connections reported by libuv, not yet accepted */
+    int error;        /* a listen error not yet reported to an accept step */
+    unsigned port;
+    FutoInAsyncSteps* acc_as; /* the pending accept step */
+};
+
+/* uv_loop.c */
+FutoInUv* futoin__uv_require(FutoInAsyncSteps* as, const char* what);
+
+/* Fails the step (inside its callback or from a libuv callback) with code
+ * and the info "<uv_err_name(err)>: <what>". */
+void futoin__uv_fail(FutoInAsyncSteps* as, const char* code, int err, const char* what);
+/* Same with a printf-style context. */
+void futoin__uv_failf(FutoInAsyncSteps* as, const char* code, int err, const char* fmt, ...)
+#if defined(__GNUC__)
+        __attribute__((format(printf, 4, 5)))
+#endif
+        ;
+
+/* Adds step f whose data is a zeroed parameter block of size bytes that
+ * lives in the current step's stack (freed with it, cleanup first). If the
+ * block cannot be allocated an InternalError step is added instead and
+ * NULL is returned. */
+void* futoin__uv_add_step(FutoInAsyncSteps* as, FutoInAsyncSteps_execute_callback f,
+        size_t size, void (*cleanup)(void*), const char* what);
+
+/* A heap copy of n bytes plus a NUL as a step result of the given type
+ * (FTN_TYPE_STRING or FTN_TYPE_UINT8 | FTN_TYPE_ARRAY), freed by its
+ * cleanup; type NULL if out of memory. */
+FutoInBinaryValue futoin__uv_bytes_value(const char* data, size_t n, int as_string);
+/* Takes ownership of a malloc()ed buffer of n bytes followed by a NUL. */
+FutoInBinaryValue futoin__uv_bytes_adopt(char* data, size_t n, int as_string);
+
+/* uv_stream.c */
+FutoInUvStream* futoin__uv_stream_alloc(FutoInUv* uv);
+/* Initiates uv_close() (idempotent); pending steps fail with CommError. */
+void futoin__uv_stream_close(FutoInUvStream* s);
+
+#endif

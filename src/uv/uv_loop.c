@@ -1,0 +1,355 @@
+/*
+ * The libuv backend: drives an AsyncTool loop from a uv_loop_t.
+ *
+ * The AsyncTool loop keeps scheduling everything (immediates in a ring,
+ * timers in its heap); libuv is only told when to wake it up. That keeps
+ * the cost independent of the number of step timeouts (one uv_timer_t in
+ * total, not one per step) and keeps the engine's fairness rules intact.
+ *
+ *   wakeup hook ──► arm(): idle on   (immediates pending: poll must not block)
+ *                          timer on  (earliest AsyncTool timer)
+ *   uv_check_t (after poll) ─► pump(): one futoin_loop_iterate() round
+ *   uv_timer_t              ─► pump()
+ *
+ * The round runs in the check phase, right after libuv has delivered I/O, so
+ * every step resumed by an I/O callback of that poll runs in the same libuv
+ * iteration, in one batch.
+ */
+#include "uv_internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------------ */
+/* Waking the AsyncTool up                                                   */
+
+static void pump(FutoInUv* u);
+
+static void on_timer(uv_timer_t* t)
+{
+    FutoInUv* u = t->data;
+    u->timer_due = 0;
+    pump(u);
+}
+
+/* Only there so that libuv polls with a zero timeout while immediates are
+ * pending; the round itself runs in on_check, after the poll. */
+static void on_idle(uv_idle_t* h)
+{
+    (void)h;
+}
+
+static void on_check(uv_check_t* h)
+{
+    FutoInUv* u = h->data;
+    if (u->idle_on) {
+        pump(u);
+    }
+}
+
+/* Makes libuv wake the AsyncTool after delay ms (0: as soon as possible,
+ * -1: never, nothing is pending). */
+static void arm(FutoInUv* u, int64_t delay)
+{
+    if (delay == 0) {
+        if (!u->idle_on) {
+            uv_idle_start(&u->idle, on_idle);
+            u->idle_on = 1;
+        }
+        return;
+    }
+    if (u->idle_on) {
+        uv_idle_stop(&u->idle);
+        u->idle_on = 0;
+    }
+    if (delay < 0) {
+        if (u->timer_due) {
+            uv_timer_stop(&u->timer);
+            u->timer_due = 0;
+        }
+        return;
+    }
+    /* libuv adds the timeout to its cached loop time, which may be a whole
+     * poll old: refresh it, or the timer fires early and we pump for nothing. */
+    uv_update_time(u->uv);
+    uint64_t due = uv_now(u->uv) + (uint64_t)delay;
+    if (due != u->timer_due) {
+        uv_timer_start(&u->timer, on_timer, (uint64_t)delay, 0);
+        u->timer_due = due;
+    }
+}
+
+static void pump(FutoInUv* u)
+{
+    int64_t delay = -1;
+    u->in_pump = 1;
+    futoin_loop_iterate(u->loop, &delay);
+    u->in_pump = 0;
+    arm(u, delay);
+}
+
+/* Called by the AsyncTool when new work may be due earlier than planned.
+ * Inside pump() the plan is made afterwards from iterate()'s answer. */
+static void on_wakeup(void* data)
+{
+    FutoInUv* u = data;
+    if (!u->in_pump) {
+        arm(u, futoin__loop_next_delay(u->loop));
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Lifetime                                                                  */
+
+FutoInUv* futoin_uv_new(uv_loop_t* uv_loop)
+{
+    FutoInUv* u = calloc(1, sizeof(*u));
+    if (!u) {
+        return NULL;
+    }
+    u->magic = FUTOIN_UV_MAGIC;
+    if (uv_loop) {
+        u->uv = uv_loop;
+    } else {
+        if (uv_loop_init(&u->own_loop) != 0) {
+            free(u);
+            return NULL;
+        }
+        u->uv = &u->own_loop;
+        u->owns_uv = 1;
+    }
+    u->loop = futoin_loop_new();
+    if (!u->loop) {
+        if (u->owns_uv) {
+            uv_loop_close(&u->own_loop);
+        }
+        free(u);
+        return NULL;
+    }
+    /* These inits cannot fail on a valid loop. */
+    uv_timer_init(u->uv, &u->timer);
+    uv_idle_init(u->uv, &u->idle);
+    uv_check_init(u->uv, &u->check);
+    u->timer.data = u;
+    u->idle.data = u;
+    u->check.data = u;
+    u->open_handles = 3;
+    uv_check_start(&u->check, on_check);
+    /* The check handle runs on every iteration but must not keep uv_run()
+     * alive by itself: only pending AsyncTool work (timer/idle) does. */
+    uv_unref((uv_handle_t*)&u->check);
+    futoin__loop_set_wakeup(u->loop, on_wakeup, u);
+    return u;
+}
+
+static void on_handle_closed(uv_handle_t* h)
+{
+    FutoInUv* u = h->data;
+    if (--u->open_handles == 0 && !u->owns_uv) {
+        free(u);
+    }
+}
+
+static void close_leftover(uv_handle_t* h, void* arg)
+{
+    (void)arg;
+    if (!uv_is_closing(h)) {
+        uv_close(h, NULL);
+    }
+}
+
+void futoin_uv_free(FutoInUv* u)
+{
+    if (!u) {
+        return;
+    }
+    futoin__loop_set_wakeup(u->loop, NULL, NULL);
+    futoin_loop_free(u->loop);
+    u->loop = NULL;
+    u->magic = 0;
+    uv_close((uv_handle_t*)&u->timer, on_handle_closed);
+    uv_close((uv_handle_t*)&u->idle, on_handle_closed);
+    uv_close((uv_handle_t*)&u->check, on_handle_closed);
+    if (!u->owns_uv) {
+        return;
+    }
+    while (u->open_handles > 0) {
+        uv_run(&u->own_loop, UV_RUN_NOWAIT);
+    }
+    if (uv_loop_close(&u->own_loop) == UV_EBUSY) {
+        /* Streams or servers were not released (or a request is still in
+         * the thread pool): close what is left so the loop can go. Their
+         * memory is lost, which valgrind will point at. */
+        fprintf(stderr, "futoin_uv_free: libuv handles still open (streams or servers not released)\n");
+        uv_walk(&u->own_loop, close_leftover, NULL);
+        uv_run(&u->own_loop, UV_RUN_DEFAULT);
+        uv_loop_close(&u->own_loop);
+    }
+    free(u);
+}
+
+FutoInLoop* futoin_uv_loop(const FutoInUv* u)
+{
+    return u->loop;
+}
+
+uv_loop_t* futoin_uv_uv_loop(const FutoInUv* u)
+{
+    return u->uv;
+}
+
+FutoInUv* futoin_uv_of_loop(FutoInLoop* loop)
+{
+    if (!loop) {
+        return NULL;
+    }
+    FutoInUv* u = futoin__loop_wakeup_data(loop);
+    return u && u->magic == FUTOIN_UV_MAGIC ? u : NULL;
+}
+
+FutoInUv* futoin_uv_of(FutoInAsyncSteps* as)
+{
+    return as ? futoin_uv_of_loop(futoin_asyncsteps_loop(as)) : NULL;
+}
+
+int futoin_uv_run(FutoInUv* u)
+{
+    /* Work queued before the loop started (roots executed before this call)
+     * has already armed the idle handle through the wakeup hook. */
+    return uv_run(u->uv, UV_RUN_DEFAULT);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Helpers shared by the I/O steps                                           */
+
+FutoInUv* futoin__uv_require(FutoInAsyncSteps* as, const char* what)
+{
+    FutoInUv* u = futoin_uv_of(as);
+    if (!u) {
+        char info[128];
+        snprintf(info, sizeof(info), "%s: the AsyncSteps loop is not driven by a FutoInUv", what);
+        futoin_error(as, FUTOIN_INTERNAL_ERROR, info);
+    }
+    return u;
+}
+
+void futoin__uv_fail(FutoInAsyncSteps* as, const char* code, int err, const char* what)
+{
+    char info[256];
+    snprintf(info, sizeof(info), "%s: %s", uv_err_name(err), what);
+    futoin_error(as, code, info);
+}
+
+void futoin__uv_failf(FutoInAsyncSteps* as, const char* code, int err, const char* fmt, ...)
+{
+    char what[224];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof(what), fmt, ap);
+    va_end(ap);
+    futoin__uv_fail(as, code, err, what);
+}
+
+static void fail_step(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    futoin_error(as, FUTOIN_INTERNAL_ERROR, (const char*)data);
+}
+
+void* futoin__uv_add_step(FutoInAsyncSteps* as, FutoInAsyncSteps_execute_callback f,
+        size_t size, void (*cleanup)(void*), const char* what)
+{
+    if (!as) {
+        return NULL;
+    }
+    void* p = futoin_stack(as, size, cleanup);
+    if (!p) {
+        /* what is a string literal of the caller: it outlives the step. */
+        futoin_add(as, fail_step, NULL, (void*)(uintptr_t)what);
+        return NULL;
+    }
+    futoin_add(as, f, NULL, p);
+    return p;
+}
+
+static void free_bytes(FutoInBinaryValue* v)
+{
+    free((void*)v->p);
+}
+
+static const FutoInType string_type = {FTN_TYPE_STRING, free_bytes};
+static const FutoInType bytes_type = {FTN_TYPE_UINT8 | FTN_TYPE_ARRAY, free_bytes};
+
+FutoInBinaryValue futoin__uv_bytes_adopt(char* data, size_t n, int as_string)
+{
+    FutoInBinaryValue v;
+    memset(&v, 0, sizeof(v));
+    if (!data) {
+        return v;
+    }
+    v.type = as_string ? &string_type : &bytes_type;
+    v.p = data;
+    v.length = (uint32_t)n;
+    return v;
+}
+
+FutoInBinaryValue futoin__uv_bytes_value(const char* data, size_t n, int as_string)
+{
+    char* p = malloc(n + 1);
+    if (p) {
+        memcpy(p, data, n);
+        p[n] = '\0';
+    }
+    return futoin__uv_bytes_adopt(p, n, as_string);
+}
+
+const char* futoin_uv_arg_bytes(const FutoInArgs* args, int i, size_t* len)
+{
+    int t = futoin_arg_type(args, i);
+    if (t != FTN_TYPE_STRING && t != (FTN_TYPE_UINT8 | FTN_TYPE_ARRAY)) {
+        if (len) {
+            *len = 0;
+        }
+        return NULL;
+    }
+    if (len) {
+        *len = args->args[i].length;
+    }
+    return (const char*)args->args[i].p;
+}
+
+/* ------------------------------------------------------------------------ */
+/* sleep: an AsyncTool timer, reached through the ABI                       */
+
+static void sleep_done(void* data)
+{
+    FutoInAsyncSteps* as = data;
+    as->api->success(as, NULL);
+}
+
+static void sleep_cancel(FutoInAsyncSteps* as, void* data)
+{
+    as->api->sched_cancel(as, (FutoInHandle*)data);
+}
+
+static void sleep_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    uint32_t ms = (uint32_t)(uintptr_t)data;
+    /* The handle lives in this step's own stack, which outlasts its cancel
+     * handler; the timer callback needs nothing but the flow. */
+    FutoInHandle* h = futoin_stack(as, sizeof(*h), NULL);
+    if (!h) {
+        futoin_error(as, FUTOIN_INTERNAL_ERROR, "sleep: out of memory");
+        return;
+    }
+    *h = as->api->sched_deferred(as, ms, as, sleep_done);
+    futoin_set_cancel(as, sleep_cancel, h);
+}
+
+void futoin_uv_sleep(FutoInAsyncSteps* as, uint32_t ms)
+{
+    futoin_add(as, sleep_start, NULL, (void*)(uintptr_t)ms);
+}
