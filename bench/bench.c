@@ -644,7 +644,7 @@ static void print_row(const BenchWorkload* w, const Result* r, const char* verdi
     const char* verdict = "-";
     char buf[64];
     int time_ok = w->target <= 0 || ratio <= w->target;
-    int malloc_ok = !w->zero_malloc || r->mallocs == 0;
+    int malloc_ok = !w->zero_malloc || r->mallocs == 0 || !bench_alloc_counting();
     if (w->target > 0 || w->zero_malloc) {
         if (time_ok && malloc_ok) {
             verdict = "PASS";
@@ -657,8 +657,14 @@ static void print_row(const BenchWorkload* w, const Result* r, const char* verdi
     if (verdict_override) {
         verdict = verdict_override;
     }
-    printf("%-18s %-7s %9.2f %7.2f  %-17s %10.4g %8ldKi  %s", w->name, w->per, r->ns, ratio,
-            target_text ? target_text : w->target_text, r->mallocs, r->peak_kb, verdict);
+    char mallocs[32];
+    if (bench_alloc_counting()) {
+        snprintf(mallocs, sizeof(mallocs), "%.4g", r->mallocs);
+    } else {
+        snprintf(mallocs, sizeof(mallocs), "n/a");
+    }
+    printf("%-18s %-7s %9.2f %7.2f  %-17s %10s %8ldKi  %s", w->name, w->per, r->ns, ratio,
+            target_text ? target_text : w->target_text, mallocs, r->peak_kb, verdict);
     if (r->check) {
         printf("  CHECK FAILED: %s", r->check);
     }
@@ -973,6 +979,9 @@ int main(int argc, char** argv)
         run_memory();
     }
     printf("\nF re-measured at the end: %.3f ns (ratios use the first figure)\n", measure_floor());
+    if (!bench_alloc_counting()) {
+        printf("malloc/op: not counted in this build (sanitizer)\n");
+    }
     printf("F = %.3f ns. malloc/op counts malloc+calloc+realloc calls during the measured"
            " repetitions.\ntotal bench time %.1f s\n",
             g_floor, bench_now() - t_start);

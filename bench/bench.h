@@ -28,6 +28,8 @@ double bench_floor_run(uint64_t n);
 void bench_alloc_reset(void);
 unsigned long long bench_alloc_calls(void);
 unsigned long long bench_alloc_bytes(void);
+/* 0 when malloc is not counted (sanitizer builds) */
+int bench_alloc_counting(void);
 /* Set when a workload's own sanity check fails (the engine did not run
  * what was asked); printed in the table. */
 void bench_check(int ok, const char* what);

@@ -8,6 +8,32 @@
 
 #include <stddef.h>
 
+#ifdef FUTOIN_BENCH_NO_MALLOC_COUNT
+/* Sanitizer builds own malloc: no counting (the bench prints n/a). */
+void bench_alloc_reset(void)
+{
+}
+
+unsigned long long bench_alloc_calls(void)
+{
+    return 0;
+}
+
+unsigned long long bench_alloc_bytes(void)
+{
+    return 0;
+}
+
+int bench_alloc_counting(void)
+{
+    return 0;
+}
+#else
+int bench_alloc_counting(void)
+{
+    return 1;
+}
+
 extern void* __libc_malloc(size_t size);
 extern void* __libc_calloc(size_t n, size_t size);
 extern void* __libc_realloc(void* p, size_t size);
@@ -84,3 +110,4 @@ unsigned long long bench_alloc_bytes(void)
 {
     return g_bytes;
 }
+#endif
