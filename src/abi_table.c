@@ -24,7 +24,7 @@ static const char* cb_name(uint8_t cb)
 
 /* Where add()-like calls put their step: the running step's sub-step queue,
  * or level 0 of a root that is not running. NULL after reporting misuse. */
-Frame* futoin__add_target(Flow* fl, const char* what)
+Frame* futoin__add_target_slow(Flow* fl, const char* what)
 {
     Root* r = fl->root;
     if (fl->cb == CB_EXEC || fl->cb == CB_ERROR) {

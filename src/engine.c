@@ -31,6 +31,7 @@ static void unwind(Flow* fl);
 static void frame_pop(Flow* fl, int aborted);
 static void flow_abort(Flow* fl);
 static int start_unwind(Flow* fl, uint32_t k, int own);
+static void flow_free_frames(Flow* fl);
 
 /* ------------------------------------------------------------------------ */
 /* Per-loop context                                                          */
@@ -41,8 +42,15 @@ static void ctx_free(void* p)
     while (ctx->free_flows) {
         Flow* f = ctx->free_flows;
         ctx->free_flows = f->rq_next;
-        free(f->frames);
+        flow_free_frames(f);
         free(f);
+    }
+    while (ctx->free_roots) {
+        Root* r = ctx->free_roots;
+        ctx->free_roots = r->next_free;
+        flow_free_frames(&r->main);
+        free(r->info);
+        free(r);
     }
     futoin__pool_destroy(&ctx->steps);
     futoin__pool_destroy(&ctx->pars);
@@ -158,12 +166,11 @@ void futoin__set_info(Root* r, const char* info)
     }
 }
 
-void futoin__args_clear(FutoInArgs* a, uint8_t* n)
+void futoin__args_reset(FutoInArgs* a, uint8_t n)
 {
-    for (uint8_t i = 0; i < *n; ++i) {
+    for (uint8_t i = 0; i < n; ++i) {
         futoin_reset_binval(&a->args[i]);
     }
-    *n = 0;
 }
 
 /* Moves the values of src into dst (which must be empty); returns the count
@@ -208,29 +215,6 @@ void futoin__misuse(Flow* fl, const char* fmt, ...)
 
 /* ------------------------------------------------------------------------ */
 /* Steps and their extensions                                                */
-
-Step* futoin__step_new(EngineCtx* ctx, uint8_t kind, void* data,
-        FutoInAsyncSteps_execute_callback f, FutoInAsyncSteps_error_callback eh, void* ext)
-{
-    Step* s = futoin__pool_get(&ctx->steps);
-    s->next = NULL;
-    s->f = f;
-    s->eh = eh;
-    s->data = data;
-    s->ext = ext;
-    s->kind = kind;
-    return s;
-}
-
-void futoin__queue_step(Frame* fr, Step* s)
-{
-    if (fr->q_tail) {
-        fr->q_tail->next = s;
-    } else {
-        fr->q_head = s;
-    }
-    fr->q_tail = s;
-}
 
 Parallel* futoin__parallel_new(EngineCtx* ctx, Flow* owner)
 {
@@ -392,29 +376,41 @@ static void root_leave(Root* r)
     }
 }
 
-static void frames_init(Flow* fl)
+/* Prepares a fresh or recycled flow. A recycled one keeps a grown frame
+ * array and its generation count (bumped, so stale checks keep failing). */
+static void flow_init(Flow* fl, Root* r, int fresh)
 {
-    if (!fl->frames) {
-        fl->cap = INITIAL_FRAMES;
-        fl->frames = futoin__xmalloc(sizeof(Frame) * fl->cap);
+    if (fresh) {
+        fl->frames = fl->inline_frames;
+        fl->cap = FUTOIN_INLINE_FRAMES;
+        fl->gen = 0;
     }
+    *(const FutoInAsyncStepsAPI**)&fl->iface.api = &futoin__flow_api;
+    fl->root = r;
     fl->depth = 0;
+    fl->rq_next = fl->rq_prev = NULL;
+    fl->parent = NULL;
+    fl->par = NULL;
+    fl->sib_next = NULL;
+    ++fl->gen;
+    fl->state = FS_IDLE;
+    fl->pending = PD_NEXT;
+    fl->cb = CB_NONE;
+    fl->out = OUT_NONE;
+    fl->ctl = CTL_NONE;
+    fl->in_rq = 0;
+    fl->nargs_out = 0;
+    fl->code = fl->code_inline;
+    fl->code_inline[0] = 0;
+    memset(&fl->args_out, 0, sizeof(fl->args_out));
     memset(&fl->frames[0], 0, sizeof(Frame));
 }
 
-static void flow_init(Flow* fl, Root* r)
+static void flow_free_frames(Flow* fl)
 {
-    Frame* keep_frames = fl->frames;
-    uint32_t keep_cap = fl->cap;
-    uint32_t keep_gen = fl->gen;
-    memset(fl, 0, sizeof(*fl));
-    fl->gen = keep_gen + 1;
-    *(const FutoInAsyncStepsAPI**)&fl->iface.api = &futoin__flow_api;
-    fl->frames = keep_frames;
-    fl->cap = keep_cap;
-    fl->root = r;
-    fl->code = fl->code_inline;
-    frames_init(fl);
+    if (fl->frames != fl->inline_frames) {
+        free(fl->frames);
+    }
 }
 
 static void dispatch(void* data);
@@ -473,7 +469,8 @@ static void dispatch(void* data)
     EngineCtx* ctx = data;
     ctx->dispatch_scheduled = 0;
     ++ctx->dispatching;
-    for (unsigned budget = ctx->burst; budget && ctx->rq_head; --budget) {
+    ctx->budget = ctx->burst;
+    while (ctx->budget && ctx->rq_head) {
         Flow* fl = ctx->rq_head;
         rq_remove(fl);
         Root* r = fl->root;
@@ -484,6 +481,9 @@ static void dispatch(void* data)
             advance(fl);
         }
         root_leave(r);
+        if (ctx->budget) {
+            --ctx->budget;
+        }
     }
     --ctx->dispatching;
     if (ctx->rq_head) {
@@ -496,13 +496,36 @@ FutoInAsyncSteps* futoin_asyncsteps_new(FutoInLoop* loop)
     if (!loop) {
         return NULL;
     }
-    Root* r = malloc(sizeof(Root));
-    if (!r) {
-        return NULL;
+    EngineCtx* ctx = futoin__ctx_get(loop);
+    Root* r = ctx->free_roots;
+    int fresh = !r;
+    if (r) {
+        ctx->free_roots = r->next_free;
+    } else {
+        r = malloc(sizeof(Root));
+        if (!r) {
+            return NULL;
+        }
+        r->info = NULL;
+        r->info_cap = 0;
     }
-    memset(r, 0, sizeof(*r));
-    r->ctx = futoin__ctx_get(loop);
-    flow_init(&r->main, r);
+    r->ctx = ctx;
+    r->busy = 0;
+    r->state = RS_IDLE;
+    r->cancelling = 0;
+    r->free_pending = 0;
+    r->unhandled = NULL;
+    r->unhandled_data = NULL;
+    r->vars = NULL;
+    r->nvars = r->cap_vars = 0;
+    if (r->info) {
+        r->info[0] = 0;
+    }
+    r->zombies = NULL;
+    r->done = NULL;
+    r->done_data = NULL;
+    r->next_free = NULL;
+    flow_init(&r->main, r, fresh);
     return &r->main.iface;
 }
 
@@ -512,8 +535,15 @@ FutoInAsyncSteps* futoin_asyncsteps_new(FutoInLoop* loop)
 static Frame* frame_push(Flow* fl, Step* s)
 {
     if (fl->depth + 1 >= fl->cap) {
-        fl->cap *= 2;
-        fl->frames = futoin__xrealloc(fl->frames, sizeof(Frame) * fl->cap);
+        uint32_t cap = fl->cap * 2;
+        if (fl->frames == fl->inline_frames) {
+            Frame* heap = futoin__xmalloc(sizeof(Frame) * cap);
+            memcpy(heap, fl->inline_frames, sizeof(Frame) * fl->cap);
+            fl->frames = heap;
+        } else {
+            fl->frames = futoin__xrealloc(fl->frames, sizeof(Frame) * cap);
+        }
+        fl->cap = cap;
     }
     Frame* f = &fl->frames[++fl->depth];
     f->q_head = f->q_tail = NULL;
@@ -612,8 +642,14 @@ static void parallel_abort_branches(Parallel* p)
  * handler or unlock() that cancels or frees the root cannot pop it twice. */
 static void frame_pop(Flow* fl, int aborted)
 {
+    Frame* top = &fl->frames[fl->depth];
+    if (!aborted && top->kind == SK_PLAIN && !(top->flags & FR_TIMER) && !top->q_head
+            && !top->stack) {
+        --fl->depth; /* the common case: nothing to release */
+        return;
+    }
     EngineCtx* ctx = fl->root->ctx;
-    Frame f = fl->frames[fl->depth];
+    Frame f = *top;
     --fl->depth;
     if (f.flags & FR_TIMER) {
         futoin_loop_cancel(ctx->loop, &f.timer);
@@ -666,21 +702,35 @@ static void frame_pop(Flow* fl, int aborted)
  * flow survived it (0: it was aborted or released meanwhile). */
 typedef enum { CALL_EXEC, CALL_LOOP, CALL_REPEAT, CALL_LOCK } CallKind;
 
+/* What a step start or completion left the flow in. */
+enum { GO_ON = 0, /* no user callback ran: keep advancing */
+    HANDLED,      /* a callback ran; the flow is parked, requeued or gone */
+    CONTINUE };   /* a callback ran and the flow can take its next step */
+
+static const FutoInArgs no_args;
+
+/* Calls an execute-style callback for the top frame and reports whether the
+ * flow survived it (0: it was aborted or released meanwhile). The incoming
+ * results move to the C stack for the call, so a flow holds only the
+ * results waiting for its next step. */
 static int call_step(Flow* fl, CallKind kind)
 {
     Frame* f = &fl->frames[fl->depth];
     uint32_t gen = fl->gen;
-    fl->nargs_in = fl->nargs_out;
-    if (fl->nargs_out) {
-        memcpy(&fl->args_in, &fl->args_out, sizeof(FutoInArgs));
+    uint8_t nin = fl->nargs_out;
+    FutoInArgs in;
+    const FutoInArgs* pin = &no_args;
+    if (nin) {
+        memcpy(&in, &fl->args_out, sizeof(FutoInArgs));
         memset(&fl->args_out, 0, sizeof(FutoInArgs));
         fl->nargs_out = 0;
+        pin = &in;
     }
     fl->cb = CB_EXEC;
     fl->out = OUT_NONE;
     switch (kind) {
     case CALL_EXEC:
-        f->f(&fl->iface, f->data, &fl->args_in);
+        f->f(&fl->iface, f->data, pin);
         break;
     case CALL_LOOP: {
         LoopSpec* l = f->ext;
@@ -698,7 +748,9 @@ static int call_step(Flow* fl, CallKind kind)
         break;
     }
     }
-    futoin__args_clear(&fl->args_in, &fl->nargs_in);
+    if (nin) {
+        futoin__args_reset(&in, nin);
+    }
     if (gen != fl->gen) {
         return 0;
     }
@@ -706,8 +758,17 @@ static int call_step(Flow* fl, CallKind kind)
     return 1;
 }
 
+/* lock() of a sync step succeeded: from now on the engine owes unlock(),
+ * whatever happens before the critical section gets its turn. */
+static void lock_acquired(Flow* fl, Frame* f)
+{
+    f->flags = (uint8_t)((f->flags & ~(FR_LOCK_PHASE | FR_WAIT)) | FR_LOCKED);
+    frame_stop_timer(fl, f);
+    f->on_cancel = NULL;
+}
+
 /* Decides what happens after an execute callback of the top frame returned. */
-static void exec_outcome(Flow* fl)
+static int exec_outcome(Flow* fl)
 {
     Frame* f = &fl->frames[fl->depth];
     switch (fl->out) {
@@ -715,45 +776,51 @@ static void exec_outcome(Flow* fl)
         if (start_unwind(fl, fl->depth, 1)) {
             unwind(fl);
         }
-        return;
+        return HANDLED;
     case OUT_BREAK:
     case OUT_CONTINUE:
         fl->ctl = fl->out == OUT_BREAK ? CTL_BREAK : CTL_CONTINUE;
         if (start_unwind(fl, fl->depth, 1)) {
             unwind(fl);
         }
-        return;
+        return HANDLED;
     case OUT_SUCCESS:
         /* The step is complete now, though its frame is popped only on the
          * flow's next turn: other flows, the loop's timers or a root cancel
          * may come first, and must not see its timeout or cancel handler. */
+        if (f->flags & FR_LOCK_PHASE) {
+            lock_acquired(fl, f);
+        }
         frame_stop_timer(fl, f);
         f->on_cancel = NULL;
         f->flags &= (uint8_t)~FR_WAIT;
-        rq_push(fl);
-        return;
+        return CONTINUE;
     default:
         if (f->q_head) {
             f->flags &= (uint8_t)~FR_WAIT;
-            rq_push(fl);
-        } else if (f->flags & FR_WAIT) {
-            fl->state = FS_WAIT;
-        } else {
-            rq_push(fl); /* implicit success */
+            return CONTINUE;
         }
-        return;
+        if (f->flags & FR_WAIT) {
+            fl->state = FS_WAIT;
+            return HANDLED;
+        }
+        if (f->flags & FR_LOCK_PHASE) {
+            lock_acquired(fl, f);
+        }
+        return CONTINUE; /* implicit success */
     }
 }
 
-static void run_iteration(Flow* fl)
+static int run_iteration(Flow* fl)
 {
     Frame* f = &fl->frames[fl->depth];
     LoopSpec* l = f->ext;
     /* Results of the previous iteration are not an input of the next. */
     futoin__args_clear(&fl->args_out, &fl->nargs_out);
     if (call_step(fl, l->loop_fn ? CALL_LOOP : CALL_REPEAT)) {
-        exec_outcome(fl);
+        return exec_outcome(fl);
     }
+    return HANDLED;
 }
 
 /* Per-iteration state of a loop frame is that of a fresh step. */
@@ -790,15 +857,14 @@ static void start_parallel(Flow* fl, Frame* f)
         p->b_head = s->next;
         s->next = NULL;
         Flow* b = ctx->free_flows;
+        int fresh = 0;
         if (b) {
             ctx->free_flows = b->rq_next;
         } else {
             b = futoin__xmalloc(sizeof(Flow));
-            b->frames = NULL;
-            b->cap = 0;
-            b->gen = 0;
+            fresh = 1;
         }
-        flow_init(b, r);
+        flow_init(b, r, fresh);
         b->parent = fl;
         b->par = p;
         futoin__queue_step(&b->frames[0], s);
@@ -818,34 +884,28 @@ static void start_parallel(Flow* fl, Frame* f)
     }
 }
 
-/* Starts the frame just pushed. Returns 1 if a user callback ran (the flow
- * has been requeued or parked as appropriate), 0 to keep advancing. */
+/* Starts the frame just pushed: GO_ON, HANDLED or CONTINUE. */
 static int start_frame(Flow* fl)
 {
     Frame* f = &fl->frames[fl->depth];
     switch (f->kind) {
     case SK_PLAIN:
     case SK_OWNED:
-        if (call_step(fl, CALL_EXEC)) {
-            exec_outcome(fl);
-        }
-        return 1;
+        return call_step(fl, CALL_EXEC) ? exec_outcome(fl) : HANDLED;
     case SK_LOOP: {
         LoopSpec* l = f->ext;
         if (l->repeat_fn && l->count == 0) {
-            return 0; /* completes at once */
+            return GO_ON; /* completes at once */
         }
-        run_iteration(fl);
-        return 1;
+        return run_iteration(fl);
     }
     case SK_PARALLEL:
         start_parallel(fl, f);
-        return 1;
+        return HANDLED;
     case SK_SYNC: {
         if (fl->nargs_out) {
             /* Incoming results are for the critical section, not lock(). */
             ArgsBox* b = futoin__pool_get(&fl->root->ctx->boxes);
-            memset(b, 0, sizeof(*b));
             memcpy(&b->args, &fl->args_out, sizeof(FutoInArgs));
             b->nargs = fl->nargs_out;
             memset(&fl->args_out, 0, sizeof(FutoInArgs));
@@ -853,10 +913,7 @@ static int start_frame(Flow* fl)
             f->data = b;
         }
         f->flags |= FR_LOCK_PHASE;
-        if (call_step(fl, CALL_LOCK)) {
-            exec_outcome(fl);
-        }
-        return 1;
+        return call_step(fl, CALL_LOCK) ? exec_outcome(fl) : HANDLED;
     }
     case SK_VALUE:
         futoin__args_clear(&fl->args_out, &fl->nargs_out);
@@ -868,19 +925,19 @@ static int start_frame(Flow* fl)
             box_free(fl->root->ctx, b);
             f->ext = NULL;
         }
-        return 0;
+        return GO_ON;
     case SK_YIELD:
         f->flags |= FR_WAIT | FR_TIMER;
         f->timer = futoin__loop_immediate2(fl->root->ctx->loop, fl, fl->depth, yield_resume);
         fl->state = FS_WAIT;
-        return 1;
+        return HANDLED;
     default:
-        return 0;
+        return GO_ON;
     }
 }
 
-/* The top frame (not level 0) finished without error. Returns 1 when a
- * callback ran (loop iteration), 0 to keep advancing. */
+/* The top frame (not level 0) finished without error: GO_ON once it is
+ * popped (or has new sub-steps), or the result of the next loop iteration. */
 static int frame_complete(Flow* fl)
 {
     Frame* f = &fl->frames[fl->depth];
@@ -889,31 +946,29 @@ static int frame_complete(Flow* fl)
         iteration_reset(fl, f);
         ++l->i;
         if (!l->repeat_fn || l->i < l->count) {
-            run_iteration(fl);
-            return 1;
+            return run_iteration(fl);
         }
         futoin__args_clear(&fl->args_out, &fl->nargs_out);
-    } else if (f->kind == SK_SYNC && (f->flags & FR_LOCK_PHASE)) {
+    } else if (f->kind == SK_SYNC && f->aux) {
         /* lock() done: run the critical section as this frame's sub-step,
          * with the results that came into the sync step. */
-        EngineCtx* ctx = fl->root->ctx;
-        ArgsBox* b = f->data;
-        f->flags = (uint8_t)((f->flags & ~(FR_LOCK_PHASE | FR_WAIT)) | FR_LOCKED);
-        frame_stop_timer(fl, f);
-        f->on_cancel = NULL;
+        if (f->flags & FR_LOCK_PHASE) {
+            lock_acquired(fl, f); /* lock() completed through sub-steps */
+        }
         futoin__args_clear(&fl->args_out, &fl->nargs_out);
-        if (b) {
+        if (f->data) {
+            ArgsBox* b = f->data;
             memcpy(&fl->args_out, &b->args, sizeof(FutoInArgs));
             fl->nargs_out = b->nargs;
-            futoin__pool_put(&ctx->boxes, b);
+            futoin__pool_put(&fl->root->ctx->boxes, b);
             f->data = NULL;
         }
         futoin__queue_step(f, f->aux);
         f->aux = NULL;
-        return 0;
+        return GO_ON;
     }
     frame_pop(fl, 0);
-    return 0;
+    return GO_ON;
 }
 
 /* Branch flow finished with success. */
@@ -1022,10 +1077,24 @@ static void flow_failed(Flow* fl)
     }
 }
 
+/* Keeps running the same flow in the current turn only while no other flow
+ * is ready and the burst lasts: concurrent flows still take turns step by
+ * step, and a lone flow runs its steps back to back. */
+static int keep_turn(EngineCtx* ctx)
+{
+    if (ctx->rq_head || ctx->budget <= 1) {
+        return 0;
+    }
+    --ctx->budget;
+    return 1;
+}
+
 static void advance(Flow* fl)
 {
+    EngineCtx* ctx = fl->root->ctx;
     for (;;) {
         Frame* top = &fl->frames[fl->depth];
+        int r;
         if (top->q_head) {
             Step* s = top->q_head;
             top->q_head = s->next;
@@ -1033,22 +1102,23 @@ static void advance(Flow* fl)
                 top->q_tail = NULL;
             }
             frame_push(fl, s);
-            if (start_frame(fl)) {
-                return;
-            }
-            continue;
-        }
-        if (fl->depth == 0) {
+            r = start_frame(fl);
+        } else if (fl->depth == 0) {
             flow_finished(fl);
             return;
-        }
-        if (top->flags & (FR_WAIT | FR_PAR_WAIT)) {
+        } else if (top->flags & (FR_WAIT | FR_PAR_WAIT)) {
             fl->state = FS_WAIT;
             return;
+        } else {
+            r = frame_complete(fl);
         }
-        if (frame_complete(fl)) {
-            return;
+        if (r == GO_ON || (r == CONTINUE && keep_turn(ctx))) {
+            continue;
         }
+        if (r == CONTINUE) {
+            rq_push(fl);
+        }
+        return;
     }
 }
 
@@ -1204,6 +1274,9 @@ void futoin__flow_success(Flow* fl, FutoInArgs* args)
         return;
     }
     /* External completion of a waiting step: resume on the next round. */
+    if (f->flags & FR_LOCK_PHASE) {
+        lock_acquired(fl, f);
+    }
     frame_stop_timer(fl, f);
     f->on_cancel = NULL;
     f->flags &= (uint8_t)~FR_WAIT;
@@ -1283,7 +1356,9 @@ void futoin__root_execute(Flow* fl, void* data, FutoInAsyncSteps_error_callback 
     r->state = RS_RUNNING;
     r->unhandled = unhandled;
     r->unhandled_data = data;
-    futoin__set_info(r, "");
+    if (r->info) {
+        r->info[0] = 0;
+    }
     fl->pending = PD_NEXT;
     fl->out = OUT_NONE;
     fl->ctl = CTL_NONE;
@@ -1354,9 +1429,9 @@ static void root_destroy(Root* r)
         r->zombies = z->sib_next;
         flow_recycle(ctx, z);
     }
-    free(fl->frames);
-    free(r->info);
-    free(r);
+    /* Pooled with its frame array and info buffer for the next root. */
+    r->next_free = ctx->free_roots;
+    ctx->free_roots = r;
 }
 
 void futoin__root_free(Root* r)

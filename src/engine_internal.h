@@ -92,6 +92,7 @@ enum Pending { PD_NEXT = 0, PD_UNWIND };
 enum Ctl { CTL_NONE = 0, CTL_BREAK, CTL_CONTINUE };
 
 #define FUTOIN_INLINE_STR 32
+#define FUTOIN_INLINE_FRAMES 3
 
 struct Flow {
     FutoInAsyncSteps iface; /* first: the interface pointer is the flow */
@@ -112,11 +113,12 @@ struct Flow {
     uint8_t ctl;
     uint8_t in_rq;
     uint8_t nargs_out;
-    uint8_t nargs_in;
     char* code; /* current error code or break/continue label */
     char code_inline[FUTOIN_INLINE_STR];
     FutoInArgs args_out; /* results of the last success(), for the next step */
-    FutoInArgs args_in;  /* results being passed to the running callback */
+    /* The first frames live in the flow itself: most flows never go deeper,
+     * so a root or branch costs one allocation (none when pooled). */
+    Frame inline_frames[FUTOIN_INLINE_FRAMES];
 };
 
 struct Parallel {
@@ -173,10 +175,13 @@ struct Root {
     Flow* zombies; /* released branch flows, recycled when busy drops to 0 */
     RootDoneHook done;
     void* done_data;
+    Root* next_free; /* link in the loop's pool of freed roots */
 };
 
 struct EngineCtx {
     FutoInLoop* loop;
+    Root* free_roots;
+    unsigned budget; /* step callbacks left in the current dispatch */
     FutoInPool steps;
     FutoInPool pars;
     FutoInPool loops;
@@ -199,17 +204,54 @@ extern const FutoInAsyncStepsAPI futoin__par_api;
 EngineCtx* futoin__ctx_get(FutoInLoop* loop);
 Flow* futoin__flow_of(FutoInAsyncSteps* bsi); /* NULL for a foreign interface */
 void futoin__misuse(Flow* fl, const char* fmt, ...);
-Frame* futoin__add_target(Flow* fl, const char* what);
-Step* futoin__step_new(EngineCtx* ctx, uint8_t kind, void* data,
-        FutoInAsyncSteps_execute_callback f, FutoInAsyncSteps_error_callback eh, void* ext);
-void futoin__queue_step(Frame* fr, Step* s);
+Frame* futoin__add_target_slow(Flow* fl, const char* what);
+
+/* Hot helpers used by every add(): kept inline so that adding a step costs
+ * a context check, a pool pop and a queue append. */
+static inline Frame* futoin__add_target(Flow* fl, const char* what)
+{
+    if ((fl->cb == CB_EXEC || fl->cb == CB_ERROR) && fl->out == OUT_NONE) {
+        return &fl->frames[fl->depth];
+    }
+    return futoin__add_target_slow(fl, what);
+}
+
+static inline Step* futoin__step_new(EngineCtx* ctx, uint8_t kind, void* data,
+        FutoInAsyncSteps_execute_callback f, FutoInAsyncSteps_error_callback eh, void* ext)
+{
+    Step* s = (Step*)futoin__pool_get(&ctx->steps);
+    s->next = NULL;
+    s->f = f;
+    s->eh = eh;
+    s->data = data;
+    s->ext = ext;
+    s->kind = kind;
+    return s;
+}
+
+static inline void futoin__queue_step(Frame* fr, Step* s)
+{
+    if (fr->q_tail) {
+        fr->q_tail->next = s;
+    } else {
+        fr->q_head = s;
+    }
+    fr->q_tail = s;
+}
 void futoin__step_free(EngineCtx* ctx, Step* s);
 Step* futoin__step_copy(EngineCtx* ctx, const Step* s, Flow* owner, const char** err);
 Parallel* futoin__parallel_new(EngineCtx* ctx, Flow* owner);
 LoopSpec* futoin__loopspec_new(EngineCtx* ctx, const char* label);
 void futoin__set_str(char** dst, char* inline_buf, const char* s);
 void futoin__set_info(Root* r, const char* info);
-void futoin__args_clear(FutoInArgs* a, uint8_t* n);
+void futoin__args_reset(FutoInArgs* a, uint8_t n);
+static inline void futoin__args_clear(FutoInArgs* a, uint8_t* n)
+{
+    if (*n) {
+        futoin__args_reset(a, *n);
+        *n = 0;
+    }
+}
 uint8_t futoin__args_take(FutoInArgs* dst, FutoInArgs* src);
 int futoin__find_loop(Flow* fl, const char* label);
 

@@ -32,7 +32,7 @@ void futoin__pool_destroy(FutoInPool* pool)
     pool->free_list = NULL;
 }
 
-void* futoin__pool_get(FutoInPool* pool)
+void* futoin__pool_refill_get(FutoInPool* pool)
 {
     if (!pool->free_list) {
         SlabHeader* slab = futoin__xmalloc(sizeof(SlabHeader) + pool->elem_size * pool->per_slab);

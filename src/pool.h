@@ -16,7 +16,17 @@ void futoin__pool_init(FutoInPool* pool, size_t elem_size, size_t per_slab);
 void futoin__pool_destroy(FutoInPool* pool);
 /* Never returns NULL: aborts the process on out-of-memory, like the rest of
  * the engine's structural allocations (there is no flow to report to). */
-void* futoin__pool_get(FutoInPool* pool);
+void* futoin__pool_refill_get(FutoInPool* pool);
+
+static inline void* futoin__pool_get(FutoInPool* pool)
+{
+    void* p = pool->free_list;
+    if (!p) {
+        return futoin__pool_refill_get(pool);
+    }
+    pool->free_list = *(void**)p;
+    return p;
+}
 
 static inline void futoin__pool_put(FutoInPool* pool, void* p)
 {

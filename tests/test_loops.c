@@ -159,6 +159,38 @@ static void test_continue_from_substep(void** state)
     futoin_asyncsteps_free(root);
 }
 
+/* continue from a sub-step aborts the iteration: a cancel handler the body
+ * armed runs; an iteration that completes does not call it. */
+static void sub_continue_first(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    int i = (int)(intptr_t)data;
+    tr("sub%d", i);
+    if (i == 0) {
+        futoin_continue(as, NULL);
+    }
+}
+
+static void body_cancel_continue(FutoInAsyncSteps* as, void* data, size_t i)
+{
+    (void)data;
+    static const char* names[] = {"iter0", "iter1"};
+    futoin_set_cancel(as, cancel_tag, (void*)names[i]);
+    futoin_add(as, sub_continue_first, NULL, (void*)(intptr_t)i);
+}
+
+static void test_continue_cancels_iteration(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
+    futoin_repeat(root, 2, body_cancel_continue, NULL, NULL);
+    futoin_add(root, step_tag, NULL, "after");
+    futoin_execute(root, no_unhandled, NULL);
+    run();
+    assert_trace("sub0|cancel:iter0|sub1|after");
+    futoin_asyncsteps_free(root);
+}
+
 /* ---- break from inside a sub-step; cancel handlers of aborted frames ---- */
 
 static void sub_break(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
@@ -791,6 +823,7 @@ int main(void)
             T(test_continue_in_body),
             T(test_continue_from_substep),
             T(test_break_from_substep),
+            T(test_continue_cancels_iteration),
             T(test_labels_nested),
             T(test_labels_by_name),
             T(test_long_label),

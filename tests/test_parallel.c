@@ -570,6 +570,80 @@ static void test_parallel_two_roots(void** state)
     futoin_asyncsteps_free(b);
 }
 
+/* A branch's own timeout: the parallel fails with Timeout and the sibling
+ * is cancelled. */
+static void branch_timeout(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    tr("%s", (const char*)data);
+    futoin_set_cancel(as, cancel_tag, data);
+    futoin_set_timeout(as, 15);
+}
+
+static void eh_par_time(FutoInAsyncSteps* as, void* data, const char* code)
+{
+    (void)data;
+    tr("par-eh:%s@%d", code, (int)now_ms());
+    futoin_success(as);
+}
+
+static void test_branch_timeout(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
+    FutoInAsyncSteps* p = futoin_parallel(root, eh_par_time, NULL);
+    futoin_add(p, step_wait_tag, NULL, "w");
+    futoin_add(p, branch_timeout, eh_tag, "t");
+    futoin_add(root, show_time, NULL, "after");
+    futoin_execute(root, no_unhandled, NULL);
+    run();
+    /* the timed-out branch: its cancel handler, then its eh; then the
+     * sibling is cancelled and the parallel's eh runs */
+    assert_trace("w|t|cancel:t|eh:t:Timeout|cancel:w|par-eh:Timeout@15|after@15");
+    futoin_asyncsteps_free(root);
+}
+
+/* Root cancel and free from inside a branch's own step. */
+static void branch_cancel_root(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)as;
+    (void)args;
+    tr("%s", (const char*)data);
+    futoin_set_cancel(as, cancel_tag, data);
+    if (strcmp((const char*)data, "free") == 0) {
+        futoin_asyncsteps_free(g_root);
+    } else {
+        futoin_cancel(g_root);
+    }
+    tr("returned");
+}
+
+static void test_cancel_free_from_branch(void** state)
+{
+    (void)state;
+    for (int i = 0; i < 2; ++i) {
+        tr_reset();
+        const char* what = i ? "free" : "cancel";
+        FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
+        g_root = root;
+        FutoInAsyncSteps* p = futoin_parallel(root, eh_tag, "P");
+        futoin_add(p, step_wait_tag, NULL, "w");
+        futoin_add(p, branch_cancel_root, NULL, (void*)what);
+        futoin_add(p, must_not_run, NULL, "third"); /* its turn never comes */
+        futoin_add(root, must_not_run, NULL, "after");
+        futoin_execute(root, no_unhandled, NULL);
+        run();
+        /* every branch is aborted, the running one included; no eh */
+        char expected[128];
+        snprintf(expected, sizeof(expected), "w|%s|cancel:w|cancel:%s|returned", what, what);
+        assert_trace(expected);
+        assert_int_equal(futoin_loop_pending(g_loop), 0);
+        if (i == 0) {
+            futoin_asyncsteps_free(root);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -590,6 +664,8 @@ int main(void)
             T(test_hundred_branches),
             T(test_parallel_in_repeat),
             T(test_parallel_two_roots),
+            T(test_branch_timeout),
+            T(test_cancel_free_from_branch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

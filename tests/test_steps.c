@@ -108,6 +108,68 @@ static void test_deep_nesting_order(void** state)
     futoin_asyncsteps_free(root);
 }
 
+/* Deep nesting (the frame stack grows many times): an error at depth 200
+ * unwinds through 100 handlers and is recovered at depth 100. */
+#define DEEP 200
+static int g_deep_eh_calls;
+
+static void deep_eh(FutoInAsyncSteps* as, void* data, const char* code)
+{
+    int depth = (int)(intptr_t)data;
+    assert_string_equal(code, "Deep");
+    ++g_deep_eh_calls;
+    if (depth == DEEP / 2) {
+        tr("recovered@%d:%d", depth, g_deep_eh_calls);
+        futoin_success1(as, futoin_val_i32(depth));
+    }
+}
+
+static void deep_after(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)as;
+    (void)data;
+    tr("after:%d", (int)futoin_arg_i32(args, 0, -1));
+}
+
+static void deep_step(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    int depth = (int)(intptr_t)data;
+    if (depth == DEEP) {
+        futoin_stack(as, 64, NULL);
+        futoin_error(as, "Deep", NULL);
+        return;
+    }
+    futoin_set_cancel(as, cancel_tag, "never"); /* armed but never aborted */
+    futoin_add(as, deep_step, deep_eh, (void*)(intptr_t)(depth + 1));
+    if (depth == DEEP / 2 - 1) {
+        futoin_add(as, deep_after, NULL, NULL);
+    }
+}
+
+static void test_deep_nesting_unwind(void** state)
+{
+    (void)state;
+    g_deep_eh_calls = 0;
+    FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
+    futoin_add(root, deep_step, deep_eh, (void*)(intptr_t)1);
+    futoin_add(root, step_tag, NULL, "end");
+    futoin_execute(root, no_unhandled, NULL);
+    run();
+    /* handlers of depths 200..101 pass it on (with their frames' cancel
+     * handlers: "never" is recorded for each aborted frame), 100 recovers */
+    assert_int_equal(g_deep_eh_calls, DEEP / 2 + 1);
+    const char* rec = strstr(g_trace, "recovered@100:101|after:100|end");
+    assert_non_null(rec);
+    /* frames 101..199 had a cancel handler and were aborted: 99 of them */
+    int cancels = 0;
+    for (const char* q = g_trace; (q = strstr(q, "cancel:never")); ++q) {
+        ++cancels;
+    }
+    assert_int_equal(cancels, DEEP / 2 - 1);
+    futoin_asyncsteps_free(root);
+}
+
 /* ---- implicit success and explicit success args ---- */
 
 static void expect_no_args(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
@@ -571,6 +633,7 @@ int main(void)
             T(test_spec_1_1_levels),
             T(test_root_handle_is_main_flow),
             T(test_deep_nesting_order),
+            T(test_deep_nesting_unwind),
             T(test_implicit_success),
             T(test_success_args),
             T(test_substep_result_passes_on),

@@ -80,6 +80,30 @@ static void test_wait_external_error(void** state)
     futoin_asyncsteps_free(root);
 }
 
+/* External completion only queues the flow: the next step runs in a later
+ * dispatch, not inside success(). */
+static void complete_and_mark(void* data)
+{
+    (void)data;
+    futoin_success(g_as);
+    tr("returned");
+    futoin_error(g_as, "Late", NULL); /* already completed: ignored (misuse) */
+}
+
+static void test_external_completion_is_queued(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
+    futoin_add(root, wait_step, NULL, "w");
+    futoin_add(root, show_arg, NULL, "next");
+    futoin_execute(root, no_unhandled, NULL);
+    futoin_loop_deferred(g_loop, 1, NULL, complete_and_mark);
+    run();
+    assert_trace("wait:w@0|returned|next:-1@1");
+    assert_int_equal(g_misuse, 1);
+    futoin_asyncsteps_free(root);
+}
+
 /* A branch waiting for another root's step to complete it. */
 static void complete_from_step(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
@@ -659,6 +683,7 @@ int main(void)
             T(test_wait_external_deferred),
             T(test_wait_external_error),
             T(test_wait_completed_by_other_root),
+            T(test_external_completion_is_queued),
             T(test_timeout_exact_time),
             T(test_timeout_clears_error_info),
             T(test_timeout_replaced),

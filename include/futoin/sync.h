@@ -36,9 +36,11 @@
  *    only when its outermost sync step ends. Reason: refusing would make
  *    nested library calls that share one sync object fail or self-deadlock,
  *    and a Limiter with burst 0 would reject its own holder.
- *  - Wake-ups. When a slot frees up (unlock) or a rate window rolls over,
- *    the next waiter is resumed directly with success() on its flow from
- *    inside unlock() or the loop timer, not through sched_immediate(): this
+ *  - Wake-ups. When a slot frees up (unlock, or a cancel handler of a flow
+ *    that was admitted or queued) or a rate window rolls over, the next
+ *    waiter is resumed directly with success() (or handle_error() with
+ *    DefenseRejected, see Limiter) on its flow from inside that call or the
+ *    loop timer, not through sched_immediate(): this
  *    engine's external success() only queues the flow, which then enters on
  *    its next turn, so no extra loop round is spent and FIFO order is kept
  *    exactly. The object's bookkeeping is complete before success() is
