@@ -72,6 +72,9 @@ struct FutoInLoop {
     FutoInTimerHeap timers;
 
     uint64_t now_ns;
+    /* The real clock is read at most once per round, and only when a timer
+     * needs it: rounds that only run immediates cost no clock read. */
+    int clock_fresh;
     unsigned round_depth;
     int is_virtual;
     int stop_requested;
@@ -108,12 +111,21 @@ static uint64_t ms_to_ns(uint64_t ms)
 /* Inside a round the cached time is used so that every callback of the
  * round sees the same "now"; outside one the cache may be arbitrarily old
  * and a timer based on it would fire early. */
+static uint64_t round_now(FutoInLoop* loop)
+{
+    if (!loop->is_virtual && !loop->clock_fresh) {
+        loop->now_ns = monotonic_ns();
+        loop->clock_fresh = loop->round_depth > 0;
+    }
+    return loop->now_ns;
+}
+
 static uint64_t schedule_base(FutoInLoop* loop)
 {
     if (!loop->is_virtual && loop->round_depth == 0) {
-        loop->now_ns = monotonic_ns();
+        loop->clock_fresh = 0;
     }
-    return loop->now_ns;
+    return round_now(loop);
 }
 
 static void sleep_until(uint64_t due_ns)
@@ -466,7 +478,7 @@ static int run_due_timers(FutoInLoop* loop, uint64_t seq_limit)
 {
     for (;;) {
         const FutoInTimerEntry* top = futoin__timer_heap_top(&loop->timers);
-        if (!top || top->due > loop->now_ns || top->seq >= seq_limit) {
+        if (!top || top->seq >= seq_limit || top->due > round_now(loop)) {
             return 0;
         }
         run_top_timer(loop);
@@ -480,9 +492,7 @@ static int run_due_timers(FutoInLoop* loop, uint64_t seq_limit)
 static int run_round(FutoInLoop* loop)
 {
     ++loop->round_depth;
-    if (!loop->is_virtual) {
-        loop->now_ns = monotonic_ns();
-    }
+    loop->clock_fresh = 0;
     uint64_t seq_limit = futoin__timer_heap_next_seq(&loop->timers);
     int stopped = run_immediate_batch(loop) || run_due_timers(loop, seq_limit);
     --loop->round_depth;
@@ -607,7 +617,8 @@ uint64_t futoin_loop_now(const FutoInLoop* loop)
     if (!loop->is_virtual && loop->round_depth == 0) {
         return monotonic_ns() / NS_PER_MS;
     }
-    return loop->now_ns / NS_PER_MS;
+    /* The loop is never a const object: the cast only fills the cache. */
+    return round_now((FutoInLoop*)loop) / NS_PER_MS;
 }
 
 int futoin_loop_is_same_thread(const FutoInLoop* loop)
