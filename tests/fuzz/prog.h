@@ -1,0 +1,143 @@
+/*
+ * The fuzzer's tiny step language: a program is 1..3 roots, each a list of
+ * top-level steps, plus two Mutex objects, a burst setting and an optional
+ * root cancel at a virtual tick. A step has a body (setCancel, setTimeout,
+ * sub-steps, then one terminator) and an error handler. Parallel steps,
+ * loop()/repeat() with labels and sync (Mutex) sections nest freely.
+ *
+ * prog.c decodes any byte string into a bounded program (see the encoding
+ * comment there). The engine runner (engine_run.c) and the reference model
+ * (model.c) both execute a program and render the same trace format.
+ */
+#ifndef FUTOIN_FUZZ_PROG_H
+#define FUTOIN_FUZZ_PROG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define FZ_MAX_NODES 40
+#define FZ_MAX_KIDS 3
+#define FZ_MAX_BRANCHES 4
+#define FZ_MAX_EH_KIDS 2
+#define FZ_MAX_DEPTH 5
+#define FZ_MAX_ROOTS 3
+#define FZ_MAX_TOP 3
+#define FZ_NO_CANCEL 0xffff
+#define FZ_QUEUE_UNLIMITED 0xffffffffu
+
+/* Terminators of a step body. */
+enum {
+    FZ_T_NONE = 0,  /* return: implicit success / wait / sub-steps */
+    FZ_T_SUCCESS,   /* success(args) inside the callback */
+    FZ_T_ERROR,     /* error(code, "i<id>") inside the callback */
+    FZ_T_EXT_OK,    /* waitExternal(); success(args) later from the loop */
+    FZ_T_EXT_ERR,   /* waitExternal(); error(code, "x<id>") later */
+    FZ_T_FOREVER,   /* waitExternal(); nothing completes it */
+    FZ_T_BREAK,     /* break(label) */
+    FZ_T_CONTINUE,  /* continue(label) */
+    FZ_T__COUNT
+};
+
+/* Error handler kinds. */
+enum {
+    FZ_EH_NONE = 0, /* no handler (NULL) */
+    FZ_EH_RECOVER,  /* success(args) */
+    FZ_EH_RETHROW,  /* error(code, "h<id>") */
+    FZ_EH_PASS,     /* returns without anything: unwinding continues */
+    FZ_EH_ADD,      /* adds steps that replace the failed step */
+    FZ_EH__COUNT
+};
+
+enum { FZ_N_STEP = 0, FZ_N_PAR, FZ_N_LOOP, FZ_N_REPEAT, FZ_N_SYNC };
+
+typedef struct FzArgs {
+    uint8_t n;
+    uint8_t v[4];     /* 0..127 */
+    uint8_t boxed[4]; /* 1: a custom value with a cleanup (heap int) */
+} FzArgs;
+
+typedef struct FzNode FzNode;
+
+typedef struct FzBody {
+    uint8_t term;
+    uint8_t set_cancel;
+    uint8_t has_timeout;
+    uint8_t timeout_ms;
+    uint8_t nkids;
+    FzNode* kids[FZ_MAX_KIDS];
+    FzArgs args;       /* SUCCESS, EXT_OK */
+    uint8_t code;      /* ERROR, EXT_ERR: index into fz_codes */
+    uint8_t label;     /* BREAK, CONTINUE: index into fz_ctl_labels */
+    uint8_t ext_imm;   /* EXT_*: completed from a loop immediate (else a timer) */
+    uint8_t ext_delay; /* EXT_* with a timer: delay in ms */
+    uint8_t term_iter; /* loop bodies: the iteration the terminator applies to */
+} FzBody;
+
+typedef struct FzEh {
+    uint8_t kind;
+    FzArgs args;
+    uint8_t code;
+    uint8_t nkids;
+    FzNode* kids[FZ_MAX_EH_KIDS];
+} FzEh;
+
+struct FzNode {
+    uint8_t kind;
+    uint8_t in_branch; /* statically inside a parallel branch */
+    int id;
+    FzBody body; /* STEP; LOOP/REPEAT: the iteration body */
+    FzEh eh;     /* STEP, PAR */
+    uint8_t nbr; /* PAR */
+    FzNode* br[FZ_MAX_BRANCHES];
+    uint8_t label; /* LOOP/REPEAT: index into fz_loop_labels */
+    uint8_t count; /* REPEAT: count; LOOP: the iteration that breaks */
+    uint8_t mutex; /* SYNC */
+    FzNode* section; /* SYNC: a STEP node */
+};
+
+typedef struct FzRoot {
+    uint16_t cancel_at; /* virtual ms, or FZ_NO_CANCEL */
+    uint8_t ntop;
+    FzNode* top[FZ_MAX_TOP];
+} FzRoot;
+
+typedef struct FzMutex {
+    uint32_t max;
+    uint32_t max_queue;
+} FzMutex;
+
+typedef struct FzProg {
+    unsigned burst;
+    uint8_t nroots;
+    FzRoot roots[FZ_MAX_ROOTS];
+    FzMutex mutex[2];
+    int nnodes;
+    FzNode nodes[FZ_MAX_NODES];
+} FzProg;
+
+extern const char* const fz_codes[3];
+extern const char* const fz_loop_labels[3];  /* NULL, "a", "b" */
+extern const char* const fz_ctl_labels[4];   /* NULL, "a", "b", "zz" */
+
+/* Decodes data into *p (never fails: missing bytes read as 0). */
+void fz_decode(FzProg* p, const uint8_t* data, size_t size);
+
+/* "s3", "p4", "l5", "m6" */
+void fz_node_name(const FzNode* n, char* buf, size_t len);
+
+/* Appends a readable dump of the program to a growing string. */
+typedef struct FzStr {
+    char* s;
+    size_t len;
+    size_t cap;
+} FzStr;
+void fz_str_addf(FzStr* s, const char* fmt, ...)
+#if defined(__GNUC__)
+        __attribute__((format(printf, 2, 3)))
+#endif
+        ;
+void fz_str_free(FzStr* s);
+void fz_args_fmt(FzStr* s, const FzArgs* a);
+void fz_dump(const FzProg* p, FzStr* out);
+
+#endif
