@@ -198,10 +198,10 @@ static void promise_done(void* data, Root* r, const char* code, FutoInArgs* args
         snprintf(out->code_buf, sizeof(out->code_buf), "%s", code);
         out->code = out->code_buf;
         snprintf(out->info, sizeof(out->info), "%s", r->info ? r->info : "");
-    } else {
+    } else if (args) {
+        /* The outcome takes the values over; the engine's copy is emptied. */
         memcpy(&out->args, args, sizeof(FutoInArgs));
         memset(args, 0, sizeof(FutoInArgs));
-        r->main.nargs_out = 0;
     }
 }
 

@@ -249,6 +249,32 @@ static void box_free(EngineCtx* ctx, ArgsBox* b)
     futoin__pool_put(&ctx->boxes, b);
 }
 
+void futoin__results_drop(Flow* fl)
+{
+    if (fl->results) {
+        box_free(fl->root->ctx, fl->results);
+        fl->results = NULL;
+    }
+}
+
+/* Takes ownership of args' values (none: the flow has no results). */
+void futoin__results_set(Flow* fl, FutoInArgs* args)
+{
+    futoin__results_drop(fl);
+    if (!args) {
+        return;
+    }
+    FutoInArgs taken;
+    memset(&taken, 0, sizeof(taken));
+    uint8_t n = futoin__args_take(&taken, args);
+    if (n) {
+        ArgsBox* b = futoin__pool_get(&fl->root->ctx->boxes);
+        b->args = taken;
+        b->nargs = n;
+        fl->results = b;
+    }
+}
+
 static void queue_free(EngineCtx* ctx, Step* s)
 {
     while (s) {
@@ -399,10 +425,9 @@ static void flow_init(Flow* fl, Root* r, int fresh)
     fl->out = OUT_NONE;
     fl->ctl = CTL_NONE;
     fl->in_rq = 0;
-    fl->nargs_out = 0;
+    fl->results = NULL;
     fl->code = fl->code_inline;
     fl->code_inline[0] = 0;
-    memset(&fl->args_out, 0, sizeof(fl->args_out));
     memset(&fl->frames[0], 0, sizeof(Frame));
 }
 
@@ -551,7 +576,6 @@ static Frame* frame_push(Flow* fl, Step* s)
     f->eh = s->eh;
     f->data = s->data;
     f->ext = s->ext;
-    f->aux = NULL;
     f->on_cancel = NULL;
     f->cancel_data = NULL;
     f->stack = NULL;
@@ -565,7 +589,6 @@ static Frame* frame_push(Flow* fl, Step* s)
         s->ext = NULL;
         s->next = NULL;
         f->aux = s;
-        f->f = NULL;
         f->eh = NULL;
         f->data = NULL;
     } else {
@@ -717,14 +740,11 @@ static int call_step(Flow* fl, CallKind kind)
 {
     Frame* f = &fl->frames[fl->depth];
     uint32_t gen = fl->gen;
-    uint8_t nin = fl->nargs_out;
-    FutoInArgs in;
+    ArgsBox* in = fl->results;
     const FutoInArgs* pin = &no_args;
-    if (nin) {
-        memcpy(&in, &fl->args_out, sizeof(FutoInArgs));
-        memset(&fl->args_out, 0, sizeof(FutoInArgs));
-        fl->nargs_out = 0;
-        pin = &in;
+    if (in) {
+        fl->results = NULL;
+        pin = &in->args;
     }
     fl->cb = CB_EXEC;
     fl->out = OUT_NONE;
@@ -748,8 +768,8 @@ static int call_step(Flow* fl, CallKind kind)
         break;
     }
     }
-    if (nin) {
-        futoin__args_reset(&in, nin);
+    if (in) {
+        box_free(fl->root->ctx, in);
     }
     if (gen != fl->gen) {
         return 0;
@@ -816,7 +836,7 @@ static int run_iteration(Flow* fl)
     Frame* f = &fl->frames[fl->depth];
     LoopSpec* l = f->ext;
     /* Results of the previous iteration are not an input of the next. */
-    futoin__args_clear(&fl->args_out, &fl->nargs_out);
+    futoin__results_drop(fl);
     if (call_step(fl, l->loop_fn ? CALL_LOOP : CALL_REPEAT)) {
         return exec_outcome(fl);
     }
@@ -850,7 +870,7 @@ static void start_parallel(Flow* fl, Frame* f)
     EngineCtx* ctx = r->ctx;
     p->started = 1;
     /* Parallel branches take no input. */
-    futoin__args_clear(&fl->args_out, &fl->nargs_out);
+    futoin__results_drop(fl);
     Flow** tail = &p->branches;
     while (p->b_head) {
         Step* s = p->b_head;
@@ -903,28 +923,16 @@ static int start_frame(Flow* fl)
         start_parallel(fl, f);
         return HANDLED;
     case SK_SYNC: {
-        if (fl->nargs_out) {
-            /* Incoming results are for the critical section, not lock(). */
-            ArgsBox* b = futoin__pool_get(&fl->root->ctx->boxes);
-            memcpy(&b->args, &fl->args_out, sizeof(FutoInArgs));
-            b->nargs = fl->nargs_out;
-            memset(&fl->args_out, 0, sizeof(FutoInArgs));
-            fl->nargs_out = 0;
-            f->data = b;
-        }
+        /* Incoming results are for the critical section, not lock(). */
+        f->data = fl->results;
+        fl->results = NULL;
         f->flags |= FR_LOCK_PHASE;
         return call_step(fl, CALL_LOCK) ? exec_outcome(fl) : HANDLED;
     }
     case SK_VALUE:
-        futoin__args_clear(&fl->args_out, &fl->nargs_out);
-        if (f->ext) {
-            ArgsBox* b = f->ext;
-            memcpy(&fl->args_out, &b->args, sizeof(FutoInArgs));
-            fl->nargs_out = b->nargs;
-            b->nargs = 0;
-            box_free(fl->root->ctx, b);
-            f->ext = NULL;
-        }
+        futoin__results_drop(fl);
+        fl->results = f->ext;
+        f->ext = NULL;
         return GO_ON;
     case SK_YIELD:
         f->flags |= FR_WAIT | FR_TIMER;
@@ -948,21 +956,16 @@ static int frame_complete(Flow* fl)
         if (!l->repeat_fn || l->i < l->count) {
             return run_iteration(fl);
         }
-        futoin__args_clear(&fl->args_out, &fl->nargs_out);
+        futoin__results_drop(fl);
     } else if (f->kind == SK_SYNC && f->aux) {
         /* lock() done: run the critical section as this frame's sub-step,
          * with the results that came into the sync step. */
         if (f->flags & FR_LOCK_PHASE) {
             lock_acquired(fl, f); /* lock() completed through sub-steps */
         }
-        futoin__args_clear(&fl->args_out, &fl->nargs_out);
-        if (f->data) {
-            ArgsBox* b = f->data;
-            memcpy(&fl->args_out, &b->args, sizeof(FutoInArgs));
-            fl->nargs_out = b->nargs;
-            futoin__pool_put(&fl->root->ctx->boxes, b);
-            f->data = NULL;
-        }
+        futoin__results_drop(fl);
+        fl->results = f->data;
+        f->data = NULL;
         futoin__queue_step(f, f->aux);
         f->aux = NULL;
         return GO_ON;
@@ -976,7 +979,7 @@ static void branch_done(Flow* fl)
 {
     Parallel* p = fl->par;
     Flow* parent = fl->parent;
-    futoin__args_clear(&fl->args_out, &fl->nargs_out);
+    futoin__results_drop(fl);
     for (Flow** pp = &p->branches; *pp; pp = &(*pp)->sib_next) {
         if (*pp == fl) {
             *pp = fl->sib_next;
@@ -1024,9 +1027,9 @@ static void root_finish(Root* r, const char* code)
     if (r->done) {
         RootDoneHook hook = r->done;
         r->done = NULL;
-        hook(r->done_data, r, code, &fl->args_out);
+        hook(r->done_data, r, code, fl->results ? &fl->results->args : NULL);
     }
-    futoin__args_clear(&fl->args_out, &fl->nargs_out);
+    futoin__results_drop(fl);
 }
 
 /* Level 0 is empty: the flow is complete. */
@@ -1057,7 +1060,7 @@ static void flow_failed(Flow* fl)
     r->state = RS_FAILED;
     queue_free(r->ctx, fl->frames[0].q_head);
     fl->frames[0].q_head = fl->frames[0].q_tail = NULL;
-    futoin__args_clear(&fl->args_out, &fl->nargs_out);
+    futoin__results_drop(fl);
     if (r->unhandled) {
         uint32_t gen = fl->gen;
         fl->cb = CB_FINAL;
@@ -1155,7 +1158,7 @@ static int start_unwind(Flow* fl, uint32_t k, int own)
     queue_free(fl->root->ctx, f->q_head);
     f->q_head = f->q_tail = NULL;
     f->flags &= (uint8_t)~(FR_WAIT | FR_PAR_WAIT);
-    futoin__args_clear(&fl->args_out, &fl->nargs_out);
+    futoin__results_drop(fl);
     fl->pending = PD_UNWIND;
     return 1;
 }
@@ -1269,8 +1272,7 @@ void futoin__flow_success(Flow* fl, FutoInArgs* args)
     Frame* f = &fl->frames[fl->depth];
     if (fl->cb == CB_EXEC || fl->cb == CB_ERROR) {
         fl->out = OUT_SUCCESS;
-        futoin__args_clear(&fl->args_out, &fl->nargs_out);
-        fl->nargs_out = futoin__args_take(&fl->args_out, args);
+        futoin__results_set(fl, args);
         return;
     }
     /* External completion of a waiting step: resume on the next round. */
@@ -1280,8 +1282,7 @@ void futoin__flow_success(Flow* fl, FutoInArgs* args)
     frame_stop_timer(fl, f);
     f->on_cancel = NULL;
     f->flags &= (uint8_t)~FR_WAIT;
-    futoin__args_clear(&fl->args_out, &fl->nargs_out);
-    fl->nargs_out = futoin__args_take(&fl->args_out, args);
+    futoin__results_set(fl, args);
     fl->pending = PD_NEXT;
     rq_push(fl);
 }
@@ -1375,7 +1376,7 @@ static void flow_abort(Flow* fl)
     }
     queue_free(fl->root->ctx, fl->frames[0].q_head);
     fl->frames[0].q_head = fl->frames[0].q_tail = NULL;
-    futoin__args_clear(&fl->args_out, &fl->nargs_out);
+    futoin__results_drop(fl);
     fl->state = FS_DONE;
     fl->cb = CB_NONE;
     fl->out = OUT_NONE;

@@ -70,11 +70,13 @@ enum FrameFlags {
 struct Frame {
     Step* q_head;
     Step* q_tail;
-    FutoInAsyncSteps_execute_callback f;
+    union {
+        FutoInAsyncSteps_execute_callback f; /* PLAIN, OWNED */
+        Step* aux; /* SYNC: the critical-section step until it is queued */
+    };
     FutoInAsyncSteps_error_callback eh;
     void* data;
     void* ext;
-    void* aux; /* SYNC: the critical-section Step until it is queued */
     FutoInAsyncSteps_cancel_callback on_cancel;
     void* cancel_data;
     StackBlock* stack;
@@ -92,7 +94,7 @@ enum Pending { PD_NEXT = 0, PD_UNWIND };
 enum Ctl { CTL_NONE = 0, CTL_BREAK, CTL_CONTINUE };
 
 #define FUTOIN_INLINE_STR 32
-#define FUTOIN_INLINE_FRAMES 3
+#define FUTOIN_INLINE_FRAMES 2
 
 struct Flow {
     FutoInAsyncSteps iface; /* first: the interface pointer is the flow */
@@ -112,10 +114,11 @@ struct Flow {
     uint8_t out;
     uint8_t ctl;
     uint8_t in_rq;
-    uint8_t nargs_out;
     char* code; /* current error code or break/continue label */
     char code_inline[FUTOIN_INLINE_STR];
-    FutoInArgs args_out; /* results of the last success(), for the next step */
+    /* Results of the last success() waiting for the next step (NULL: none).
+     * Pooled and moved by pointer, so results cost nothing when absent. */
+    ArgsBox* results;
     /* The first frames live in the flow itself: most flows never go deeper,
      * so a root or branch costs one allocation (none when pooled). */
     Frame inline_frames[FUTOIN_INLINE_FRAMES];
@@ -265,6 +268,10 @@ void futoin__root_execute(Flow* fl, void* data, FutoInAsyncSteps_error_callback 
 void futoin__root_cancel(Root* r);
 void futoin__root_free(Root* r);
 void* futoin__flow_stack(Flow* fl, size_t size, void (*cleanup)(void*));
+
+/* Results waiting in a flow for its next step. */
+void futoin__results_drop(Flow* fl);
+void futoin__results_set(Flow* fl, FutoInArgs* args);
 
 /* state.c */
 void* futoin__state_var(Root* r, void* data, const char* name,
