@@ -579,7 +579,7 @@ static Frame* frame_push(Flow* fl, Step* s)
     f->on_cancel = NULL;
     f->cancel_data = NULL;
     f->stack = NULL;
-    f->timer.data1 = NULL;
+    f->timer.slot = 0;
     f->kind = s->kind;
     f->flags = 0;
     if (s->kind == SK_SYNC) {
@@ -600,7 +600,10 @@ static Frame* frame_push(Flow* fl, Step* s)
 static void frame_stop_timer(Flow* fl, Frame* f)
 {
     if (f->flags & FR_TIMER) {
-        futoin_loop_cancel(fl->root->ctx->loop, &f->timer);
+        FutoInLoop* loop = fl->root->ctx->loop;
+        FutoInHandle h = futoin__loop_handle(loop, f->timer);
+        futoin_loop_cancel(loop, &h);
+        f->timer.slot = 0;
         f->flags &= (uint8_t)~FR_TIMER;
     }
 }
@@ -675,7 +678,8 @@ static void frame_pop(Flow* fl, int aborted)
     Frame f = *top;
     --fl->depth;
     if (f.flags & FR_TIMER) {
-        futoin_loop_cancel(ctx->loop, &f.timer);
+        FutoInHandle h = futoin__loop_handle(ctx->loop, f.timer);
+        futoin_loop_cancel(ctx->loop, &h);
     }
     if (aborted) {
         call_cancel(fl, &f);
@@ -859,7 +863,7 @@ static void yield_resume(void* data, uintptr_t depth)
     Flow* fl = data;
     Frame* f = &fl->frames[depth];
     f->flags &= (uint8_t)~(FR_TIMER | FR_WAIT);
-    memset(&f->timer, 0, sizeof(f->timer));
+    f->timer.slot = 0;
     rq_push(fl);
 }
 
@@ -936,7 +940,8 @@ static int start_frame(Flow* fl)
         return GO_ON;
     case SK_YIELD:
         f->flags |= FR_WAIT | FR_TIMER;
-        f->timer = futoin__loop_immediate2(fl->root->ctx->loop, fl, fl->depth, yield_resume);
+        f->timer = futoin__loop_ref(
+                futoin__loop_immediate2(fl->root->ctx->loop, fl, fl->depth, yield_resume));
         fl->state = FS_WAIT;
         return HANDLED;
     default:
@@ -1308,7 +1313,7 @@ static void on_timeout(void* data, uintptr_t k)
     Root* r = fl->root;
     Frame* f = &fl->frames[k];
     f->flags &= (uint8_t)~FR_TIMER;
-    memset(&f->timer, 0, sizeof(f->timer));
+    f->timer.slot = 0;
     root_enter(r);
     futoin__set_str(&fl->code, fl->code_inline, FUTOIN_TIMEOUT);
     futoin__set_info(r, "");
@@ -1324,7 +1329,8 @@ void futoin__flow_set_timeout(Flow* fl, uint32_t ms)
 {
     Frame* f = &fl->frames[fl->depth];
     frame_stop_timer(fl, f);
-    f->timer = futoin__loop_deferred2(fl->root->ctx->loop, ms, fl, fl->depth, on_timeout);
+    f->timer = futoin__loop_ref(
+            futoin__loop_deferred2(fl->root->ctx->loop, ms, fl, fl->depth, on_timeout));
     f->flags |= FR_TIMER | FR_WAIT;
 }
 

@@ -80,7 +80,7 @@ struct Frame {
     FutoInAsyncSteps_cancel_callback on_cancel;
     void* cancel_data;
     StackBlock* stack;
-    FutoInHandle timer;
+    FutoInLoopRef timer;
     uint8_t kind;
     uint8_t flags;
 };
@@ -94,7 +94,7 @@ enum Pending { PD_NEXT = 0, PD_UNWIND };
 enum Ctl { CTL_NONE = 0, CTL_BREAK, CTL_CONTINUE };
 
 #define FUTOIN_INLINE_STR 32
-#define FUTOIN_INLINE_FRAMES 2
+#define FUTOIN_INLINE_FRAMES 3
 
 struct Flow {
     FutoInAsyncSteps iface; /* first: the interface pointer is the flow */
