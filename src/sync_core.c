@@ -3,22 +3,15 @@
  * unlock(), the cancel handler, the node free list, the FIFO queues and the
  * holder table (see sync_internal.h for the stages).
  *
- * Why lock() does not admit the flow itself
- * -----------------------------------------
- * The engine calls lock() as the sync step's execute callback and only
- * marks the lock as held (so that unlock() will be called) when the flow
- * next advances. If lock() admitted the flow and returned, or admitted a
- * waiter with an external success(), and the flow were aborted before that
- * next turn (a sibling branch failing, the root cancelled, an outer
- * timeout), the engine would call neither unlock() nor a cancel handler:
- * the slot would leak. So lock() only arms a cancel handler on the sync
- * step and adds one sub-step that does the admission. The sync step's
- * cancel handler stays armed while that sub-step runs and waits, and the
- * engine disarms it in the same advance that marks the lock held. Hence
- * for every node exactly one of these happens: the cancel handler runs
- * (lock not held) or unlock() runs (lock held), and each returns the node.
+ * lock() admits, queues or rejects the flow at once. The engine owes
+ * unlock() from the moment lock() succeeds: when lock() returns after
+ * admitting (implicit success) or when a waiter is woken with success().
+ * A queued flow has the sync step's cancel handler armed, so for every
+ * node exactly one of these happens: the cancel handler runs (lock not
+ * held), unlock() runs (lock held), or the flow is rejected (the node is
+ * returned at once).
  *
- * Node life: SN_NEW (lock) -> admission sub-step -> SN_HOLDER, SN_Q_CONC,
+ * Node life: SN_NEW (lock) -> SN_HOLDER, SN_Q_CONC,
  * SN_Q_RATE or SN_REJECTED; queued nodes later become SN_HOLDER or
  * SN_REJECTED (wake-up) or are removed (cancel handler).
  */
@@ -263,42 +256,15 @@ void futoin__sync_wake(SyncNode* n)
     n->bsi->api->success(n->bsi, NULL);
 }
 
+static void node_put(SyncCore* c, SyncNode* n);
+
 void futoin__sync_reject_waiting(SyncNode* n, const char* info)
 {
     n->state = SN_REJECTED;
+    /* The step fails by itself, so its cancel handler will not run: the
+     * node goes back now. */
     n->bsi->api->handle_error(n->bsi, FUTOIN_DEFENSE_REJECTED, info);
-}
-
-/* The internal sub-step added by lock(): enter, queue or reject. */
-static void sync_admit_step(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
-{
-    (void)args;
-    SyncNode* n = data;
-    SyncCore* c = n->core;
-    n->bsi = bsi;
-    SyncVerdict v = futoin__sync_progress(c, n, 0);
-    switch (v) {
-    case SYNC_ENTER:
-        return; /* implicit success: the critical section follows */
-    case SYNC_WAIT:
-        /* Resumed by success()/handle_error() from unlock(), a cancel
-         * handler or the rate timer; the sync step's cancel handler covers
-         * an abort meanwhile. */
-        bsi->api->waitExternal(bsi);
-        return;
-    case SYNC_REJECT_CONC:
-    case SYNC_REJECT_RATE: {
-        int had_slot = n->slot;
-        n->slot = 0;
-        bsi->api->handle_error(bsi, FUTOIN_DEFENSE_REJECTED,
-                v == SYNC_REJECT_CONC ? c->reject_conc : c->reject_rate);
-        if (had_slot) {
-            /* A Limiter flow that got a slot but no rate place. */
-            futoin__sync_conc_release(c);
-        }
-        return;
-    }
-    }
+    node_put(n->core, n);
 }
 
 /* The sync step was aborted or failed before the lock was held. */
@@ -341,8 +307,29 @@ static void sync_lock(FutoInAsyncSteps* bsi, FutoInSync* sync)
     n->bsi = bsi;
     n->root_id = bsi->api->rootId(bsi);
     n->state = SN_NEW;
-    bsi->api->setCancel(bsi, n, sync_cancel);
-    bsi->api->add(bsi, n, sync_admit_step, NULL);
+    SyncVerdict v = futoin__sync_progress(c, n, 0);
+    switch (v) {
+    case SYNC_ENTER:
+        return; /* implicit success: the critical section follows */
+    case SYNC_WAIT:
+        /* Resumed by success()/handle_error() from unlock(), another
+         * flow's cancel handler or the rate timer. */
+        bsi->api->setCancel(bsi, n, sync_cancel);
+        return;
+    case SYNC_REJECT_CONC:
+    case SYNC_REJECT_RATE: {
+        int had_slot = n->slot;
+        n->slot = 0;
+        bsi->api->handle_error(bsi, FUTOIN_DEFENSE_REJECTED,
+                v == SYNC_REJECT_CONC ? c->reject_conc : c->reject_rate);
+        if (had_slot) {
+            /* A Limiter flow that got a slot but no rate place. */
+            futoin__sync_conc_release(c);
+        }
+        node_put(c, n);
+        return;
+    }
+    }
 }
 
 /* Called by the engine exactly once when a held sync step ends, possibly
