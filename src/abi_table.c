@@ -5,6 +5,7 @@
  * context where the spec allows it, then hands over to engine.c.
  */
 #include "engine_internal.h"
+#include "xflow.h"
 
 #include <string.h>
 
@@ -240,6 +241,11 @@ static void drop_args(FutoInArgs* args)
 static void flow_success(FutoInAsyncSteps* bsi, FutoInArgs* args)
 {
     Flow* fl = (Flow*)bsi;
+    /* Another thread: queued for the loop thread, nothing else is read. */
+    if (!futoin__loop_on_thread(fl->loop)) {
+        futoin__xflow_success(fl, args, 0);
+        return;
+    }
     if (fl->cb == CB_EXEC || fl->cb == CB_ERROR) {
         if (fl->out == OUT_SUCCESS) {
             futoin__misuse(fl, "success() called twice");
@@ -268,6 +274,10 @@ static void flow_success(FutoInAsyncSteps* bsi, FutoInArgs* args)
 static void flow_handle_error(FutoInAsyncSteps* bsi, const char* code, const char* info)
 {
     Flow* fl = (Flow*)bsi;
+    if (!futoin__loop_on_thread(fl->loop)) {
+        futoin__xflow_error(fl, code, info, 0);
+        return;
+    }
     if (!code) {
         futoin__misuse(fl, "error() with a NULL error code");
         return;
@@ -418,7 +428,12 @@ static void flow_execute(FutoInAsyncSteps* bsi, void* data, FutoInAsyncSteps_err
 
 static void flow_cancel(FutoInAsyncSteps* bsi)
 {
-    futoin__root_cancel(((Flow*)bsi)->root);
+    Flow* fl = (Flow*)bsi;
+    if (!futoin__loop_on_thread(fl->loop)) {
+        futoin__xflow_cancel(fl);
+        return;
+    }
+    futoin__root_cancel(fl->root);
 }
 
 static void flow_add_sync(FutoInAsyncSteps* bsi, FutoInSync* sync, void* data,
@@ -456,12 +471,16 @@ static int flow_is_valid(FutoInAsyncSteps* bsi)
 
 static FutoInAsyncSteps* flow_new_instance(FutoInAsyncSteps* bsi)
 {
-    return futoin_asyncsteps_new(((Flow*)bsi)->root->ctx->loop);
+    return futoin_asyncsteps_new(((Flow*)bsi)->loop);
 }
 
 static void flow_free(FutoInAsyncSteps* bsi)
 {
     Flow* fl = (Flow*)bsi;
+    if (!futoin__loop_on_thread(fl->loop)) {
+        futoin__xflow_free(fl);
+        return;
+    }
     if (fl != &fl->root->main) {
         futoin__misuse(fl, "free() on a parallel branch: only a root can be freed");
         return;
@@ -471,28 +490,28 @@ static void flow_free(FutoInAsyncSteps* bsi)
 
 static FutoInHandle flow_sched_immediate(FutoInAsyncSteps* bsi, void* data, void (*cb)(void*))
 {
-    return futoin_loop_immediate(((Flow*)bsi)->root->ctx->loop, data, cb);
+    return futoin_loop_immediate(((Flow*)bsi)->loop, data, cb);
 }
 
 static FutoInHandle flow_sched_deferred(FutoInAsyncSteps* bsi, uint32_t delay_ms, void* data,
         void (*cb)(void*))
 {
-    return futoin_loop_deferred(((Flow*)bsi)->root->ctx->loop, delay_ms, data, cb);
+    return futoin_loop_deferred(((Flow*)bsi)->loop, delay_ms, data, cb);
 }
 
 static void flow_sched_cancel(FutoInAsyncSteps* bsi, FutoInHandle* handle)
 {
-    futoin_loop_cancel(((Flow*)bsi)->root->ctx->loop, handle);
+    futoin_loop_cancel(((Flow*)bsi)->loop, handle);
 }
 
 static int flow_sched_is_valid(FutoInAsyncSteps* bsi, FutoInHandle* handle)
 {
-    return futoin_loop_is_valid(((Flow*)bsi)->root->ctx->loop, handle);
+    return futoin_loop_is_valid(((Flow*)bsi)->loop, handle);
 }
 
 static int flow_is_same_thread(FutoInAsyncSteps* bsi)
 {
-    return futoin_loop_is_same_thread(((Flow*)bsi)->root->ctx->loop);
+    return futoin_loop_is_same_thread(((Flow*)bsi)->loop);
 }
 
 const FutoInAsyncStepsAPI futoin__flow_api = {{{

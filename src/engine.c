@@ -410,8 +410,12 @@ static void flow_init(Flow* fl, Root* r, int fresh)
         fl->frames = fl->inline_frames;
         fl->cap = FUTOIN_INLINE_FRAMES;
         fl->gen = 0;
+        /* Written once: another thread may read them while the flow is
+         * recycled (a late cross-thread success()). */
+        *(const FutoInAsyncStepsAPI**)&fl->iface.api = &futoin__flow_api;
+        fl->loop = r->ctx->loop;
+        atomic_init(&fl->xepoch, 0);
     }
-    *(const FutoInAsyncStepsAPI**)&fl->iface.api = &futoin__flow_api;
     fl->root = r;
     fl->depth = 0;
     fl->rq_next = fl->rq_prev = NULL;
@@ -444,7 +448,7 @@ static void schedule_dispatch(EngineCtx* ctx)
 {
     if (!ctx->dispatch_scheduled) {
         ctx->dispatch_scheduled = 1;
-        ctx->dispatch_handle = futoin_loop_immediate(ctx->loop, ctx, dispatch);
+        ctx->dispatch_handle = futoin__loop_immediate_local(ctx->loop, ctx, dispatch);
     }
 }
 
@@ -602,7 +606,7 @@ static void frame_stop_timer(Flow* fl, Frame* f)
     if (f->flags & FR_TIMER) {
         FutoInLoop* loop = fl->root->ctx->loop;
         FutoInHandle h = futoin__loop_handle(loop, f->timer);
-        futoin_loop_cancel(loop, &h);
+        futoin__loop_cancel_local(loop, &h);
         f->timer.slot = 0;
         f->flags &= (uint8_t)~FR_TIMER;
     }
@@ -652,13 +656,15 @@ static void flow_release(Flow* fl);
 /* Aborts every live branch of a parallel step, innermost frames first. */
 static void parallel_abort_branches(Parallel* p)
 {
+    /* Before the loop: a cancel handler may cancel or free the root, which
+     * releases p (nested) while we are still in here. */
+    p->pending = 0;
     while (p->branches) {
         Flow* b = p->branches;
         p->branches = b->sib_next;
         flow_abort(b);
         flow_release(b);
     }
-    p->pending = 0;
 }
 
 /* The step on top of fl ends. aborted: it did not complete, so its cancel
@@ -679,7 +685,7 @@ static void frame_pop(Flow* fl, int aborted)
     --fl->depth;
     if (f.flags & FR_TIMER) {
         FutoInHandle h = futoin__loop_handle(ctx->loop, f.timer);
-        futoin_loop_cancel(ctx->loop, &h);
+        futoin__loop_cancel_local(ctx->loop, &h);
     }
     if (aborted) {
         call_cancel(fl, &f);
@@ -752,6 +758,9 @@ static int call_step(Flow* fl, CallKind kind)
     }
     fl->cb = CB_EXEC;
     fl->out = OUT_NONE;
+    /* Single writer: a plain increment, published for other threads. */
+    atomic_store_explicit(&fl->xepoch,
+            atomic_load_explicit(&fl->xepoch, memory_order_relaxed) + 1, memory_order_release);
     switch (kind) {
     case CALL_EXEC:
         f->f(&fl->iface, f->data, pin);
@@ -1014,7 +1023,11 @@ static void branch_failed(Flow* fl)
     futoin__set_str(&parent->code, parent->code_inline, fl->code);
     parent->ctl = fl->ctl;
     flow_release(fl);
+    uint32_t gen = parent->gen;
     parallel_abort_branches(p);
+    if (gen != parent->gen) {
+        return; /* a sibling's cancel handler cancelled or freed the root */
+    }
     Frame* pf = &parent->frames[parent->depth];
     pf->flags &= (uint8_t)~FR_PAR_WAIT;
     if (start_unwind(parent, parent->depth, 1)) {
@@ -1159,6 +1172,10 @@ static int start_unwind(Flow* fl, uint32_t k, int own)
     }
     if (f->kind == SK_PARALLEL && f->ext) {
         parallel_abort_branches(f->ext);
+        if (gen != fl->gen) {
+            return 0;
+        }
+        f = &fl->frames[k];
     }
     queue_free(fl->root->ctx, f->q_head);
     f->q_head = f->q_tail = NULL;

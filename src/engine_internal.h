@@ -20,6 +20,8 @@
 
 #include <futoin/asyncsteps.h>
 
+#include <stdatomic.h>
+
 #include "loop_internal.h"
 #include "pool.h"
 
@@ -119,6 +121,13 @@ struct Flow {
     /* Results of the last success() waiting for the next step (NULL: none).
      * Pooled and moved by pointer, so results cost nothing when absent. */
     ArgsBox* results;
+    /* Cross-thread calls (xflow.c) read these two from other threads.
+     * loop is set once, when the flow's memory is first used (flows are
+     * pooled per loop and never change loop). xepoch counts step callbacks
+     * started: a success()/error() from another thread carries the value
+     * it saw and is dropped if another step has started since. */
+    FutoInLoop* loop;
+    _Atomic uint32_t xepoch;
     /* The first frames live in the flow itself: most flows never go deeper,
      * so a root or branch costs one allocation (none when pooled). */
     Frame inline_frames[FUTOIN_INLINE_FRAMES];

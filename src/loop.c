@@ -9,14 +9,33 @@
  * Time is kept in nanoseconds internally although the API speaks
  * milliseconds: truncating the real clock to whole milliseconds could fire a
  * timer up to 1 ms before its delay has really elapsed.
+ *
+ * Other threads never touch the records, the ring or the heap. What they
+ * call (schedule, cancel, stop, and through the engine success()/error()/
+ * cancel()) becomes a message in the loop's MPSC queue (xqueue.c), run by
+ * the loop thread at the start of its next round; a wake-up fd (eventfd, or
+ * a pipe elsewhere) gets the loop out of its idle wait. See "Cross-thread"
+ * below and docs/THREADS.md.
  */
+#if defined(__linux__) && !defined(_GNU_SOURCE)
+#define _GNU_SOURCE /* ppoll(): nanosecond timeouts for the idle wait */
+#endif
+
 #include "loop_internal.h"
 #include "timer_heap.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
+#if defined(__linux__)
+#include <sys/eventfd.h>
+#endif
 
 #define NO_RECORD UINT32_MAX
 #define NS_PER_MS UINT64_C(1000000)
@@ -59,6 +78,7 @@ typedef struct {
 } RingSlot;
 
 struct FutoInLoop {
+    FutoInLoopHead head; /* first: futoin__loop_on_thread() reads it inline */
     LoopRecord* records;
     uint32_t record_capacity;
     uint32_t free_head;
@@ -78,7 +98,6 @@ struct FutoInLoop {
     unsigned round_depth;
     int is_virtual;
     int stop_requested;
-    pthread_t owner;
 
     void* engine_ctx;
     void (*engine_free)(void* engine_ctx);
@@ -87,6 +106,25 @@ struct FutoInLoop {
      * up earlier than it planned; NULL when nobody drives the loop. */
     FutoInLoopWakeup wakeup;
     void* wakeup_data;
+
+    /* ---- cross-thread ---- */
+    FutoInXQueue xq;
+    /* Set by the loop thread when it is about to wait on the wake-up fd
+     * (or, embedded, between iterations); whoever flips it back to 0 owes
+     * exactly one write to the fd, and the loop thread consumes exactly
+     * that one write. So the fd is never left readable by accident and a
+     * busy loop costs producers no system call. */
+    _Atomic int need_signal;
+    _Atomic long refs;   /* futoin_loop_hold(): outstanding external work */
+    /* Threads between making work visible (a push, a release) and the end
+     * of their wake-up: the loop thread may already have seen the work and
+     * be on its way to futoin_loop_free(), which waits for this to drop to
+     * 0 so that the wake-up never touches freed memory. */
+    _Atomic int xbusy;
+    int wake_rfd;        /* -1 until the loop first needs to wait */
+    int wake_wfd;
+    int armed;           /* loop thread: need_signal was set by us */
+    int embedded;        /* futoin_loop_wakeup_fd() handed the fd out */
 };
 
 /* ---- clock ---- */
@@ -321,9 +359,8 @@ static FutoInHandle schedule_immediate(FutoInLoop* loop, const LoopCall* call)
     return handle_make(loop, id);
 }
 
-static FutoInHandle schedule_deferred(FutoInLoop* loop, uint32_t delay_ms, const LoopCall* call)
+static FutoInHandle schedule_deferred_at(FutoInLoop* loop, uint64_t due, const LoopCall* call)
 {
-    uint64_t due = add_saturating(schedule_base(loop), ms_to_ns(delay_ms));
     uint32_t id = record_alloc(loop, call, RECORD_DEFERRED);
     if (id == NO_RECORD) {
         return handle_none();
@@ -337,6 +374,11 @@ static FutoInHandle schedule_deferred(FutoInLoop* loop, uint32_t delay_ms, const
         loop->wakeup(loop->wakeup_data);
     }
     return handle_make(loop, id);
+}
+
+static FutoInHandle schedule_deferred(FutoInLoop* loop, uint32_t delay_ms, const LoopCall* call)
+{
+    return schedule_deferred_at(loop, add_saturating(schedule_base(loop), ms_to_ns(delay_ms)), call);
 }
 
 static LoopCall call_plain(void* data, FutoInLoopCallback cb)
@@ -359,12 +401,455 @@ static LoopCall call_with_aux(void* data, uintptr_t aux, FutoInLoopCallback2 cb)
     return call;
 }
 
+/* ---- cross-thread ----
+ *
+ * Schedules from another thread get a slot of the message queue as their
+ * record: the handle names (slot, generation) and is marked with the top
+ * bit of data2, which loop records never use. The slot's state word is the
+ * one place where running and cancelling race: the loop thread moves it
+ * PENDING -> TAKEN right before calling the callback, a cancel moves it
+ * PENDING -> CANCELLED, and only one compare-and-swap can succeed. On the
+ * loop thread the slot is carried by an ordinary immediate or timer record
+ * (the "carrier") that does that swap when it fires. */
+
+#define XHANDLE_TAG ((uintptr_t)1 << (sizeof(uintptr_t) * 8 - 1))
+/* In the handle, not read from the slot: once a cancel has won, the loop
+ * thread may free and another thread reuse the slot at any moment. */
+#define XHANDLE_DEFERRED ((uintptr_t)1 << (sizeof(uintptr_t) * 8 - 2))
+#define XDRAIN_MAX 1024u
+
+typedef struct {
+    FutoInLoop* loop;
+    LoopCall call;
+    uint64_t due;          /* absolute ns, or a relative delay when due_rel */
+    FutoInHandle carrier;  /* loop thread only, valid while armed */
+    uint8_t deferred;
+    uint8_t due_rel;       /* virtual clock: another thread cannot read it */
+    uint8_t armed;         /* loop thread only: the carrier is scheduled */
+} XSched;
+
+typedef struct {
+    FutoInXMsg* target;
+    uint64_t cancelled_state; /* the target's state word after the cancel */
+} XReap;
+
+typedef struct {
+    FutoInHandle handle;
+} XCancelRecord;
+
+static XSched* xsched_of(FutoInXMsg* m)
+{
+    return (XSched*)(void*)m->u.bytes;
+}
+
+static int is_xhandle(const FutoInHandle* h)
+{
+    return ((uintptr_t)h->data2 & XHANDLE_TAG) != 0;
+}
+
+static FutoInHandle xhandle_make(FutoInLoop* loop, FutoInXMsg* m)
+{
+    uint64_t st = atomic_load_explicit(&m->state, memory_order_relaxed);
+    FutoInHandle h;
+    h.data1 = loop;
+    h.data2 = (void*)(XHANDLE_TAG | (xsched_of(m)->deferred ? XHANDLE_DEFERRED : 0)
+            | ((uintptr_t)m->idx + 1u));
+    h.data3 = (ptrdiff_t)futoin__xq_gen(st);
+    return h;
+}
+
+/* The slot a cross-thread handle names, with the state word it has while
+ * still pending; NULL for a malformed handle. */
+static FutoInXMsg* xhandle_slot(FutoInLoop* loop, const FutoInHandle* h, uint64_t* pending)
+{
+    uintptr_t v = (uintptr_t)h->data2 & ~(XHANDLE_TAG | XHANDLE_DEFERRED);
+    if (v == 0 || v > UINT32_MAX || h->data3 < 0
+            || (uint64_t)h->data3 > FUTOIN_XGEN_MASK) {
+        return NULL;
+    }
+    *pending = ((uint64_t)h->data3 << 2) | XS_PENDING;
+    return futoin__xq_slot(&loop->xq, (uint32_t)(v - 1u));
+}
+
+static void wake_fd_write(FutoInLoop* loop)
+{
+#if defined(__linux__)
+    uint64_t one = 1;
+    while (write(loop->wake_wfd, &one, sizeof(one)) < 0 && errno == EINTR) {
+    }
+#else
+    char one = 1;
+    while (write(loop->wake_wfd, &one, 1) < 0 && errno == EINTR) {
+    }
+#endif
+}
+
+/* Any thread, after making work visible (a push or a release): the write
+ * is owed by whoever takes need_signal from 1 to 0. Sequentially
+ * consistent with the loop thread's "set need_signal, then look for work",
+ * so one of the two always sees the other. */
+static void signal_if_needed(FutoInLoop* loop)
+{
+    if (atomic_load(&loop->need_signal) && atomic_exchange(&loop->need_signal, 0)) {
+        wake_fd_write(loop);
+    }
+}
+
+/* Loop thread: the wake-up fd, created the first time it is needed, so
+ * that a loop which never waits or never sees another thread costs no
+ * file descriptor. Only the loop thread creates it and it is published to
+ * producers through need_signal, which is set only afterwards. */
+static int wake_fd_ensure(FutoInLoop* loop)
+{
+    if (loop->wake_rfd >= 0) {
+        return 0;
+    }
+#if defined(__linux__)
+    int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (fd < 0) {
+        return -1;
+    }
+    loop->wake_rfd = loop->wake_wfd = fd;
+#else
+    int fds[2];
+    if (pipe(fds) != 0) {
+        return -1;
+    }
+    for (int i = 0; i < 2; ++i) {
+        fcntl(fds[i], F_SETFL, fcntl(fds[i], F_GETFL) | O_NONBLOCK);
+        fcntl(fds[i], F_SETFD, FD_CLOEXEC);
+    }
+    loop->wake_rfd = fds[0];
+    loop->wake_wfd = fds[1];
+#endif
+    return 0;
+}
+
+static void signal_arm(FutoInLoop* loop)
+{
+    loop->armed = 1;
+    atomic_store(&loop->need_signal, 1);
+}
+
+/* Takes need_signal back. If another thread took it first, its write is
+ * owed (it may not have happened yet): wait for it and consume it, so the
+ * fd is clean again. The wait is at most the producer's next few
+ * instructions. */
+static void signal_disarm(FutoInLoop* loop)
+{
+    if (!loop->armed) {
+        return;
+    }
+    loop->armed = 0;
+    if (atomic_exchange(&loop->need_signal, 0) != 0) {
+        return;
+    }
+    char buf[64];
+    struct pollfd p = { loop->wake_rfd, POLLIN, 0 };
+    for (;;) {
+        if (read(loop->wake_rfd, buf, sizeof(buf)) > 0) {
+            return;
+        }
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            poll(&p, 1, -1);
+        } else if (errno != EINTR) {
+            return;
+        }
+    }
+}
+
+/* Waits on the wake-up fd until due_ns on the real clock (UINT64_MAX: no
+ * timeout). */
+static void poll_until(int fd, uint64_t due_ns)
+{
+    struct pollfd p = { fd, POLLIN, 0 };
+#if defined(__linux__)
+    if (due_ns == UINT64_MAX) {
+        ppoll(&p, 1, NULL, NULL);
+        return;
+    }
+    uint64_t now = monotonic_ns();
+    if (due_ns <= now) {
+        return;
+    }
+    uint64_t left = due_ns - now;
+    struct timespec ts = { .tv_sec = (time_t)(left / NS_PER_SEC),
+        .tv_nsec = (long)(left % NS_PER_SEC) };
+    ppoll(&p, 1, &ts, NULL);
+#else
+    int timeout = -1;
+    if (due_ns != UINT64_MAX) {
+        uint64_t now = monotonic_ns();
+        if (due_ns <= now) {
+            return;
+        }
+        /* Rounded up: never wake before the timer is due. */
+        uint64_t ms = (due_ns - now + NS_PER_MS - 1) / NS_PER_MS;
+        timeout = ms > INT32_MAX ? INT32_MAX : (int)ms;
+    }
+    poll(&p, 1, timeout);
+#endif
+}
+
+/* The loop has nothing to run before due_ns (real clock; UINT64_MAX: no
+ * timer): sleep in the kernel until then or until another thread posts
+ * work or releases the last hold. Never sleeps when nothing could ever
+ * wake it (no timer and no hold). */
+static void block_until(FutoInLoop* loop, uint64_t due_ns)
+{
+    if (wake_fd_ensure(loop) != 0) {
+        /* Out of file descriptors: other threads cannot wake us, so
+         * sleep in short slices rather than until the timer. */
+        uint64_t slice = monotonic_ns() + NS_PER_MS;
+        sleep_until(due_ns < slice ? due_ns : slice);
+        return;
+    }
+    if (!loop->armed) {
+        signal_arm(loop);
+    }
+    if (!futoin__xq_nonempty(&loop->xq)
+            && (due_ns != UINT64_MAX || atomic_load(&loop->refs) > 0)) {
+        poll_until(loop->wake_rfd, due_ns);
+    }
+    signal_disarm(loop);
+}
+
+FutoInXMsg* futoin__loop_xmsg_alloc(FutoInLoop* loop)
+{
+    return futoin__xq_alloc(&loop->xq);
+}
+
+void futoin__loop_xmsg_post(FutoInLoop* loop, FutoInXMsg* msg)
+{
+    atomic_fetch_add(&loop->xbusy, 1);
+    futoin__xq_push(&loop->xq, msg);
+    signal_if_needed(loop);
+    atomic_fetch_sub(&loop->xbusy, 1);
+}
+
+void futoin__loop_xmsg_free(FutoInLoop* loop, FutoInXMsg* msg)
+{
+    futoin__xq_free(&loop->xq, msg);
+}
+
+/* Carrier callback, loop thread: the scheduled callback runs unless a
+ * cancel got to the slot first. The slot is freed before the call, as a
+ * record is, so the callback may schedule or cancel anything. */
+static void xsched_fire(void* data, uintptr_t aux)
+{
+    (void)aux;
+    FutoInXMsg* m = data;
+    XSched* x = xsched_of(m);
+    FutoInLoop* loop = x->loop;
+    x->armed = 0;
+    uint64_t st = atomic_load_explicit(&m->state, memory_order_acquire);
+    int won = futoin__xq_st(st) == XS_PENDING
+            && atomic_compare_exchange_strong_explicit(&m->state, &st,
+                    (st & ~UINT64_C(3)) | XS_TAKEN, memory_order_acq_rel, memory_order_acquire);
+    LoopCall call = x->call;
+    futoin__xq_free(&loop->xq, m);
+    if (won) {
+        call_invoke(&call);
+    }
+}
+
+/* Loop thread: schedules the carrier. Returns 1 (slot kept) when armed. */
+static int xsched_arm_now(FutoInLoop* loop, FutoInXMsg* m)
+{
+    XSched* x = xsched_of(m);
+    if (futoin__xq_st(atomic_load_explicit(&m->state, memory_order_acquire)) != XS_PENDING) {
+        return 0; /* cancelled while it was queued */
+    }
+    LoopCall carrier = call_with_aux(m, 0, xsched_fire);
+    if (x->deferred) {
+        uint64_t due = x->due_rel ? add_saturating(round_now(loop), x->due) : x->due;
+        x->carrier = schedule_deferred_at(loop, due, &carrier);
+    } else {
+        x->carrier = schedule_immediate(loop, &carrier);
+    }
+    if (!x->carrier.data1) {
+        /* Out of memory: the callback cannot run, so resolve the handle
+         * as cancelled (unless a cancel already did). */
+        uint64_t st = atomic_load_explicit(&m->state, memory_order_acquire);
+        if (futoin__xq_st(st) == XS_PENDING) {
+            atomic_compare_exchange_strong(&m->state, &st, (st & ~UINT64_C(3)) | XS_CANCELLED);
+        }
+        fputs("futoin: out of memory: a cross-thread schedule was dropped\n", stderr);
+        return 0;
+    }
+    x->armed = 1;
+    return 1;
+}
+
+static int xsched_run(void* consumer, FutoInXMsg* m)
+{
+    return xsched_arm_now(consumer, m);
+}
+
+/* Fills a slot for cb; deferred with delay_ms if deferred. */
+static FutoInXMsg* xsched_new(FutoInLoop* loop, const LoopCall* call, int deferred,
+        uint32_t delay_ms, int on_thread)
+{
+    FutoInXMsg* m = futoin__xq_alloc(&loop->xq);
+    if (!m) {
+        return NULL;
+    }
+    XSched* x = xsched_of(m);
+    x->loop = loop;
+    x->call = *call;
+    x->deferred = (uint8_t)deferred;
+    x->armed = 0;
+    x->due_rel = 0;
+    x->due = ms_to_ns(delay_ms);
+    if (deferred) {
+        if (on_thread) {
+            x->due = add_saturating(schedule_base(loop), x->due);
+        } else if (loop->is_virtual) {
+            x->due_rel = 1;
+        } else {
+            /* Measured from the call, not from when the loop gets to it. */
+            x->due = add_saturating(monotonic_ns(), x->due);
+        }
+    }
+    m->run = xsched_run;
+    m->drop = NULL;
+    return m;
+}
+
+/* Another thread schedules: queue the slot, return its handle. */
+static FutoInHandle xsched_post(FutoInLoop* loop, const LoopCall* call, int deferred, uint32_t delay_ms)
+{
+    FutoInXMsg* m = xsched_new(loop, call, deferred, delay_ms, 0);
+    if (!m) {
+        return handle_none();
+    }
+    /* Made before the push: from then on the slot may run and be reused. */
+    FutoInHandle h = xhandle_make(loop, m);
+    futoin__loop_xmsg_post(loop, m);
+    return h;
+}
+
+FutoInHandle futoin__loop_deferred2_x(FutoInLoop* loop, uint32_t delay_ms,
+        void* data, uintptr_t aux, FutoInLoopCallback2 cb)
+{
+    if (!loop || !cb) {
+        return handle_none();
+    }
+    LoopCall call = call_with_aux(data, aux, cb);
+    if (!futoin__loop_on_thread(loop)) {
+        return xsched_post(loop, &call, 1, delay_ms);
+    }
+    FutoInXMsg* m = xsched_new(loop, &call, 1, delay_ms, 1);
+    if (!m) {
+        return handle_none();
+    }
+    FutoInHandle h = xhandle_make(loop, m);
+    if (!xsched_arm_now(loop, m)) {
+        futoin__xq_free(&loop->xq, m);
+        return handle_none();
+    }
+    return h;
+}
+
+/* Loop thread: a slot whose cancel won gives its carrier back now. A slot
+ * still in the queue (not armed) is freed when the queue reaches it. */
+static void xsched_reap(FutoInLoop* loop, FutoInXMsg* m)
+{
+    XSched* x = xsched_of(m);
+    if (x->armed) {
+        x->armed = 0;
+        futoin__loop_cancel_local(loop, &x->carrier);
+        futoin__xq_free(&loop->xq, m);
+    }
+}
+
+static int xreap_run(void* consumer, FutoInXMsg* m)
+{
+    XReap* r = (XReap*)(void*)m->u.bytes;
+    /* Unless the slot has been freed (and maybe reused) since. */
+    if (atomic_load_explicit(&r->target->state, memory_order_acquire) == r->cancelled_state) {
+        xsched_reap(consumer, r->target);
+    }
+    return 0;
+}
+
+/* 1 when the cancel won (the callback will never run), else 0. */
+static int xsched_cancel(FutoInLoop* loop, const FutoInHandle* h)
+{
+    uint64_t expect;
+    FutoInXMsg* m = xhandle_slot(loop, h, &expect);
+    uint64_t cancelled = (expect & ~UINT64_C(3)) | XS_CANCELLED;
+    if (!m || !atomic_compare_exchange_strong_explicit(&m->state, &expect, cancelled,
+                      memory_order_acq_rel, memory_order_relaxed)) {
+        return 0;
+    }
+    if (futoin__loop_on_thread(loop)) {
+        xsched_reap(loop, m);
+    } else if ((uintptr_t)h->data2 & XHANDLE_DEFERRED) {
+        /* The timer would free the slot only when due: ask the loop to
+         * drop it now. Best effort: without memory it waits until due. */
+        FutoInXMsg* r = futoin__xq_alloc(&loop->xq);
+        if (r) {
+            XReap* rp = (XReap*)(void*)r->u.bytes;
+            rp->target = m;
+            rp->cancelled_state = cancelled;
+            r->run = xreap_run;
+            futoin__loop_xmsg_post(loop, r);
+        }
+    }
+    return 1;
+}
+
+static int xcancel_record_run(void* consumer, FutoInXMsg* m)
+{
+    XCancelRecord* c = (XCancelRecord*)(void*)m->u.bytes;
+    futoin__loop_cancel_local(consumer, &c->handle);
+    return 0;
+}
+
+static int xstop_run(void* consumer, FutoInXMsg* m)
+{
+    (void)m;
+    ((FutoInLoop*)consumer)->stop_requested = 1;
+    return 0;
+}
+
+/* Runs what other threads queued, at most XDRAIN_MAX messages so that a
+ * flood cannot starve the loop's own work. Returns 1 on a stop request. */
+static int drain_x(FutoInLoop* loop)
+{
+    if (loop->embedded) {
+        signal_disarm(loop);
+    }
+    if (!futoin__xq_nonempty(&loop->xq)) {
+        return 0;
+    }
+    for (unsigned n = 0; n < XDRAIN_MAX; ++n) {
+        FutoInXMsg* m = futoin__xq_pop(&loop->xq);
+        if (!m) {
+            break;
+        }
+        if (!m->run(loop, m)) {
+            futoin__xq_free(&loop->xq, m);
+        }
+        if (loop->stop_requested) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* ---- public scheduling ---- */
+
 FutoInHandle futoin_loop_immediate(FutoInLoop* loop, void* data, FutoInLoopCallback cb)
 {
     if (!loop || !cb) {
         return handle_none();
     }
     LoopCall call = call_plain(data, cb);
+    if (!futoin__loop_on_thread(loop)) {
+        return xsched_post(loop, &call, 0, 0);
+    }
     return schedule_immediate(loop, &call);
 }
 
@@ -375,7 +860,16 @@ FutoInHandle futoin_loop_deferred(
         return handle_none();
     }
     LoopCall call = call_plain(data, cb);
+    if (!futoin__loop_on_thread(loop)) {
+        return xsched_post(loop, &call, 1, delay_ms);
+    }
     return schedule_deferred(loop, delay_ms, &call);
+}
+
+FutoInHandle futoin__loop_immediate_local(FutoInLoop* loop, void* data, FutoInLoopCallback cb)
+{
+    LoopCall call = call_plain(data, cb);
+    return schedule_immediate(loop, &call);
 }
 
 FutoInHandle futoin__loop_immediate2(
@@ -399,15 +893,12 @@ FutoInHandle futoin__loop_deferred2(FutoInLoop* loop, uint32_t delay_ms,
 }
 
 /* A cancelled immediate keeps its ring slot; the generation bump makes the
- * slot dead, which keeps cancel O(1). */
-void futoin_loop_cancel(FutoInLoop* loop, FutoInHandle* handle)
+ * slot dead, which keeps cancel O(1). Returns 1 if it was pending. */
+static int cancel_record(FutoInLoop* loop, FutoInHandle* handle)
 {
-    if (!handle || (const void*)handle->data1 != (const void*)loop) {
-        /* A handle of another loop is left intact: it is still valid there. */
-        return;
-    }
     uint32_t id = handle_lookup(loop, handle);
-    if (id != NO_RECORD) {
+    int was_pending = id != NO_RECORD;
+    if (was_pending) {
         if (loop->records[id].state == RECORD_DEFERRED) {
             futoin__timer_heap_remove(&loop->timers, id);
         } else {
@@ -416,11 +907,103 @@ void futoin_loop_cancel(FutoInLoop* loop, FutoInHandle* handle)
         record_release(loop, id);
     }
     *handle = handle_none();
+    return was_pending;
+}
+
+void futoin__loop_cancel_local(FutoInLoop* loop, FutoInHandle* handle)
+{
+    if (handle && (const void*)handle->data1 == (const void*)loop) {
+        cancel_record(loop, handle);
+    }
+}
+
+int futoin_loop_try_cancel(FutoInLoop* loop, FutoInHandle* handle)
+{
+    if (!handle || (const void*)handle->data1 != (const void*)loop) {
+        /* A handle of another loop is left intact: it is still valid there. */
+        return 0;
+    }
+    if (!loop) {
+        *handle = handle_none();
+        return 0;
+    }
+    int rc;
+    if (is_xhandle(handle)) {
+        rc = xsched_cancel(loop, handle);
+    } else if (futoin__loop_on_thread(loop)) {
+        return cancel_record(loop, handle);
+    } else {
+        /* Records belong to the loop thread: the cancel is queued, and
+         * decided there (pending at that point: it never runs). */
+        FutoInXMsg* m = futoin__xq_alloc(&loop->xq);
+        rc = -1;
+        if (m) {
+            ((XCancelRecord*)(void*)m->u.bytes)->handle = *handle;
+            m->run = xcancel_record_run;
+            futoin__loop_xmsg_post(loop, m);
+        } else {
+            fputs("futoin: out of memory: a cross-thread cancel was dropped\n", stderr);
+        }
+    }
+    *handle = handle_none();
+    return rc;
+}
+
+void futoin_loop_cancel(FutoInLoop* loop, FutoInHandle* handle)
+{
+    futoin_loop_try_cancel(loop, handle);
 }
 
 int futoin_loop_is_valid(const FutoInLoop* loop, const FutoInHandle* handle)
 {
+    if (!loop || !handle || (const void*)handle->data1 != (const void*)loop) {
+        return 0;
+    }
+    if (is_xhandle(handle)) {
+        uint64_t pending;
+        /* Reading a slot's state is safe from any thread. */
+        FutoInXMsg* m = xhandle_slot((FutoInLoop*)(uintptr_t)loop, handle, &pending);
+        return m && atomic_load_explicit(&m->state, memory_order_acquire) == pending;
+    }
+    if (!futoin__loop_on_thread(loop)) {
+        return 0; /* the records may be moving under us: unknown, see header */
+    }
     return handle_lookup(loop, handle) != NO_RECORD;
+}
+
+void futoin_loop_hold(FutoInLoop* loop)
+{
+    atomic_fetch_add(&loop->refs, 1);
+}
+
+void futoin_loop_release(FutoInLoop* loop)
+{
+    /* The last release may end an idle run(): wake it to look again. */
+    atomic_fetch_add(&loop->xbusy, 1);
+    if (atomic_fetch_sub(&loop->refs, 1) == 1) {
+        signal_if_needed(loop);
+    }
+    atomic_fetch_sub(&loop->xbusy, 1);
+}
+
+int futoin_loop_wakeup_fd(FutoInLoop* loop)
+{
+    if (!loop || wake_fd_ensure(loop) != 0) {
+        return -1;
+    }
+    loop->embedded = 1;
+    if (!loop->armed) {
+        signal_arm(loop);
+    }
+    if (futoin__xq_nonempty(&loop->xq)) {
+        signal_if_needed(loop); /* already queued work: make the fd readable */
+    }
+    return loop->wake_rfd;
+}
+
+uint64_t futoin__monotonic_ms(void)
+{
+    return monotonic_ns() / NS_PER_MS;
 }
 
 /* ---- running ---- */
@@ -493,8 +1076,10 @@ static int run_round(FutoInLoop* loop)
 {
     ++loop->round_depth;
     loop->clock_fresh = 0;
+    /* Other threads' work first: it was queued before this round began. */
+    int stopped = drain_x(loop);
     uint64_t seq_limit = futoin__timer_heap_next_seq(&loop->timers);
-    int stopped = run_immediate_batch(loop) || run_due_timers(loop, seq_limit);
+    stopped = stopped || run_immediate_batch(loop) || run_due_timers(loop, seq_limit);
     --loop->round_depth;
     return stopped;
 }
@@ -503,6 +1088,7 @@ static int run_round(FutoInLoop* loop)
  * limit_ns, moving the virtual clock to it. Returns 1 if a callback ran. */
 static int run_one_virtual(FutoInLoop* loop, uint64_t limit_ns)
 {
+    drain_x(loop);
     if (run_first_immediate(loop)) {
         return 1;
     }
@@ -517,25 +1103,43 @@ static int run_one_virtual(FutoInLoop* loop, uint64_t limit_ns)
     return 1;
 }
 
-static void wait_for_next_timer(FutoInLoop* loop)
+/* Nothing is runnable right now: the real clock sleeps in the kernel until
+ * the next timer or another thread's wake-up; the virtual clock jumps to
+ * the next timer, or (no timer, but holds) sleeps until another thread
+ * posts. Returns at once when there is work. */
+static void idle_wait(FutoInLoop* loop)
 {
-    const FutoInTimerEntry* top = futoin__timer_heap_top(&loop->timers);
-    if (!top) {
+    if (loop->live_immediates > 0 || futoin__xq_nonempty(&loop->xq)) {
         return;
     }
+    const FutoInTimerEntry* top = futoin__timer_heap_top(&loop->timers);
     if (loop->is_virtual) {
-        if (top->due > loop->now_ns) {
-            loop->now_ns = top->due;
+        if (top) {
+            if (top->due > loop->now_ns) {
+                loop->now_ns = top->due;
+            }
+            return;
         }
-    } else if (top->due > monotonic_ns()) {
-        sleep_until(top->due);
+        block_until(loop, UINT64_MAX);
+        return;
     }
+    block_until(loop, top ? top->due : UINT64_MAX);
+}
+
+/* Work that keeps run() going: callbacks, queued messages, holds. The
+ * hold count is read first: a thread posts, then releases, so once the
+ * release is seen its message is seen too. */
+static int has_work(FutoInLoop* loop)
+{
+    return atomic_load(&loop->refs) > 0 || futoin_loop_pending(loop) > 0
+            || futoin__xq_nonempty(&loop->xq);
 }
 
 /* Rounded up so that a poll() with this timeout never wakes too early. */
 static int64_t next_delay_ms(const FutoInLoop* loop)
 {
-    if (loop->live_immediates > 0) {
+    /* The queue is only read here; the loop itself is never const. */
+    if (loop->live_immediates > 0 || futoin__xq_nonempty((FutoInXQueue*)(uintptr_t)&loop->xq)) {
         return 0;
     }
     const FutoInTimerEntry* top = futoin__timer_heap_top(&loop->timers);
@@ -565,28 +1169,43 @@ int futoin_loop_iterate(FutoInLoop* loop, int64_t* next_delay)
     if (loop->round_depth == 0) {
         loop->stop_requested = 0;
     }
+    if (loop->embedded && !loop->armed) {
+        signal_arm(loop); /* the embedder waits on the fd until the next call */
+    }
     if (next_delay) {
         *next_delay = next_delay_ms(loop);
     }
-    return futoin_loop_pending(loop) > 0;
+    return has_work(loop);
 }
 
 void futoin_loop_run(FutoInLoop* loop)
 {
     loop->stop_requested = 0;
-    while (!run_round(loop) && futoin_loop_pending(loop) > 0) {
-        if (loop->live_immediates == 0) {
-            wait_for_next_timer(loop);
-        }
+    while (!run_round(loop) && has_work(loop)) {
+        idle_wait(loop);
     }
     loop->stop_requested = 0;
+    if (loop->embedded && !loop->armed) {
+        signal_arm(loop);
+    }
 }
 
 void futoin_loop_stop(FutoInLoop* loop)
 {
-    if (loop) {
-        loop->stop_requested = 1;
+    if (!loop) {
+        return;
     }
+    if (futoin__loop_on_thread(loop)) {
+        loop->stop_requested = 1;
+        return;
+    }
+    FutoInXMsg* m = futoin__xq_alloc(&loop->xq);
+    if (!m) {
+        fputs("futoin: out of memory: a cross-thread stop was dropped\n", stderr);
+        return;
+    }
+    m->run = xstop_run;
+    futoin__loop_xmsg_post(loop, m);
 }
 
 int futoin_loop_run_next(FutoInLoop* loop)
@@ -623,7 +1242,7 @@ uint64_t futoin_loop_now(const FutoInLoop* loop)
 
 int futoin_loop_is_same_thread(const FutoInLoop* loop)
 {
-    return pthread_equal(pthread_self(), loop->owner) != 0;
+    return futoin__loop_on_thread(loop);
 }
 
 /* ---- lifetime ---- */
@@ -638,7 +1257,12 @@ static FutoInLoop* loop_create(int is_virtual)
     futoin__timer_heap_init(&loop->timers);
     loop->is_virtual = is_virtual;
     loop->now_ns = is_virtual ? 0 : monotonic_ns();
-    loop->owner = pthread_self();
+    loop->head.owner = pthread_self();
+    futoin__xq_init(&loop->xq);
+    atomic_init(&loop->need_signal, 0);
+    atomic_init(&loop->refs, 0);
+    atomic_init(&loop->xbusy, 0);
+    loop->wake_rfd = loop->wake_wfd = -1;
     return loop;
 }
 
@@ -672,11 +1296,30 @@ void futoin_loop_free(FutoInLoop* loop)
     if (!loop) {
         return;
     }
+    /* A thread may still be finishing the wake-up of a post or release
+     * that the loop thread has already acted on. */
+    while (atomic_load(&loop->xbusy) > 0) {
+        sched_yield();
+    }
+    /* Messages nobody will run: what they own is released exactly once. */
+    FutoInXMsg* m;
+    while ((m = futoin__xq_pop(&loop->xq)) != NULL) {
+        if (m->drop) {
+            m->drop(m);
+        }
+    }
     drop_pending(loop);
     if (loop->engine_free && loop->engine_ctx) {
         loop->engine_free(loop->engine_ctx);
     }
     futoin__timer_heap_destroy(&loop->timers);
+    futoin__xq_destroy(&loop->xq);
+    if (loop->wake_rfd >= 0) {
+        close(loop->wake_rfd);
+        if (loop->wake_wfd != loop->wake_rfd) {
+            close(loop->wake_wfd);
+        }
+    }
     free(loop->ring);
     free(loop->records);
     free(loop);
@@ -710,7 +1353,18 @@ int64_t futoin__loop_next_delay(const FutoInLoop* loop)
 
 void futoin__loop_wait_next_timer(FutoInLoop* loop)
 {
-    if (loop->live_immediates == 0) {
-        wait_for_next_timer(loop);
+    idle_wait(loop);
+}
+
+void futoin__loop_settle(FutoInLoop* loop)
+{
+    for (;;) {
+        while (futoin__xq_nonempty(&loop->xq)) {
+            drain_x(loop);
+        }
+        if (atomic_load(&loop->refs) <= 0) {
+            return;
+        }
+        block_until(loop, UINT64_MAX);
     }
 }

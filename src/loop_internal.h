@@ -4,6 +4,22 @@
 
 #include <futoin/asynctool.h>
 
+#include <pthread.h>
+
+#include "xqueue.h"
+
+/* The first member of struct FutoInLoop, so that the thread check of the
+ * ABI entry points can be inlined: it is the one check the single-thread
+ * hot path pays for cross-thread support. owner never changes. */
+typedef struct FutoInLoopHead {
+    pthread_t owner;
+} FutoInLoopHead;
+
+static inline int futoin__loop_on_thread(const FutoInLoop* loop)
+{
+    return pthread_equal(pthread_self(), ((const FutoInLoopHead*)(const void*)loop)->owner) != 0;
+}
+
 /* Callback with one extra word, so the engine can address a (flow, frame)
  * pair without allocating a record per timer. */
 typedef void (*FutoInLoopCallback2)(void* data, uintptr_t aux);
@@ -63,5 +79,35 @@ void* futoin__loop_wakeup_data(const FutoInLoop* loop);
 /* What futoin_loop_iterate() would report in next_delay_ms, without running
  * anything: 0 with immediates pending, ms until the next timer, -1 if idle. */
 int64_t futoin__loop_next_delay(const FutoInLoop* loop);
+
+/* ---- loop thread only, without the thread check (engine hot paths) ---- */
+FutoInHandle futoin__loop_immediate_local(FutoInLoop* loop, void* data, FutoInLoopCallback cb);
+void futoin__loop_cancel_local(FutoInLoop* loop, FutoInHandle* handle);
+
+/* ---- cross-thread messages (src/xqueue.h) ---- */
+
+/* Any thread: a message slot of loop's queue in state XS_PENDING, or NULL
+ * when out of memory. Fill the payload, run (and drop if the payload owns
+ * something), then post it. run(loop, msg) runs on the loop thread at the
+ * start of a round, in posting order per thread; drop(msg) runs instead if
+ * the loop is freed first. */
+FutoInXMsg* futoin__loop_xmsg_alloc(FutoInLoop* loop);
+void futoin__loop_xmsg_post(FutoInLoop* loop, FutoInXMsg* msg);
+/* Returns a slot that run() kept (returned 1 for). Loop thread. */
+void futoin__loop_xmsg_free(FutoInLoop* loop, FutoInXMsg* msg);
+
+/* Any thread, the loop thread included: a deferred callback whose handle is
+ * a cross-thread handle, so that futoin_loop_try_cancel() decides its fate
+ * exactly from any thread (shared sync objects arm timers on other loops). */
+FutoInHandle futoin__loop_deferred2_x(FutoInLoop* loop, uint32_t delay_ms,
+        void* data, uintptr_t aux, FutoInLoopCallback2 cb);
+
+/* For a loop thread that has stopped: runs only what other threads post
+ * (no callbacks, no timers) until nothing holds the loop any more, so
+ * that no thread posts to the loop once it is freed. */
+void futoin__loop_settle(FutoInLoop* loop);
+
+/* CLOCK_MONOTONIC in milliseconds (the real loops' clock). */
+uint64_t futoin__monotonic_ms(void);
 
 #endif

@@ -253,6 +253,12 @@ SyncVerdict futoin__sync_progress(SyncCore* c, SyncNode* n, int after_conc)
 void futoin__sync_wake(SyncNode* n)
 {
     n->state = SN_HOLDER;
+    if (n->core->mtx) {
+        /* The waiter may be on another loop: queued there, and quietly
+         * dropped if its cancel handler wins (it hands the slot on). */
+        futoin__complete_any_thread(n->bsi, NULL, NULL);
+        return;
+    }
     n->bsi->api->success(n->bsi, NULL);
 }
 
@@ -263,15 +269,17 @@ void futoin__sync_reject_waiting(SyncNode* n, const char* info)
     n->state = SN_REJECTED;
     /* The step fails by itself, so its cancel handler will not run: the
      * node goes back now. */
-    n->bsi->api->handle_error(n->bsi, FUTOIN_DEFENSE_REJECTED, info);
+    if (n->core->mtx) {
+        futoin__complete_any_thread(n->bsi, FUTOIN_DEFENSE_REJECTED, info);
+    } else {
+        n->bsi->api->handle_error(n->bsi, FUTOIN_DEFENSE_REJECTED, info);
+    }
     node_put(n->core, n);
 }
 
 /* The sync step was aborted or failed before the lock was held. */
-static void sync_cancel(FutoInAsyncSteps* bsi, void* data)
+static void sync_cancel_locked(FutoInAsyncSteps* bsi, SyncNode* n)
 {
-    (void)bsi;
-    SyncNode* n = data;
     SyncCore* c = n->core;
     switch (n->state) {
     case SN_Q_CONC:
@@ -283,6 +291,12 @@ static void sync_cancel(FutoInAsyncSteps* bsi, void* data)
             /* Nobody left to admit: a pending timer would only keep the
              * loop alive. */
             futoin__sync_rate_cancel_timer(c);
+        } else if (c->mtx && c->timer_loop == futoin_asyncsteps_loop(bsi)) {
+            /* A shared object's timer lives on a waiter's loop, which may
+             * be going away (its roots are being freed): move it to the
+             * loop of the new head of the queue. */
+            futoin__sync_rate_cancel_timer(c);
+            futoin__sync_rate_arm_timer(c);
         }
         release(c, n);
         break;
@@ -296,9 +310,17 @@ static void sync_cancel(FutoInAsyncSteps* bsi, void* data)
     node_put(c, n);
 }
 
-static void sync_lock(FutoInAsyncSteps* bsi, FutoInSync* sync)
+static void sync_cancel(FutoInAsyncSteps* bsi, void* data)
 {
-    SyncCore* c = (SyncCore*)sync;
+    SyncNode* n = data;
+    SyncCore* c = n->core;
+    futoin__sync_enter(c);
+    sync_cancel_locked(bsi, n);
+    futoin__sync_leave(c);
+}
+
+static void sync_lock_locked(FutoInAsyncSteps* bsi, SyncCore* c)
+{
     SyncNode* n = node_get(c);
     if (!n) {
         bsi->api->handle_error(bsi, FUTOIN_INTERNAL_ERROR, "sync object: out of memory");
@@ -332,17 +354,32 @@ static void sync_lock(FutoInAsyncSteps* bsi, FutoInSync* sync)
     }
 }
 
+static void sync_lock(FutoInAsyncSteps* bsi, FutoInSync* sync)
+{
+    SyncCore* c = (SyncCore*)sync;
+    if (c->mtx && !futoin_asyncsteps_loop(bsi)) {
+        /* Waking a waiter across threads needs this library's flows. */
+        bsi->api->handle_error(bsi, FUTOIN_INTERNAL_ERROR,
+                "shared sync object: needs an AsyncSteps of this library");
+        return;
+    }
+    futoin__sync_enter(c);
+    sync_lock_locked(bsi, c);
+    futoin__sync_leave(c);
+}
+
 /* Called by the engine exactly once when a held sync step ends, possibly
  * from a cancel path: only bookkeeping and wake-ups of other flows here. */
 static void sync_unlock(FutoInAsyncSteps* bsi, FutoInSync* sync)
 {
     SyncCore* c = (SyncCore*)sync;
+    futoin__sync_enter(c);
     SyncNode* n = holder_find(c, bsi->api->rootId(bsi));
-    if (!n) {
-        return; /* not a flow of ours: a protocol violation we can only ignore */
-    }
-    release(c, n);
-    node_put(c, n);
+    if (n) {
+        release(c, n);
+        node_put(c, n);
+    } /* else: not a flow of ours: a protocol violation we can only ignore */
+    futoin__sync_leave(c);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -381,11 +418,23 @@ int futoin_sync_free(FutoInSync* sync)
     if (!c) {
         return FUTOIN_SYNC_INVALID;
     }
+    futoin__sync_enter(c);
     if (c->nodes_out) {
         /* Some flow would call back into freed memory later. */
+        futoin__sync_leave(c);
         return FUTOIN_SYNC_BUSY;
     }
     futoin__sync_rate_cancel_timer(c);
+    if (c->timer_inflight) {
+        /* A timer callback that lost to a cancel still has to run. */
+        futoin__sync_leave(c);
+        return FUTOIN_SYNC_BUSY;
+    }
+    futoin__sync_leave(c);
+    if (c->mtx) {
+        pthread_mutex_destroy(c->mtx);
+        free(c->mtx);
+    }
     while (c->free_nodes) {
         SyncNode* n = c->free_nodes;
         c->free_nodes = n->next;
@@ -402,15 +451,17 @@ int futoin_sync_stats(const FutoInSync* sync, FutoInSyncStats* out)
         return FUTOIN_SYNC_INVALID;
     }
     memset(out, 0, sizeof(*out));
-    const SyncCore* c = core_of(sync);
+    SyncCore* c = core_of(sync);
     if (!c) {
         return FUTOIN_SYNC_INVALID;
     }
+    futoin__sync_enter(c);
     /* Flows waiting for the rate are in the holder table already. */
     out->active = (uint32_t)(c->nflows - c->rate_q.len);
     out->queued = c->conc_q.len + c->rate_q.len;
     out->slots_used = c->conc_used;
     out->window_entries = futoin__sync_rate_window_entries(c);
     out->nodes_allocated = c->nodes_allocated;
+    futoin__sync_leave(c);
     return FUTOIN_SYNC_OK;
 }

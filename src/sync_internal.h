@@ -17,6 +17,9 @@
 
 #include <futoin/sync.h>
 
+#include "loop_internal.h"
+
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -87,6 +90,20 @@ struct SyncCore {
     SyncNode* free_nodes;
     uint32_t nodes_allocated;
     uint32_t nodes_out; /* nodes not on the free list: the object is busy */
+
+    /* Shared objects only (sync_shared.c), NULL/0 otherwise: flows on any
+     * loop use the object, so every entry point takes mtx, "now" is the
+     * monotonic clock and waiters are woken with cross-thread success().
+     * The rate timer lives on the loop of the flow at the head of rate_q
+     * (alive while that flow waits) and is re-homed when that flow
+     * leaves. timer_seq tells a firing that lost to a cancel (it waits for
+     * mtx meanwhile) that it is stale; timer_inflight keeps the object
+     * from being freed under such a firing. */
+    pthread_mutex_t* mtx;
+    FutoInLoop* timer_loop;
+    uint32_t timer_seq;
+    uint32_t timer_inflight;
+    uint8_t timer_armed;
 };
 
 /* sync_core.c */
@@ -108,9 +125,36 @@ void futoin__sync_reject_waiting(SyncNode* n, const char* info);
 SyncVerdict futoin__sync_conc_admit(SyncCore* c, SyncNode* n);
 void futoin__sync_conc_release(SyncCore* c);
 
+/* xflow.c: success (code NULL) or error on a step of this library from
+ * any thread; queued quietly when the step's loop is another thread's. */
+void futoin__complete_any_thread(FutoInAsyncSteps* bsi, const char* code, const char* info);
+
+/* The clock of the rate windows: the object's loop, or the monotonic
+ * clock for a shared object (its flows run on several loops). */
+static inline uint64_t futoin__sync_now(const SyncCore* c)
+{
+    return c->mtx ? futoin__monotonic_ms() : futoin_loop_now(c->loop);
+}
+
+/* Entry points of a shared object hold its mutex; others take no lock. */
+static inline void futoin__sync_enter(SyncCore* c)
+{
+    if (c->mtx) {
+        pthread_mutex_lock(c->mtx);
+    }
+}
+
+static inline void futoin__sync_leave(SyncCore* c)
+{
+    if (c->mtx) {
+        pthread_mutex_unlock(c->mtx);
+    }
+}
+
 /* sync_throttle.c: stage 2 */
 SyncVerdict futoin__sync_rate_admit(SyncCore* c, SyncNode* n);
 void futoin__sync_rate_cancel_timer(SyncCore* c);
+void futoin__sync_rate_arm_timer(SyncCore* c);
 uint32_t futoin__sync_rate_window_entries(const SyncCore* c);
 
 #endif /* FUTOIN_SYNC_INTERNAL_H */

@@ -10,27 +10,76 @@
  */
 #include "sync_internal.h"
 
+#include <futoin/asyncsteps.h>
+
 static void window_end(void* data);
+static void shared_window_end(void* data, uintptr_t seq);
 
 static uint64_t window_end_time(const SyncCore* c)
 {
     return c->win_start + c->period_ms;
 }
 
+static uint32_t delay_to_window_end(const SyncCore* c)
+{
+    uint64_t now = futoin__sync_now(c);
+    uint64_t end = window_end_time(c);
+    return (uint32_t)(end > now ? end - now : 0);
+}
+
+/* Shared object (mtx held): the timer goes on the loop of the flow at the
+ * head of the queue, which stays alive while that flow waits, and gets a
+ * cross-thread handle so any waiter's thread can cancel it exactly. */
+static void shared_arm_timer(SyncCore* c)
+{
+    if (c->timer_armed || !c->rate_q.head) {
+        return;
+    }
+    FutoInLoop* loop = futoin_asyncsteps_loop(c->rate_q.head->bsi);
+    uint32_t seq = ++c->timer_seq;
+    c->win_timer = futoin__loop_deferred2_x(loop, delay_to_window_end(c), c, seq, shared_window_end);
+    if (c->win_timer.data1) {
+        c->timer_loop = loop;
+        c->timer_armed = 1;
+    }
+}
+
+static void shared_cancel_timer(SyncCore* c)
+{
+    if (!c->timer_armed) {
+        return;
+    }
+    c->timer_armed = 0;
+    ++c->timer_seq;
+    if (futoin_loop_try_cancel(c->timer_loop, &c->win_timer) != 1) {
+        /* It is firing on its loop and waits for mtx: it will find the
+         * sequence changed and only count itself out. */
+        ++c->timer_inflight;
+    }
+}
+
 static void arm_timer(SyncCore* c)
 {
+    if (c->mtx) {
+        shared_arm_timer(c);
+        return;
+    }
     if (futoin_loop_is_valid(c->loop, &c->win_timer)) {
         return;
     }
-    uint64_t now = futoin_loop_now(c->loop);
-    uint64_t end = window_end_time(c);
-    uint64_t delay = end > now ? end - now : 0;
-    c->win_timer = futoin_loop_deferred(c->loop, (uint32_t)delay, c, window_end);
+    c->win_timer = futoin_loop_deferred(c->loop, delay_to_window_end(c), c, window_end);
+}
+
+void futoin__sync_rate_arm_timer(SyncCore* c)
+{
+    arm_timer(c);
 }
 
 void futoin__sync_rate_cancel_timer(SyncCore* c)
 {
-    if (c->loop) {
+    if (c->mtx) {
+        shared_cancel_timer(c);
+    } else if (c->loop) {
         futoin_loop_cancel(c->loop, &c->win_timer);
     }
 }
@@ -40,7 +89,7 @@ SyncVerdict futoin__sync_rate_admit(SyncCore* c, SyncNode* n)
     /* With flows queued the window is full (or just ending and the timer
      * has not run yet on a late real clock): newcomers go behind them. */
     if (!c->rate_q.len) {
-        uint64_t now = futoin_loop_now(c->loop);
+        uint64_t now = futoin__sync_now(c);
         if (!c->win_open || now >= window_end_time(c)) {
             c->win_open = 1;
             c->win_start = now;
@@ -61,10 +110,9 @@ SyncVerdict futoin__sync_rate_admit(SyncCore* c, SyncNode* n)
 }
 
 /* The window ended with flows queued: open the next one and admit. */
-static void window_end(void* data)
+static void window_roll(SyncCore* c)
 {
-    SyncCore* c = data;
-    uint64_t now = futoin_loop_now(c->loop);
+    uint64_t now = futoin__sync_now(c);
     uint64_t start = window_end_time(c);
     if (now < start) {
         arm_timer(c); /* fired early: not expected, but keep the rule exact */
@@ -88,9 +136,27 @@ static void window_end(void* data)
     }
 }
 
+static void window_end(void* data)
+{
+    window_roll(data);
+}
+
+static void shared_window_end(void* data, uintptr_t seq)
+{
+    SyncCore* c = data;
+    pthread_mutex_lock(c->mtx);
+    if ((uint32_t)seq != c->timer_seq) {
+        --c->timer_inflight; /* lost to a cancel: nothing to do */
+    } else {
+        c->timer_armed = 0;
+        window_roll(c);
+    }
+    pthread_mutex_unlock(c->mtx);
+}
+
 uint32_t futoin__sync_rate_window_entries(const SyncCore* c)
 {
-    if (!c->rate_max || !c->win_open || futoin_loop_now(c->loop) >= window_end_time(c)) {
+    if (!c->rate_max || !c->win_open || futoin__sync_now(c) >= window_end_time(c)) {
         return 0;
     }
     return c->rate_used;

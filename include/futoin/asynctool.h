@@ -13,7 +13,15 @@
  * immediate to do and jumps straight to the next timer (or when
  * futoin_loop_advance() is called), so timeout tests are exact and instant.
  *
- * Unless stated otherwise, functions must be called on the loop's thread.
+ * Threads: the loop's thread is the one that created it. Unless stated
+ * otherwise, functions must be called on that thread. futoin_loop_immediate,
+ * futoin_loop_deferred, futoin_loop_cancel / futoin_loop_try_cancel,
+ * futoin_loop_is_valid, futoin_loop_stop, futoin_loop_hold/release and
+ * futoin_loop_is_same_thread may be called from any thread (see
+ * docs/THREADS.md): from another thread a call is queued for the loop
+ * thread, which runs it at the start of its next round, in call order per
+ * calling thread, and the call returns at once. The loop must outlive
+ * every such call. Loops on threads of their own: <futoin/threads.h>.
  */
 #ifndef FUTOIN_ASYNCTOOL_H
 #define FUTOIN_ASYNCTOOL_H
@@ -37,40 +45,81 @@ FutoInLoop* futoin_loop_new_virtual(void);
  * AsyncSteps roots created on the loop must be freed before it. */
 void futoin_loop_free(FutoInLoop* loop);
 
-/* Queues cb(data) to run on the next round, after what is already queued. */
+/* Queues cb(data) to run on the next round, after what is already queued.
+ * Any thread; from another thread the returned handle is a cross-thread
+ * handle (see futoin_loop_try_cancel). */
 FutoInHandle futoin_loop_immediate(FutoInLoop* loop, void* data, FutoInLoopCallback cb);
 
 /* Queues cb(data) to run once delay_ms have passed (0 is allowed: it runs on
  * the next round after the immediates queued before it). Timers due at the
- * same time run in the order they were scheduled. */
+ * same time run in the order they were scheduled. Any thread; from another
+ * thread the delay counts from the call (real clock) or from when the loop
+ * thread receives it (virtual clock). */
 FutoInHandle futoin_loop_deferred(
         FutoInLoop* loop, uint32_t delay_ms, void* data, FutoInLoopCallback cb);
 
 /* Cancels a pending callback and zeroes *handle. A no-op for a zeroed handle,
- * a handle whose callback already ran or was cancelled, or NULL. */
+ * a handle whose callback already ran or was cancelled, or NULL. Any
+ * thread: same as futoin_loop_try_cancel without the answer. */
 void futoin_loop_cancel(FutoInLoop* loop, FutoInHandle* handle);
 
-/* 1 while the callback behind handle is still pending, else 0. */
+/* futoin_loop_cancel that reports the outcome (and zeroes *handle):
+ *  1  cancelled: the callback will never run;
+ *  0  it was not pending (already ran, is running now, was cancelled, or
+ *     the handle is zero/stale/of another loop);
+ * -1  queued: a handle made on the loop thread, cancelled from another
+ *     thread. The loop thread decides when the cancel reaches it: if the
+ *     callback has not run by then it never runs.
+ * Cross-thread handles (made by a schedule call from another thread) are
+ * decided on the spot from any thread: the cancel and the loop thread
+ * starting the callback race on one atomic word, so exactly one of them
+ * wins; 1 means the callback never runs, 0 means it runs (or ran). */
+int futoin_loop_try_cancel(FutoInLoop* loop, FutoInHandle* handle);
+
+/* 1 while the callback behind handle is still pending, else 0. From
+ * another thread the answer is exact for cross-thread handles and always
+ * 0 for handles made on the loop thread. */
 int futoin_loop_is_valid(const FutoInLoop* loop, const FutoInHandle* handle);
 
-/* 1 when called on the thread that created the loop. */
+/* 1 when called on the thread that created the loop. Any thread. */
 int futoin_loop_is_same_thread(const FutoInLoop* loop);
+
+/* Holds: outstanding work the loop cannot see (a step waiting for another
+ * thread's success(), a request in flight elsewhere). While the count is
+ * above 0, futoin_loop_run() does not return when it runs out of work but
+ * sleeps until another thread posts to it, and futoin_loop_iterate()
+ * reports work. Any thread; release must match hold. */
+void futoin_loop_hold(FutoInLoop* loop);
+void futoin_loop_release(FutoInLoop* loop);
+
+/* For driving the loop from another event loop: a file descriptor that
+ * becomes readable when another thread queues work for the loop (poll it
+ * together with next_delay_ms of futoin_loop_iterate(), then call
+ * futoin_loop_iterate(), which consumes the signal). Loop thread only;
+ * -1 if no descriptor could be created. The loop owns and closes it. */
+int futoin_loop_wakeup_fd(FutoInLoop* loop);
 
 /* The loop's clock in milliseconds (monotonic; virtual for the test variant). */
 uint64_t futoin_loop_now(const FutoInLoop* loop);
 
-/* Runs one round: the immediate callbacks that were queued when the round
- * started, then every timer that is due. Never sleeps. Returns 1 if work
- * remains, 0 if the loop is empty. If next_delay_ms is not NULL it receives
+/* Runs one round: what other threads queued, the immediate callbacks that
+ * were queued when the round started, then every timer that is due. Never
+ * sleeps. Returns 1 if work remains (callbacks, queued messages or holds),
+ * 0 if the loop is empty. If next_delay_ms is not NULL it receives
  * 0 when immediates are pending, the ms until the next timer, or -1 when
  * nothing is pending: use it to sleep in another program's poll(). */
 int futoin_loop_iterate(FutoInLoop* loop, int64_t* next_delay_ms);
 
-/* Runs rounds until no work is left or futoin_loop_stop() is called.
- * The real clock sleeps until the next timer; the virtual clock jumps to it. */
+/* Runs rounds until no work is left (no callback, nothing queued by other
+ * threads, no hold) or futoin_loop_stop() is called. When nothing is
+ * runnable the real clock sleeps in the kernel until the next timer or a
+ * cross-thread wake-up (no busy waiting); the virtual clock jumps to the
+ * next timer. */
 void futoin_loop_run(FutoInLoop* loop);
 
-/* Makes run() return after the current callback. */
+/* Makes run() return after the current callback. Any thread: from another
+ * thread run() returns when the request reaches the loop thread (before
+ * the next callback it would have run). */
 void futoin_loop_stop(FutoInLoop* loop);
 
 /* Number of pending callbacks (immediate + deferred). */

@@ -59,7 +59,8 @@
  *  - Threads. An object belongs to one loop: lock/unlock and every function
  *    below must be called on that loop's thread, and the flows using it
  *    should run on the same loop (Throttle and Limiter use its clock and
- *    timers).
+ *    timers). These take no lock. For flows on several loops (threads) use
+ *    the *_new_shared variants at the end of this header.
  *  - Unlimited. FUTOIN_SYNC_UNLIMITED as a queue length means no limit.
  */
 #ifndef FUTOIN_SYNC_H
@@ -166,6 +167,29 @@ FutoInSync* futoin_limiter_new(FutoInLoop* loop, const FutoInLimiterOptions* opt
  * the middle of lock() (the object is left intact and keeps working), or
  * FUTOIN_SYNC_INVALID for an object of another kind (left alone). */
 int futoin_sync_free(FutoInSync* sync);
+
+/* ------------------------------------------------------------------------ */
+/* Shared variants: flows on different loops (threads)                        */
+
+/* Mutex, Throttle and Limiter with the same rules as above, usable at once
+ * by flows of this library running on any loops (any threads, see
+ * <futoin/threads.h>). Differences:
+ *  - every lock, unlock, cancel handler, free and stats call takes the
+ *    object's pthread mutex for its bookkeeping (never across a step);
+ *  - a waiter on another loop is resumed with a cross-thread success()
+ *    (or error()), so it enters on its own loop's next round; if it is
+ *    cancelled before that, its cancel handler gives the place back and
+ *    the late success() is dropped without a misuse report;
+ *  - rate windows run on the monotonic clock (CLOCK_MONOTONIC, ms), and the
+ *    window timer runs on the loop of the first waiting flow (moved when
+ *    that flow leaves the queue), so use real-clock loops;
+ *  - only AsyncSteps of this library can lock them (InternalError else);
+ *  - futoin_sync_free() also answers FUTOIN_SYNC_BUSY while a cancelled
+ *    window timer is still finishing on its loop: retry later.
+ * Free them with futoin_sync_free() once no flow uses them. */
+FutoInSync* futoin_mutex_new_shared(uint32_t max, uint32_t max_queue);
+FutoInSync* futoin_throttle_new_shared(uint32_t max, uint32_t period_ms, uint32_t max_queue);
+FutoInSync* futoin_limiter_new_shared(const FutoInLimiterOptions* opts);
 
 /* A snapshot of an object's state, for monitoring and tests. */
 typedef struct FutoInSyncStats {

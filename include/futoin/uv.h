@@ -9,17 +9,22 @@
  * ---------------------------------------------------------------------------
  * A FutoInUv couples one AsyncTool loop (FutoInLoop: immediates and a timer
  * heap) with one uv_loop_t. The FutoInLoop stays the scheduler of every
- * AsyncSteps root; libuv only wakes it up. Three libuv handles do that, no
- * matter how many steps or step timeouts exist:
+ * AsyncSteps root; libuv only wakes it up. A fixed set of libuv handles does
+ * that, no matter how many steps or step timeouts exist:
  *   - one uv_timer_t, armed to the earliest AsyncTool timer;
  *   - one uv_idle_t, active while immediates are pending, so that libuv polls
  *     without blocking;
  *   - one uv_check_t (unreferenced), which runs one AsyncTool round right
  *     after libuv has polled for I/O, so that steps resumed by I/O callbacks
- *     run in the same libuv iteration.
- * Only the timer and the idle handle keep uv_run() alive, and only while the
- * AsyncTool has work: a step waiting for I/O is kept alive by its own libuv
- * handle, a step waiting for a foreign event is not (like any libuv program).
+ *     run in the same libuv iteration;
+ *   - one uv_poll_t on the AsyncTool's cross-thread wake-up descriptor
+ *     (futoin_loop_wakeup_fd()), so that work queued by other threads wakes
+ *     libuv up; referenced only while the AsyncTool has holds or messages
+ *     on their way (futoin_loop_hold()) and nothing scheduled.
+ * Only these keep uv_run() alive, and only while the AsyncTool has work: a
+ * step waiting for I/O is kept alive by its own libuv handle; a step waiting
+ * for a foreign event is not, unless the loop is held (like any libuv
+ * program).
  *
  * Standalone:
  *     FutoInUv* uv = futoin_uv_new(NULL);          // owns its uv_loop_t
@@ -35,14 +40,21 @@
  *     ... create roots on futoin_uv_loop(uv), execute them; keep using l for
  *         your own handles; run it as you always do (uv_run(l, ...)) ...
  *     // shutdown: free every root, release every stream/server, then
- *     futoin_uv_free(uv);                          // closes our 3 handles
+ *     futoin_uv_free(uv);                          // closes our handles
  *     uv_run(l, UV_RUN_DEFAULT);                   // lets their close
  *                                                  // callbacks free memory
  *     uv_loop_close(l);
- *   Rules: call everything on the loop's thread; you may call success()/
- *   error() of a waiting step from your own libuv callbacks (the step resumes
- *   in the same libuv iteration); do not call futoin_loop_run() or
- *   futoin_promise() on a backend's FutoInLoop (they would not poll libuv).
+ * Rules:
+ *   - call everything on the loop's thread (other threads may only use the
+ *     AsyncTool's cross-thread entry points, e.g. futoin_loop_immediate());
+ *   - you may call success()/error() of a waiting step from your own libuv
+ *     callbacks (the step resumes in the same libuv iteration);
+ *   - do not call futoin_loop_run() or futoin_promise() on a backend's
+ *     FutoInLoop (they would not poll libuv);
+ *   - ignore SIGPIPE (signal(SIGPIPE, SIG_IGN)): libuv writes sockets with
+ *     write(), and a peer that resets a connection must cost an EPIPE error
+ *     (CommError), not the process;
+ *   - with -std=c11 define _POSIX_C_SOURCE=200809L: <uv.h> needs POSIX types.
  *
  * ---------------------------------------------------------------------------
  * I/O steps
@@ -79,6 +91,14 @@
 #define FUTOIN_UV_H
 
 #include <futoin/asyncsteps.h>
+
+/* <uv.h> uses POSIX types (pthread_rwlock_t, ...) that a strict ISO C mode
+ * (-std=c11) hides unless a feature macro asks for them. */
+#if defined(__unix__) && defined(__STRICT_ANSI__) && !defined(__cplusplus) \
+        && !defined(_POSIX_C_SOURCE) && !defined(_XOPEN_SOURCE) && !defined(_GNU_SOURCE) \
+        && !defined(_DEFAULT_SOURCE)
+#error "futoin/uv.h needs POSIX declarations: compile with -D_POSIX_C_SOURCE=200809L (or -std=gnu11)"
+#endif
 
 #include <uv.h>
 
@@ -153,7 +173,12 @@ void futoin_uv_stream_release(FutoInUvStream* s);
 uv_tcp_t* futoin_uv_stream_handle(FutoInUvStream* s);
 /* Bytes received but not yet consumed by a read step. */
 size_t futoin_uv_stream_buffered(const FutoInUvStream* s);
-/* 0 once the stream is closed (by futoin_uv_close() or the last release). */
+/* Closes the stream now (uv_close) without waiting and without dropping a
+ * reference: a pending read fails with CommError "ECANCELED: read: stream
+ * closed", queued writes are dropped, later steps on it fail. */
+void futoin_uv_stream_close(FutoInUvStream* s);
+/* 0 once the stream is closed (by futoin_uv_close(), futoin_uv_stream_close()
+ * or the last release). */
 int futoin_uv_stream_is_open(const FutoInUvStream* s);
 
 /* Step: connects to host:port. host is a numeric IPv4/IPv6 address or a
@@ -211,6 +236,10 @@ void futoin_uv_tcp_listen(FutoInAsyncSteps* as, const char* host, unsigned port,
 FutoInUvServer* futoin_uv_server_ref(FutoInUvServer* srv);
 /* The last release stops listening; a pending accept fails with CommError. */
 void futoin_uv_server_release(FutoInUvServer* srv);
+/* Stops listening now without dropping a reference: a pending accept (and
+ * so futoin_uv_serve()) fails with CommError "ECANCELED: accept: server
+ * closed". */
+void futoin_uv_server_close(FutoInUvServer* srv);
 /* The bound port (useful after port 0). */
 unsigned futoin_uv_server_port(const FutoInUvServer* srv);
 
@@ -221,8 +250,9 @@ void futoin_uv_accept(FutoInAsyncSteps* as, FutoInUvServer* srv);
  * reference to keep it. Runs inside a step of the serving flow; start one
  * new root per connection rather than blocking the accept loop. */
 typedef void (*FutoInUvConnectionCb)(void* data, FutoInUvStream* s);
-/* Step: an accept loop that runs until an error (e.g. the server is
- * released: CommError) or until the flow is cancelled. */
+/* Step: an accept loop that runs until the server is closed (CommError
+ * "ECANCELED: accept: server closed") or the flow is cancelled. Other accept
+ * failures (EMFILE, ...) pause the loop for 100 ms and it goes on. */
 void futoin_uv_serve(FutoInAsyncSteps* as, FutoInUvServer* srv, FutoInUvConnectionCb cb,
         void* data);
 

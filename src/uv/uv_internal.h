@@ -17,13 +17,17 @@ struct FutoInUv {
     uv_timer_t timer;
     uv_idle_t idle;
     uv_check_t check;
+    /* Polls the AsyncTool's cross-thread wake-up fd (futoin_loop_wakeup_fd):
+     * other threads queueing work make it readable. */
+    uv_poll_t xpoll;
     /* uv_now() value the timer is armed for, 0 when it is stopped: lets
      * re-arming to the same deadline skip libuv's timer heap. */
     uint64_t timer_due;
-    int open_handles; /* of timer/idle/check, until their close callbacks */
+    int open_handles; /* of timer/idle/check/xpoll, until their close callbacks */
     uint8_t owns_uv;
     uint8_t in_pump;
     uint8_t idle_on;
+    uint8_t has_xpoll;
 };
 
 enum FutoInUvReadMode { RD_NONE = 0, RD_LINE, RD_UNTIL, RD_EXACT, RD_SOME };
@@ -86,6 +90,9 @@ void futoin__uv_failf(FutoInAsyncSteps* as, const char* code, int err, const cha
  * NULL is returned. */
 void* futoin__uv_add_step(FutoInAsyncSteps* as, FutoInAsyncSteps_execute_callback f,
         size_t size, void (*cleanup)(void*), const char* what);
+
+/* Adds a step that fails with InternalError and info what (a literal). */
+void futoin__uv_add_fail(FutoInAsyncSteps* as, const char* what);
 
 /* A heap copy of n bytes plus a NUL as a step result of the given type
  * (FTN_TYPE_STRING or FTN_TYPE_UINT8 | FTN_TYPE_ARRAY), freed by its

@@ -10,6 +10,7 @@
  *                          timer on  (earliest AsyncTool timer)
  *   uv_check_t (after poll) ─► pump(): one futoin_loop_iterate() round
  *   uv_timer_t              ─► pump()
+ *   uv_poll_t on futoin_loop_wakeup_fd() ─► pump()  (other threads posted)
  *
  * The round runs in the check phase, right after libuv has delivered I/O, so
  * every step resumed by an I/O callback of that poll runs in the same libuv
@@ -85,9 +86,27 @@ static void pump(FutoInUv* u)
 {
     int64_t delay = -1;
     u->in_pump = 1;
-    futoin_loop_iterate(u->loop, &delay);
+    int more = futoin_loop_iterate(u->loop, &delay);
     u->in_pump = 0;
     arm(u, delay);
+    if (u->has_xpoll) {
+        /* Work the AsyncTool has but cannot schedule (holds, a message from
+         * another thread on its way) must keep uv_run() alive; the fd fires
+         * when it arrives. Otherwise the fd must not keep libuv running. */
+        if (more && delay < 0) {
+            uv_ref((uv_handle_t*)&u->xpoll);
+        } else {
+            uv_unref((uv_handle_t*)&u->xpoll);
+        }
+    }
+}
+
+static void on_xpoll(uv_poll_t* h, int status, int events)
+{
+    (void)status;
+    (void)events;
+    /* iterate() consumes the signal and runs what was posted. */
+    pump(h->data);
 }
 
 /* Called by the AsyncTool when new work may be due earlier than planned.
@@ -140,6 +159,14 @@ FutoInUv* futoin_uv_new(uv_loop_t* uv_loop)
     /* The check handle runs on every iteration but must not keep uv_run()
      * alive by itself: only pending AsyncTool work (timer/idle) does. */
     uv_unref((uv_handle_t*)&u->check);
+    int fd = futoin_loop_wakeup_fd(u->loop);
+    if (fd >= 0 && uv_poll_init(u->uv, &u->xpoll, fd) == 0) {
+        u->xpoll.data = u;
+        u->has_xpoll = 1;
+        ++u->open_handles;
+        uv_poll_start(&u->xpoll, UV_READABLE, on_xpoll);
+        uv_unref((uv_handle_t*)&u->xpoll);
+    }
     futoin__loop_set_wakeup(u->loop, on_wakeup, u);
     return u;
 }
@@ -166,12 +193,18 @@ void futoin_uv_free(FutoInUv* u)
         return;
     }
     futoin__loop_set_wakeup(u->loop, NULL, NULL);
-    futoin_loop_free(u->loop);
-    u->loop = NULL;
-    u->magic = 0;
     uv_close((uv_handle_t*)&u->timer, on_handle_closed);
     uv_close((uv_handle_t*)&u->idle, on_handle_closed);
     uv_close((uv_handle_t*)&u->check, on_handle_closed);
+    if (u->has_xpoll) {
+        /* Stops watching the fd now (uv_close is synchronous about that),
+         * before the FutoInLoop closes it: a closed and reused fd number
+         * must never stay in libuv's epoll set. */
+        uv_close((uv_handle_t*)&u->xpoll, on_handle_closed);
+    }
+    futoin_loop_free(u->loop);
+    u->loop = NULL;
+    u->magic = 0;
     if (!u->owns_uv) {
         return;
     }
@@ -258,6 +291,12 @@ static void fail_step(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
     futoin_error(as, FUTOIN_INTERNAL_ERROR, (const char*)data);
 }
 
+void futoin__uv_add_fail(FutoInAsyncSteps* as, const char* what)
+{
+    /* what is a string literal of the caller: it outlives the step. */
+    futoin_add(as, fail_step, NULL, (void*)(uintptr_t)what);
+}
+
 void* futoin__uv_add_step(FutoInAsyncSteps* as, FutoInAsyncSteps_execute_callback f,
         size_t size, void (*cleanup)(void*), const char* what)
 {
@@ -266,8 +305,7 @@ void* futoin__uv_add_step(FutoInAsyncSteps* as, FutoInAsyncSteps_execute_callbac
     }
     void* p = futoin_stack(as, size, cleanup);
     if (!p) {
-        /* what is a string literal of the caller: it outlives the step. */
-        futoin_add(as, fail_step, NULL, (void*)(uintptr_t)what);
+        futoin__uv_add_fail(as, what);
         return NULL;
     }
     futoin_add(as, f, NULL, p);

@@ -45,10 +45,17 @@ enum {
     FZ_EH_RETHROW,  /* error(code, "h<id>") */
     FZ_EH_PASS,     /* returns without anything: unwinding continues */
     FZ_EH_ADD,      /* adds steps that replace the failed step */
+    FZ_EH_BREAK,    /* break(label) */
+    FZ_EH_CONTINUE, /* continue(label) */
     FZ_EH__COUNT
 };
 
-enum { FZ_N_STEP = 0, FZ_N_PAR, FZ_N_LOOP, FZ_N_REPEAT, FZ_N_SYNC };
+enum { FZ_N_STEP = 0, FZ_N_PAR, FZ_N_LOOP, FZ_N_REPEAT, FZ_N_SYNC, FZ_N_VALUE, FZ_N_YIELD };
+
+/* What a cancel handler does besides logging (and stopping the external
+ * completion). Programs with a non-zero action are checked for invariants
+ * only (the model does not cover re-entrant cancellation). */
+enum { FZ_CA_NONE = 0, FZ_CA_CANCEL_ROOT, FZ_CA_FREE_ROOT };
 
 typedef struct FzArgs {
     uint8_t n;
@@ -71,12 +78,14 @@ typedef struct FzBody {
     uint8_t ext_imm;   /* EXT_*: completed from a loop immediate (else a timer) */
     uint8_t ext_delay; /* EXT_* with a timer: delay in ms */
     uint8_t term_iter; /* loop bodies: the iteration the terminator applies to */
+    uint8_t cancel_action; /* FZ_CA_* */
 } FzBody;
 
 typedef struct FzEh {
     uint8_t kind;
     FzArgs args;
     uint8_t code;
+    uint8_t label; /* BREAK, CONTINUE */
     uint8_t nkids;
     FzNode* kids[FZ_MAX_EH_KIDS];
 } FzEh;
@@ -84,7 +93,9 @@ typedef struct FzEh {
 struct FzNode {
     uint8_t kind;
     uint8_t in_branch; /* statically inside a parallel branch */
+    uint8_t root;      /* index of the root it belongs to */
     int id;
+    FzArgs value;      /* VALUE (successStep) */
     FzBody body; /* STEP; LOOP/REPEAT: the iteration body */
     FzEh eh;     /* STEP, PAR */
     uint8_t nbr; /* PAR */
@@ -112,6 +123,7 @@ typedef struct FzProg {
     FzRoot roots[FZ_MAX_ROOTS];
     FzMutex mutex[2];
     int nnodes;
+    int cancel_actions; /* nodes with a cancel_action */
     FzNode nodes[FZ_MAX_NODES];
 } FzProg;
 

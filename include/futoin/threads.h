@@ -1,0 +1,157 @@
+/*
+ * Threads: loops on threads of their own, a pool of such loops with
+ * least-loaded placement of new roots, and blocking work on worker threads
+ * as a step. The full contract is in docs/THREADS.md; in short:
+ *
+ *  - Cross-thread calls. futoin_loop_immediate/deferred/cancel/stop/hold/
+ *    release (asynctool.h) and, on an AsyncSteps of this library, success(),
+ *    error(), cancel() and free() may be called from any thread. From a
+ *    thread other than the loop's they are queued (lock-free) and run by the
+ *    loop thread in call order; the call returns at once.
+ *  - Exactly one outcome. A cross-thread success()/error() and the step's
+ *    timeout or a cancel are decided on the loop thread: the first to get
+ *    there wins; a success()/error() that loses is dropped (its values are
+ *    cleaned up exactly once) and reported to the loop's misuse handler.
+ *    A success()/error() only applies to the step that was waiting when it
+ *    was called: it never completes a later step of the flow.
+ *  - Lifetime. Cross-thread calls need the loop, and the root they name, to
+ *    be alive: a step waiting for another thread should hold the loop
+ *    (futoin_loop_hold) so that run() does not return under it, and the
+ *    other thread must be done calling before the root is freed.
+ */
+#ifndef FUTOIN_THREADS_H
+#define FUTOIN_THREADS_H
+
+#include <futoin/asyncsteps.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* A loop on its own thread                                                  */
+
+typedef struct FutoInLoopThread FutoInLoopThread;
+
+/* Optional hooks, run on the loop thread: on_start before the loop runs
+ * (add roots here, or later through futoin_loop_immediate), on_stop after
+ * it has stopped and before it is freed: free the roots still on the loop
+ * here (futoin_asyncsteps_free cancels a running one); roots left alive
+ * leak. */
+typedef struct FutoInLoopThreadHooks {
+    void (*on_start)(FutoInLoop* loop, void* data);
+    void (*on_stop)(FutoInLoop* loop, void* data);
+    void* data;
+} FutoInLoopThreadHooks;
+
+/* Starts a thread running a new real-clock loop (created on that thread, so
+ * futoin_loop_is_same_thread() is true there). Returns once the loop exists,
+ * NULL on failure. hooks may be NULL; it is copied. */
+FutoInLoopThread* futoin_loop_thread_start(const FutoInLoopThreadHooks* hooks);
+
+/* The thread's loop: valid until futoin_loop_thread_join() returns. */
+FutoInLoop* futoin_loop_thread_loop(const FutoInLoopThread* t);
+
+enum {
+    /* Run until idle, then exit: no callback pending, nothing queued by
+     * other threads, no hold (futoin_loop_hold, futoin_add_work). Roots
+     * that still wait with none of these are handed to on_stop. */
+    FUTOIN_LOOP_STOP_DRAIN = 0,
+    /* Stop after the callback that is running: pending callbacks and
+     * timers are dropped, roots are handed to on_stop as they are. */
+    FUTOIN_LOOP_STOP_NOW = 1
+};
+
+/* Asks the thread to stop (any thread, the loop thread included; may be
+ * repeated: NOW after DRAIN makes it stop at once). Returns at once. After
+ * the loop stopped and on_stop ran, the thread still receives what other
+ * threads post while the loop is held (for instance work completing after
+ * a NOW stop), so that nothing is posted to a freed loop; then it frees the
+ * loop and exits. */
+void futoin_loop_thread_stop(FutoInLoopThread* t, int mode);
+
+/* Waits for the thread to exit and frees t. Not from the loop thread. A
+ * thread that was never stopped is stopped with FUTOIN_LOOP_STOP_DRAIN. */
+void futoin_loop_thread_join(FutoInLoopThread* t);
+
+/* ------------------------------------------------------------------------ */
+/* A pool of loop threads                                                    */
+
+typedef struct FutoInLoopPool FutoInLoopPool;
+
+/* n loops on n threads; 0: one per online CPU (sysconf). NULL on failure. */
+FutoInLoopPool* futoin_loop_pool_new(unsigned n);
+unsigned futoin_loop_pool_size(const FutoInLoopPool* pool);
+FutoInLoop* futoin_loop_pool_loop(const FutoInLoopPool* pool, unsigned i);
+
+/* Load of loop i: the roots placed there by futoin_loop_pool_spawn that have
+ * not finished yet (counted atomically from the spawn call on). */
+unsigned futoin_loop_pool_load(const FutoInLoopPool* pool, unsigned i);
+
+/* Called on the chosen loop's thread with a fresh root: add its steps. */
+typedef void (*FutoInPoolSetup)(FutoInAsyncSteps* root, void* data);
+/* Called on that thread when the root ends: code NULL on success, the
+ * unhandled error code, or FUTOIN_POOL_CANCELLED when the pool stopped
+ * before the root finished. The root is freed right after. May be NULL. */
+typedef void (*FutoInPoolDone)(void* data, const char* code);
+#define FUTOIN_POOL_CANCELLED "Cancelled"
+
+/* Places a new root on the least-loaded loop (ties: the next loop after the
+ * last choice): counts it there, creates it on that loop's thread, runs
+ * setup(root, data), executes it and frees it when it ends (after done).
+ * Any thread. Returns the loop index, or -1 (pool stopping, no memory). */
+int futoin_loop_pool_spawn(FutoInLoopPool* pool, FutoInPoolSetup setup,
+        FutoInPoolDone done, void* data);
+
+/* Stops every loop (mode as futoin_loop_thread_stop); roots of the pool that
+ * have not finished are cancelled and get FUTOIN_POOL_CANCELLED. */
+void futoin_loop_pool_stop(FutoInLoopPool* pool, int mode);
+
+/* Stops (DRAIN unless stopped already), joins every thread, frees the pool. */
+void futoin_loop_pool_free(FutoInLoopPool* pool);
+
+/* ------------------------------------------------------------------------ */
+/* Blocking work on worker threads                                           */
+
+typedef struct FutoInWorkResult {
+    /* Success values (up to four); ownership passes to the engine. */
+    FutoInArgs args;
+    /* Non-NULL: the step fails with this code instead (args must then be
+     * empty); copied right after the work function returns, so a string
+     * literal or a buffer in work_data is fine. */
+    const char* error;
+    const char* info;
+} FutoInWorkResult;
+
+/* Runs on a worker thread with *out zeroed. */
+typedef void (*FutoInWorkFn)(void* work_data, FutoInWorkResult* out);
+/* Runs on the loop thread exactly once, when neither the step nor a worker
+ * will use work_data again. May be NULL. */
+typedef void (*FutoInWorkRelease)(void* work_data);
+
+/* Adds a step that runs fn(work_data) on the worker pool and completes with
+ * its result: success(out.args) or error(out.error, out.info), on the
+ * step's own loop. Like uv_queue_work:
+ *  - if the step is cancelled (root cancel, timeout of an outer step, ...)
+ *    before a worker picks the work up, fn never runs;
+ *  - if it is cancelled while fn runs, the result is dropped when fn
+ *    returns: every value's cleanup runs exactly once;
+ *  - release(work_data) runs once in every case, on the loop thread.
+ * The loop is held while the work is outstanding, so run() waits for it. */
+void futoin_add_work(FutoInAsyncSteps* as, FutoInWorkFn fn, void* work_data,
+        FutoInWorkRelease release);
+
+/* Worker threads: started on the first futoin_add_work (default: one per
+ * online CPU, at least 2). Returns 0, or -1 once the pool is running. */
+int futoin_work_pool_configure(unsigned threads);
+
+/* Waits until queued and running work has finished, then joins the
+ * workers (for a clean exit under leak checkers); a later futoin_add_work
+ * starts them again. Not from a worker. */
+void futoin_work_pool_shutdown(void);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* FUTOIN_THREADS_H */

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Runs the stress programs (tests/stress/, not part of ctest): one million
+# roots parked in waitExternal() and completed in random order, one million
+# timers with half cancelled, a parallel step of 100,000 branches with one
+# failing. Each checks completeness and prints its peak RSS (getrusage).
+#
+#   bash scripts/stress.sh [plain|asan|valgrind]     default: plain
+#
+#   plain     gcc Release build
+#   asan      clang ASan+UBSan build (LeakSanitizer on)
+#   valgrind  gcc build run under valgrind memcheck, with smaller counts
+#             (STRESS_SCALE, default 10: counts divided by it)
+# Environment: STRESS_BUILD_DIR (default build-stress-MODE).
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+MODE=${1:-plain}
+BUILD_DIR=${STRESS_BUILD_DIR:-build-stress-$MODE}
+SCALE=${STRESS_SCALE:-10}
+COMMON=(-DFUTOIN_BUILD_EXAMPLES=OFF -DFUTOIN_BUILD_BENCH=OFF -DFUTOIN_WITH_UV=OFF -DFUTOIN_BUILD_TESTS=ON)
+case "$MODE" in
+    plain)
+        cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER=gcc \
+            -DCMAKE_CXX_COMPILER=g++ "${COMMON[@]}" >/dev/null ;;
+    asan)
+        cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang \
+            -DCMAKE_CXX_COMPILER=clang++ -DFUTOIN_SANITIZE=ON "${COMMON[@]}" >/dev/null
+        export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+        export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} ;;
+    valgrind)
+        cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=gcc \
+            -DCMAKE_CXX_COMPILER=g++ "${COMMON[@]}" >/dev/null ;;
+    *) echo "usage: $0 [plain|asan|valgrind]" >&2; exit 2 ;;
+esac
+cmake --build "$BUILD_DIR" --target stress_roots stress_timers stress_parallel -j"$(nproc)"
+
+run() {
+    local prog=$1 count=$2
+    local bin="$BUILD_DIR/tests/stress/$prog"
+    echo "==> $prog $count ($MODE)"
+    local start=$(date +%s)
+    if [ "$MODE" = valgrind ]; then
+        valgrind --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
+            --quiet "$bin" "$count"
+    else
+        "$bin" "$count"
+    fi
+    echo "    ($(( $(date +%s) - start )) s)"
+}
+
+div=1
+[ "$MODE" = valgrind ] && div=$SCALE
+run stress_roots $(( 1000000 / div ))
+run stress_timers $(( 1000000 / div ))
+run stress_parallel $(( 100000 / div ))
+echo "==> stress: all passed ($MODE)"

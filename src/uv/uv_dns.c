@@ -1,0 +1,140 @@
+/*
+ * DNS resolution step (uv_getaddrinfo, run by libuv's thread pool).
+ *
+ * A lookup that already runs in the pool cannot be withdrawn: on cancel the
+ * request is detached from the step and its callback only frees memory.
+ */
+#include "uv_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    uv_getaddrinfo_t req;
+    FutoInAsyncSteps* as; /* NULL once cancelled */
+    char host[];
+} ResolveOp;
+
+/* Formats every address of res, one per line; returns the number of
+ * addresses and stores the text (malloc) in *text. */
+static uint32_t format_addresses(const struct addrinfo* res, char** text, size_t* text_len)
+{
+    uint32_t n = 0;
+    size_t cap = 0;
+    for (const struct addrinfo* ai = res; ai; ai = ai->ai_next) {
+        cap += INET6_ADDRSTRLEN + 1;
+    }
+    char* out = malloc(cap + 1);
+    size_t len = 0;
+    if (out) {
+        for (const struct addrinfo* ai = res; ai; ai = ai->ai_next) {
+            char ip[INET6_ADDRSTRLEN] = "";
+            if (ai->ai_family == AF_INET) {
+                uv_ip4_name((const struct sockaddr_in*)ai->ai_addr, ip, sizeof(ip));
+            } else if (ai->ai_family == AF_INET6) {
+                uv_ip6_name((const struct sockaddr_in6*)ai->ai_addr, ip, sizeof(ip));
+            } else {
+                continue;
+            }
+            size_t l = strlen(ip);
+            if (len) {
+                out[len++] = '\n';
+            }
+            memcpy(out + len, ip, l);
+            len += l;
+            ++n;
+        }
+        out[len] = '\0';
+    }
+    *text = out;
+    *text_len = len;
+    return n;
+}
+
+static void on_resolved(uv_getaddrinfo_t* req, int status, struct addrinfo* res)
+{
+    ResolveOp* op = req->data;
+    FutoInAsyncSteps* as = op->as;
+    if (!as) {
+        if (res) {
+            uv_freeaddrinfo(res);
+        }
+        free(op);
+        return;
+    }
+    if (status < 0) {
+        futoin__uv_failf(as, FUTOIN_CONNECT_ERROR, status, "getaddrinfo %s", op->host);
+        free(op);
+        return;
+    }
+    char* text = NULL;
+    size_t text_len = 0;
+    uint32_t n = format_addresses(res, &text, &text_len);
+    uv_freeaddrinfo(res);
+    if (!text || n == 0) {
+        futoin__uv_failf(as, FUTOIN_CONNECT_ERROR, text ? UV_EAI_NODATA : UV_ENOMEM,
+                "getaddrinfo %s", op->host);
+        free(text);
+        free(op);
+        return;
+    }
+    free(op);
+    size_t first = strcspn(text, "\n");
+    FutoInArgs args;
+    memset(&args, 0, sizeof(args));
+    args.arg0 = futoin__uv_bytes_value(text, first, 1);
+    args.arg1 = futoin_val_u32(n);
+    args.arg2 = futoin__uv_bytes_adopt(text, text_len, 1);
+    as->api->success(as, &args);
+}
+
+static void resolve_cancel(FutoInAsyncSteps* as, void* data)
+{
+    (void)as;
+    ResolveOp* op = data;
+    op->as = NULL;
+    /* Fails if the lookup runs already; the callback frees op either way. */
+    uv_cancel((uv_req_t*)&op->req);
+}
+
+static void resolve_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    const char* host = data;
+    FutoInUv* uv = futoin__uv_require(as, "resolve");
+    if (!uv) {
+        return;
+    }
+    size_t hlen = strlen(host);
+    ResolveOp* op = malloc(sizeof(*op) + hlen + 1);
+    if (!op) {
+        futoin_error(as, FUTOIN_INTERNAL_ERROR, "resolve: out of memory");
+        return;
+    }
+    memcpy(op->host, host, hlen + 1);
+    op->as = as;
+    op->req.data = op;
+    struct addrinfo hints;
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    int err = uv_getaddrinfo(uv->uv, &op->req, on_resolved, host, NULL, &hints);
+    if (err) {
+        free(op);
+        futoin__uv_failf(as, FUTOIN_CONNECT_ERROR, err, "getaddrinfo %s", host);
+        return;
+    }
+    futoin_set_cancel(as, resolve_cancel, op);
+}
+
+void futoin_uv_resolve(FutoInAsyncSteps* as, const char* host)
+{
+    if (!host) {
+        host = "";
+    }
+    size_t hlen = strlen(host);
+    char* p = futoin__uv_add_step(as, resolve_start, hlen + 1, NULL, "resolve: out of memory");
+    if (p) {
+        memcpy(p, host, hlen + 1);
+    }
+}

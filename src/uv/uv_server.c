@@ -1,0 +1,366 @@
+/*
+ * TCP servers: listen, accept, and an accept loop.
+ *
+ * Accepting is pull-based: libuv reports a pending connection, and if no
+ * accept step waits the connection stays in the kernel (libuv pauses the
+ * listening watcher until uv_accept() is called), so a server that cannot
+ * keep up pushes back through its listen backlog instead of queueing
+ * connections in memory.
+ */
+#include "uv_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void server_destroy(FutoInUvServer* srv)
+{
+    free(srv);
+}
+
+static void on_server_closed(uv_handle_t* h)
+{
+    FutoInUvServer* srv = h->data;
+    srv->closed = 1;
+    if (srv->refs == 0) {
+        server_destroy(srv);
+    }
+}
+
+static void fail_acceptor(FutoInUvServer* srv, int err, const char* what)
+{
+    FutoInAsyncSteps* as = srv->acc_as;
+    if (as) {
+        srv->acc_as = NULL;
+        futoin__uv_fail(as, FUTOIN_COMM_ERROR, err, what);
+    }
+}
+
+static void server_close(FutoInUvServer* srv)
+{
+    if (srv->closing) {
+        return;
+    }
+    srv->closing = 1;
+    uv_close((uv_handle_t*)&srv->tcp, on_server_closed);
+    fail_acceptor(srv, UV_ECANCELED, "accept: server closed");
+}
+
+void futoin_uv_server_close(FutoInUvServer* srv)
+{
+    if (srv) {
+        server_close(srv);
+    }
+}
+
+FutoInUvServer* futoin_uv_server_ref(FutoInUvServer* srv)
+{
+    if (srv) {
+        ++srv->refs;
+    }
+    return srv;
+}
+
+void futoin_uv_server_release(FutoInUvServer* srv)
+{
+    if (!srv || --srv->refs > 0) {
+        return;
+    }
+    if (srv->closed) {
+        server_destroy(srv);
+    } else {
+        server_close(srv);
+    }
+}
+
+unsigned futoin_uv_server_port(const FutoInUvServer* srv)
+{
+    return srv->port;
+}
+
+static void server_value_cleanup(FutoInBinaryValue* v)
+{
+    futoin_uv_server_release(v->custom_data);
+}
+
+const FutoInType futoin_uv_server_type = {FTN_TYPE_CUSTOM_OBJECT, server_value_cleanup};
+
+FutoInUvServer* futoin_uv_arg_server(const FutoInArgs* args, int i)
+{
+    if (!args || i < 0 || i > 3 || args->args[i].type != &futoin_uv_server_type) {
+        return NULL;
+    }
+    return args->args[i].custom_data;
+}
+
+/* Accepts one reported connection into a new stream (one reference). */
+static int accept_one(FutoInUvServer* srv, FutoInUvStream** out)
+{
+    FutoInUvStream* s = futoin__uv_stream_alloc(srv->uv);
+    if (!s) {
+        return UV_ENOMEM;
+    }
+    --srv->pending;
+    int err = uv_accept((uv_stream_t*)&srv->tcp, (uv_stream_t*)&s->tcp);
+    if (err) {
+        futoin__uv_stream_close(s);
+        return err;
+    }
+    s->refs = 1;
+    *out = s;
+    return 0;
+}
+
+static FutoInArgs stream_args(FutoInUvStream* s)
+{
+    FutoInArgs args;
+    memset(&args, 0, sizeof(args));
+    args.arg0 = futoin_val_custom(&futoin_uv_stream_type, s);
+    return args;
+}
+
+static void on_connection(uv_stream_t* h, int status)
+{
+    FutoInUvServer* srv = h->data;
+    if (status < 0) {
+        if (srv->acc_as) {
+            fail_acceptor(srv, status, "accept");
+        } else {
+            srv->error = status;
+        }
+        return;
+    }
+    ++srv->pending;
+    FutoInAsyncSteps* as = srv->acc_as;
+    if (!as) {
+        return;
+    }
+    srv->acc_as = NULL;
+    FutoInUvStream* s = NULL;
+    int err = accept_one(srv, &s);
+    if (err) {
+        futoin__uv_fail(as, FUTOIN_COMM_ERROR, err, "accept");
+        return;
+    }
+    FutoInArgs args = stream_args(s);
+    as->api->success(as, &args);
+}
+
+static int bind_addr(const char* host, unsigned port, struct sockaddr_storage* addr)
+{
+    if (!host || !*host) {
+        host = "127.0.0.1";
+    }
+    if (uv_ip4_addr(host, (int)port, (struct sockaddr_in*)addr) == 0) {
+        return 0;
+    }
+    return uv_ip6_addr(host, (int)port, (struct sockaddr_in6*)addr);
+}
+
+FutoInUvServer* futoin_uv_server_new(FutoInUv* uv, const char* host, unsigned port,
+        int backlog, int* uv_error)
+{
+    int dummy;
+    if (!uv_error) {
+        uv_error = &dummy;
+    }
+    *uv_error = 0;
+    struct sockaddr_storage addr;
+    if (port > 65535 || bind_addr(host, port, &addr) != 0) {
+        *uv_error = UV_EINVAL;
+        return NULL;
+    }
+    FutoInUvServer* srv = calloc(1, sizeof(*srv));
+    if (!srv) {
+        *uv_error = UV_ENOMEM;
+        return NULL;
+    }
+    int err = uv_tcp_init(uv->uv, &srv->tcp);
+    if (err) {
+        free(srv);
+        *uv_error = err;
+        return NULL;
+    }
+    srv->tcp.data = srv;
+    srv->uv = uv;
+    err = uv_tcp_bind(&srv->tcp, (const struct sockaddr*)&addr, 0);
+    if (!err) {
+        err = uv_listen((uv_stream_t*)&srv->tcp, backlog > 0 ? backlog : 511, on_connection);
+    }
+    if (!err) {
+        struct sockaddr_storage bound;
+        int len = (int)sizeof(bound);
+        err = uv_tcp_getsockname(&srv->tcp, (struct sockaddr*)&bound, &len);
+        if (!err) {
+            srv->port = ntohs(bound.ss_family == AF_INET6
+                            ? ((struct sockaddr_in6*)&bound)->sin6_port
+                            : ((struct sockaddr_in*)&bound)->sin_port);
+        }
+    }
+    if (err) {
+        /* refs is 0: the close callback frees it. */
+        server_close(srv);
+        *uv_error = err;
+        return NULL;
+    }
+    srv->refs = 1;
+    return srv;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Steps                                                                     */
+
+static void listen_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    const char* host = data;
+    size_t hlen = strlen(host);
+    unsigned port;
+    int backlog;
+    memcpy(&port, host + hlen + 1, sizeof(port));
+    memcpy(&backlog, host + hlen + 1 + sizeof(port), sizeof(backlog));
+    FutoInUv* uv = futoin__uv_require(as, "listen");
+    if (!uv) {
+        return;
+    }
+    int err = 0;
+    FutoInUvServer* srv = futoin_uv_server_new(uv, host, port, backlog, &err);
+    if (!srv) {
+        futoin__uv_failf(as, FUTOIN_CONNECT_ERROR, err, "listen %s:%u", *host ? host : "127.0.0.1",
+                port);
+        return;
+    }
+    futoin_success1(as, futoin_val_custom(&futoin_uv_server_type, srv));
+}
+
+void futoin_uv_tcp_listen(FutoInAsyncSteps* as, const char* host, unsigned port, int backlog)
+{
+    if (!host) {
+        host = "";
+    }
+    size_t hlen = strlen(host);
+    char* p = futoin__uv_add_step(as, listen_start, hlen + 1 + sizeof(port) + sizeof(backlog),
+            NULL, "listen: out of memory");
+    if (p) {
+        memcpy(p, host, hlen + 1);
+        memcpy(p + hlen + 1, &port, sizeof(port));
+        memcpy(p + hlen + 1 + sizeof(port), &backlog, sizeof(backlog));
+    }
+}
+
+typedef struct {
+    FutoInUvServer* srv;
+    FutoInUvConnectionCb cb;
+    void* data;
+} ServerParams;
+
+static void server_params_release(void* p)
+{
+    futoin_uv_server_release(((ServerParams*)p)->srv);
+}
+
+static void accept_cancel(FutoInAsyncSteps* as, void* data)
+{
+    (void)as;
+    ((FutoInUvServer*)data)->acc_as = NULL;
+}
+
+static void accept_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    FutoInUvServer* srv = ((ServerParams*)data)->srv;
+    if (srv->closing) {
+        futoin__uv_fail(as, FUTOIN_COMM_ERROR, UV_ECANCELED, "accept: server closed");
+        return;
+    }
+    if (srv->acc_as) {
+        futoin__uv_fail(as, FUTOIN_COMM_ERROR, UV_EBUSY, "accept: another accept is pending");
+        return;
+    }
+    if (srv->pending > 0) {
+        FutoInUvStream* s = NULL;
+        int err = accept_one(srv, &s);
+        if (err) {
+            futoin__uv_fail(as, FUTOIN_COMM_ERROR, err, "accept");
+            return;
+        }
+        FutoInArgs a = stream_args(s);
+        futoin_success_args(as, &a);
+        return;
+    }
+    if (srv->error) {
+        int err = srv->error;
+        srv->error = 0;
+        futoin__uv_fail(as, FUTOIN_COMM_ERROR, err, "accept");
+        return;
+    }
+    srv->acc_as = as;
+    futoin_set_cancel(as, accept_cancel, srv);
+}
+
+void futoin_uv_accept(FutoInAsyncSteps* as, FutoInUvServer* srv)
+{
+    ServerParams* p = futoin__uv_add_step(as, accept_start, sizeof(ServerParams),
+            server_params_release, "accept: out of memory");
+    if (p) {
+        p->srv = futoin_uv_server_ref(srv);
+    }
+}
+
+/* serve: loop { accept; hand the stream to cb } */
+
+static void serve_dispatch(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)as;
+    ServerParams* p = data;
+    FutoInUvStream* s = futoin_uv_arg_stream(args, 0);
+    if (s) {
+        p->cb(p->data, s);
+    }
+}
+
+/* Accept failures that are not the server's end (EMFILE when out of file
+ * descriptors, ECONNABORTED, ...) must not stop the server for good: pause
+ * briefly, then accept again. */
+static void serve_accept_eh(FutoInAsyncSteps* as, void* data, const char* code)
+{
+    ServerParams* p = data;
+    if (strcmp(code, FUTOIN_COMM_ERROR) == 0 && !p->srv->closing) {
+        futoin_uv_sleep(as, 100);
+    }
+}
+
+static void serve_accept(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    futoin_uv_accept(as, ((ServerParams*)data)->srv);
+}
+
+static void serve_iteration(FutoInAsyncSteps* as, void* data)
+{
+    ServerParams* p = data;
+    futoin_add(as, serve_accept, serve_accept_eh, p);
+    futoin_add(as, serve_dispatch, NULL, p);
+}
+
+static void serve_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    futoin_loop(as, serve_iteration, data, NULL);
+}
+
+void futoin_uv_serve(FutoInAsyncSteps* as, FutoInUvServer* srv, FutoInUvConnectionCb cb,
+        void* data)
+{
+    if (!cb) {
+        futoin__uv_add_fail(as, "serve: NULL connection callback");
+        return;
+    }
+    ServerParams* p = futoin__uv_add_step(as, serve_start, sizeof(ServerParams),
+            server_params_release, "serve: out of memory");
+    if (p) {
+        p->srv = futoin_uv_server_ref(srv);
+        p->cb = cb;
+        p->data = data;
+    }
+}

@@ -1,0 +1,256 @@
+/*
+ * Cross-thread success()/error()/cancel()/free() on AsyncSteps flows.
+ *
+ * The calling thread only reads two fields of the flow that never change
+ * under it (fl->loop, written once, and the atomic fl->xepoch) and queues a
+ * message on the loop; everything else happens on the loop thread, through
+ * the same internal functions as a same-thread call.
+ *
+ * Race resolution. A cross-thread success() races with whatever else can
+ * end the waiting step on the loop thread: its timeout, a root cancel, an
+ * abort by a failing sibling branch, another completion. All of those run
+ * on the loop thread, one at a time, and the message is applied there too,
+ * so "the first to reach the loop thread wins": if the step still waits
+ * when the message is run, the message completes it (and stops its timer);
+ * if the timeout or cancel ran first, the step no longer waits and the
+ * message is dropped. The epoch check adds that a message cannot complete
+ * a *later* step of the same flow that happens to be waiting by then (the
+ * step timed out, the error handler recovered, the next step waits).
+ */
+#include "xflow.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    Flow* fl;
+    uint32_t epoch;
+    uint8_t quiet;
+    FutoInArgs args;
+} XSuccess;
+
+/* code, a NUL, info, a NUL: inline when short, else on the heap. */
+#define XERROR_INLINE (FUTOIN_XMSG_PAYLOAD - 2 * sizeof(void*) - 8)
+
+typedef struct {
+    Flow* fl;
+    char* heap;
+    uint32_t epoch;
+    uint8_t quiet;
+    uint8_t null_code;
+    char buf[XERROR_INLINE];
+} XError;
+
+typedef struct {
+    Flow* fl;
+} XRootOp;
+
+_Static_assert(sizeof(XSuccess) <= FUTOIN_XMSG_PAYLOAD, "XSuccess must fit a message slot");
+_Static_assert(sizeof(XError) <= FUTOIN_XMSG_PAYLOAD, "XError must fit a message slot");
+
+static void drop_args(FutoInArgs* args)
+{
+    for (int i = 0; i < 4; ++i) {
+        futoin_reset_binval(&args->args[i]);
+    }
+}
+
+/* The step that was current at `epoch` still waits for an external
+ * completion, and no callback of the flow is on the stack. */
+static int still_waiting(Flow* fl, uint32_t epoch)
+{
+    return fl->cb == CB_NONE && fl->state == FS_WAIT && fl->depth > 0
+            && (fl->frames[fl->depth].flags & FR_WAIT) && fl->root->state == RS_RUNNING
+            && !fl->root->free_pending
+            && atomic_load_explicit(&fl->xepoch, memory_order_relaxed) == epoch;
+}
+
+static void report_dropped(Flow* fl, const char* what)
+{
+    EngineCtx* ctx = fl->root->ctx;
+    char buf[200];
+    snprintf(buf, sizeof(buf),
+            "%s from another thread dropped: the step was no longer waiting when it "
+            "reached the loop thread (timeout, cancel or another completion came first)",
+            what);
+    ctx->misuse(ctx->misuse_data, &fl->iface, buf);
+}
+
+static uint32_t epoch_now(Flow* fl)
+{
+    /* Acquire: pairs with the loop thread's release when the step began. */
+    return atomic_load_explicit(&fl->xepoch, memory_order_acquire);
+}
+
+/* ---- success ---- */
+
+static int xsuccess_run(void* consumer, FutoInXMsg* m)
+{
+    (void)consumer;
+    XSuccess* x = (XSuccess*)(void*)m->u.bytes;
+    Flow* fl = x->fl;
+    if (still_waiting(fl, x->epoch)) {
+        futoin__flow_success(fl, &x->args);
+        return 0;
+    }
+    drop_args(&x->args);
+    if (!x->quiet) {
+        report_dropped(fl, "success()");
+    }
+    return 0;
+}
+
+static void xsuccess_drop(FutoInXMsg* m)
+{
+    drop_args(&((XSuccess*)(void*)m->u.bytes)->args);
+}
+
+void futoin__xflow_success(Flow* fl, FutoInArgs* args, int quiet)
+{
+    FutoInXMsg* m = futoin__loop_xmsg_alloc(fl->loop);
+    if (!m) {
+        if (args) {
+            drop_args(args);
+        }
+        fputs("futoin: out of memory: a cross-thread success() was dropped\n", stderr);
+        return;
+    }
+    XSuccess* x = (XSuccess*)(void*)m->u.bytes;
+    x->fl = fl;
+    x->epoch = epoch_now(fl);
+    x->quiet = (uint8_t)quiet;
+    memset(&x->args, 0, sizeof(x->args));
+    if (args) {
+        futoin__args_take(&x->args, args);
+    }
+    m->run = xsuccess_run;
+    m->drop = xsuccess_drop;
+    futoin__loop_xmsg_post(fl->loop, m);
+}
+
+/* ---- error ---- */
+
+static int xerror_run(void* consumer, FutoInXMsg* m)
+{
+    (void)consumer;
+    XError* x = (XError*)(void*)m->u.bytes;
+    Flow* fl = x->fl;
+    const char* code = x->heap ? x->heap : x->buf;
+    const char* info = code + strlen(code) + 1;
+    if (x->null_code) {
+        EngineCtx* ctx = fl->root->ctx;
+        ctx->misuse(ctx->misuse_data, &fl->iface, "error() with a NULL error code (from another thread)");
+    } else if (still_waiting(fl, x->epoch)) {
+        futoin__flow_error(fl, code, info);
+    } else if (!x->quiet) {
+        report_dropped(fl, "error()");
+    }
+    free(x->heap);
+    return 0;
+}
+
+static void xerror_drop(FutoInXMsg* m)
+{
+    free(((XError*)(void*)m->u.bytes)->heap);
+}
+
+void futoin__xflow_error(Flow* fl, const char* code, const char* info, int quiet)
+{
+    FutoInXMsg* m = futoin__loop_xmsg_alloc(fl->loop);
+    if (!m) {
+        fputs("futoin: out of memory: a cross-thread error() was dropped\n", stderr);
+        return;
+    }
+    XError* x = (XError*)(void*)m->u.bytes;
+    x->fl = fl;
+    x->epoch = epoch_now(fl);
+    x->quiet = (uint8_t)quiet;
+    x->null_code = code == NULL;
+    x->heap = NULL;
+    /* The caller's strings may not outlive the call: copy them. */
+    const char* c = code ? code : "";
+    const char* i = info ? info : "";
+    size_t lc = strlen(c);
+    size_t li = strlen(i);
+    char* dst = x->buf;
+    if (lc + li + 2 > sizeof(x->buf)) {
+        x->heap = malloc(lc + li + 2);
+        if (x->heap) {
+            dst = x->heap;
+        } else {
+            /* Keep the code, cut the info: the step must still fail. */
+            lc = lc < sizeof(x->buf) - 2 ? lc : sizeof(x->buf) - 2;
+            li = sizeof(x->buf) - 2 - lc;
+        }
+    }
+    memcpy(dst, c, lc);
+    dst[lc] = '\0';
+    memcpy(dst + lc + 1, i, li);
+    dst[lc + 1 + li] = '\0';
+    m->run = xerror_run;
+    m->drop = xerror_drop;
+    futoin__loop_xmsg_post(fl->loop, m);
+}
+
+/* ---- cancel, free ---- */
+
+static int xcancel_run(void* consumer, FutoInXMsg* m)
+{
+    (void)consumer;
+    Flow* fl = ((XRootOp*)(void*)m->u.bytes)->fl;
+    futoin__root_cancel(fl->root);
+    return 0;
+}
+
+static int xfree_run(void* consumer, FutoInXMsg* m)
+{
+    (void)consumer;
+    Flow* fl = ((XRootOp*)(void*)m->u.bytes)->fl;
+    if (fl != &fl->root->main) {
+        futoin__misuse(fl, "free() on a parallel branch: only a root can be freed");
+        return 0;
+    }
+    futoin__root_free(fl->root);
+    return 0;
+}
+
+static void post_root_op(Flow* fl, FutoInXRun run, const char* what)
+{
+    FutoInXMsg* m = futoin__loop_xmsg_alloc(fl->loop);
+    if (!m) {
+        fprintf(stderr, "futoin: out of memory: a cross-thread %s was dropped\n", what);
+        return;
+    }
+    ((XRootOp*)(void*)m->u.bytes)->fl = fl;
+    m->run = run;
+    futoin__loop_xmsg_post(fl->loop, m);
+}
+
+void futoin__xflow_cancel(Flow* fl)
+{
+    post_root_op(fl, xcancel_run, "cancel()");
+}
+
+void futoin__xflow_free(Flow* fl)
+{
+    post_root_op(fl, xfree_run, "free()");
+}
+
+void futoin__complete_any_thread(FutoInAsyncSteps* bsi, const char* code, const char* info)
+{
+    Flow* fl = futoin__flow_of(bsi);
+    if (fl && !futoin__loop_on_thread(fl->loop)) {
+        if (code) {
+            futoin__xflow_error(fl, code, info, 1);
+        } else {
+            futoin__xflow_success(fl, NULL, 1);
+        }
+        return;
+    }
+    if (code) {
+        bsi->api->handle_error(bsi, code, info);
+    } else {
+        bsi->api->success(bsi, NULL);
+    }
+}

@@ -1,0 +1,29 @@
+/*
+ * Cross-thread calls on AsyncSteps flows (src/xflow.c): the ABI entry
+ * points (abi_table.c) hand a call made on a thread other than the flow's
+ * loop thread to these functions, which queue it for the loop thread. There
+ * the same internal functions run as for a same-thread call, after checking
+ * that the call still applies (see docs/THREADS.md).
+ */
+#ifndef FUTOIN_XFLOW_H
+#define FUTOIN_XFLOW_H
+
+#include "engine_internal.h"
+
+/* success()/error() on a waiting step. Applied only if, when the loop
+ * thread gets to it, the step that was current when the call was made is
+ * still the one waiting; otherwise dropped (args cleaned up once) and,
+ * unless quiet, reported to the loop's misuse handler. */
+void futoin__xflow_success(Flow* fl, FutoInArgs* args, int quiet);
+void futoin__xflow_error(Flow* fl, const char* code, const char* info, int quiet);
+/* Root cancel() and free() from another thread. */
+void futoin__xflow_cancel(Flow* fl);
+void futoin__xflow_free(Flow* fl);
+
+/* For library code that completes steps it parked itself (shared sync
+ * objects): success (code NULL) or error on bsi from any thread, through
+ * the ABI on the loop thread, quietly queued otherwise, because losing a
+ * race with a cancel is expected there and not a misuse. */
+void futoin__complete_any_thread(FutoInAsyncSteps* bsi, const char* code, const char* info);
+
+#endif

@@ -1,0 +1,114 @@
+/*
+ * Private cross-thread message queue of a loop: a multi-producer,
+ * single-consumer intrusive queue (Vyukov's algorithm) over fixed-size
+ * message slots taken from a lock-free pool.
+ *
+ * Why slots from a pool rather than malloc'ed messages: a slot's address
+ * and index never change and its memory is kept until the loop is freed,
+ * so a handle naming (index, generation) can be checked from any thread at
+ * any time without a use-after-free, which is what makes cross-thread
+ * schedule handles cancellable from the thread that got them. It also
+ * keeps a steady stream of cross-thread calls free of malloc/free pairs
+ * split across threads.
+ *
+ * Every slot carries an atomic state word, (generation << 2) | XS_*:
+ * generation changes each time the slot is freed, so a stale handle never
+ * matches a reused slot; the low bits decide races between the loop thread
+ * running a scheduled callback and another thread cancelling it with one
+ * compare-and-swap.
+ */
+#ifndef FUTOIN_XQUEUE_H
+#define FUTOIN_XQUEUE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Room for a message's own data: FutoInArgs (128 bytes) plus a few words. */
+#define FUTOIN_XMSG_PAYLOAD 160
+/* Slot chunks double in size: chunk k holds 64 << k slots. */
+#define FUTOIN_XCHUNKS 26
+#define FUTOIN_XGEN_MASK UINT64_C(0x7fffffff)
+
+enum {
+    XS_FREE = 0,      /* in the pool */
+    XS_PENDING = 1,   /* owned by a message or schedule in flight */
+    XS_CANCELLED = 2, /* a scheduled callback that lost to a cancel */
+    XS_TAKEN = 3      /* a scheduled callback that won: it runs */
+};
+
+typedef struct FutoInXLink FutoInXLink;
+struct FutoInXLink {
+    _Atomic(FutoInXLink*) next;
+};
+
+typedef struct FutoInXMsg FutoInXMsg;
+
+/* Runs on the consumer (loop) thread. Returns 1 when it keeps the slot
+ * (and frees it later itself), 0 to have it freed right away. */
+typedef int (*FutoInXRun)(void* consumer, FutoInXMsg* msg);
+/* Releases what a message owns when it is discarded unrun (loop freed). */
+typedef void (*FutoInXDrop)(FutoInXMsg* msg);
+
+struct FutoInXMsg {
+    FutoInXLink link; /* first: the queue links slots through it */
+    _Atomic uint64_t state;
+    _Atomic uint32_t free_next; /* pool link: index + 1, 0 = end */
+    uint32_t idx;
+    FutoInXRun run;
+    FutoInXDrop drop;
+    union {
+        max_align_t align;
+        unsigned char bytes[FUTOIN_XMSG_PAYLOAD];
+    } u;
+};
+
+typedef struct FutoInXQueue {
+    /* Producers swing head; the consumer alone reads tail. Kept on
+     * separate cache lines so producers do not slow the consumer down. */
+    _Atomic(FutoInXLink*) head;
+    char pad0[64 - sizeof(void*)];
+    FutoInXLink* tail;
+    FutoInXLink stub;
+    char pad1[64 - 2 * sizeof(void*)];
+    /* Pool: a Treiber stack of slot indices; the top carries an ABA tag
+     * in its upper 32 bits. */
+    _Atomic uint64_t free_top;
+    _Atomic(FutoInXMsg*) chunks[FUTOIN_XCHUNKS];
+    pthread_mutex_t grow_lock;
+} FutoInXQueue;
+
+void futoin__xq_init(FutoInXQueue* q);
+/* Frees every chunk. The queue must have been emptied by its consumer. */
+void futoin__xq_destroy(FutoInXQueue* q);
+
+/* Any thread: a slot in state XS_PENDING with its generation kept, or NULL
+ * when out of memory. run/drop are left for the caller to set. */
+FutoInXMsg* futoin__xq_alloc(FutoInXQueue* q);
+/* Any thread: bumps the generation (stale handles stop matching) and
+ * returns the slot to the pool. */
+void futoin__xq_free(FutoInXQueue* q, FutoInXMsg* m);
+/* The slot with that index, NULL if no such slot was ever allocated. */
+FutoInXMsg* futoin__xq_slot(FutoInXQueue* q, uint32_t idx);
+
+/* Any thread. Sequentially consistent, so that a producer that pushes and
+ * then reads the consumer's "wake me" flag cannot miss a consumer that set
+ * the flag and then checked the queue (see loop.c). */
+void futoin__xq_push(FutoInXQueue* q, FutoInXMsg* m);
+/* Consumer only: the oldest message, or NULL when the queue is empty. */
+FutoInXMsg* futoin__xq_pop(FutoInXQueue* q);
+/* Consumer only: 1 when something was pushed and not yet popped. */
+int futoin__xq_nonempty(FutoInXQueue* q);
+
+static inline uint64_t futoin__xq_gen(uint64_t state)
+{
+    return state >> 2;
+}
+
+static inline unsigned futoin__xq_st(uint64_t state)
+{
+    return (unsigned)(state & 3u);
+}
+
+#endif

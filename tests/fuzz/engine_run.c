@@ -1,0 +1,572 @@
+/*
+ * The engine side of the differential check: every node of the program is
+ * the data pointer of its callbacks, which do exactly what the node says
+ * (in a fixed order: setCancel, setTimeout, sub-steps, terminator) and log
+ * what they see.
+ */
+#include "engine_run.h"
+
+#include "model.h"
+
+#include <futoin/asyncsteps.h>
+#include <futoin/sync.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct NodeRt {
+    unsigned iter;          /* loop(): iterations so far of the live instance */
+    FutoInHandle ext;       /* pending external completion */
+    FutoInAsyncSteps* as;   /* the flow the completion goes to */
+    int ext_pending;
+    int cancel_armed;
+} NodeRt;
+
+typedef struct Run {
+    const FzProg* p;
+    FzStr* out;
+    FutoInLoop* loop;
+    FutoInAsyncSteps* roots[FZ_MAX_ROOTS];
+    int root_ids[FZ_MAX_ROOTS];
+    int end_ran[FZ_MAX_ROOTS];
+    int unhandled[FZ_MAX_ROOTS];
+    FutoInSync* mx[2];
+    NodeRt rt[FZ_MAX_NODES];
+    long boxes_live;
+    int invariants_only;          /* cancel handlers cancel/free roots */
+    int root_dead[FZ_MAX_ROOTS];  /* cancelled or freed by a cancel handler */
+} Run;
+
+static Run* R;
+
+static void violation(const char* what, const FzNode* n)
+{
+    fprintf(stderr, "fuzz_engine: protocol violation: %s (node %d)\n", what, n ? n->id : -1);
+    fprintf(stderr, "--- engine trace so far ---\n%s\n", R->out->s ? R->out->s : "");
+    abort();
+}
+
+/* ------------------------------------------------------------------------ */
+/* Values                                                                    */
+
+static void box_cleanup(FutoInBinaryValue* v)
+{
+    if (!v->custom_data) {
+        violation("boxed value cleaned up twice", NULL);
+    }
+    free(v->custom_data);
+    v->custom_data = NULL;
+    --R->boxes_live;
+}
+
+static const FutoInType box_type = {FTN_TYPE_CUSTOM_OBJECT, box_cleanup};
+
+static void make_args(const FzArgs* a, FutoInArgs* out)
+{
+    memset(out, 0, sizeof(*out));
+    for (int i = 0; i < a->n; ++i) {
+        if (a->boxed[i]) {
+            int* p = malloc(sizeof(int));
+            if (!p) {
+                abort();
+            }
+            *p = a->v[i];
+            ++R->boxes_live;
+            out->args[i] = futoin_val_custom(&box_type, p);
+        } else {
+            out->args[i] = futoin_val_i32(a->v[i]);
+        }
+    }
+}
+
+static void log_args(const FutoInArgs* args)
+{
+    fz_str_addf(R->out, "(");
+    int n = futoin_args_count(args);
+    for (int i = 0; i < n; ++i) {
+        const char* sep = i ? "," : "";
+        if (futoin_arg_type(args, i) == FTN_TYPE_CUSTOM_OBJECT) {
+            const int* p = futoin_arg_custom(args, i);
+            fz_str_addf(R->out, "%sb%d", sep, p ? *p : -1);
+        } else {
+            fz_str_addf(R->out, "%s%d", sep, (int)futoin_arg_i32(args, i, -1));
+        }
+    }
+    fz_str_addf(R->out, ")");
+}
+
+static void stamp(void)
+{
+    fz_str_addf(R->out, "t%llu ", (unsigned long long)futoin_loop_now(R->loop));
+}
+
+static int root_of(FutoInAsyncSteps* as)
+{
+    ptrdiff_t id = futoin_root_id(as);
+    for (int i = 0; i < R->p->nroots; ++i) {
+        if (R->roots[i] && futoin_root_id(R->roots[i]) == id) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+/* Steps of a root's main flow get the root's own handle; branch steps a
+ * flow of their own with a distinct rootId(). */
+static void check_flow(FutoInAsyncSteps* as, const FzNode* n)
+{
+    if (R->root_dead[n->root]) {
+        violation("a callback of a root ran after a cancel handler cancelled or freed it", n);
+    }
+    int in_root = root_of(as) >= 0;
+    if (n->in_branch == in_root) {
+        violation(n->in_branch ? "branch step runs on a root handle"
+                          : "main-flow step runs on a foreign handle",
+                n);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Callbacks                                                                 */
+
+static void step_cb(FutoInAsyncSteps* as, void* data, const FutoInArgs* args);
+static void eh_cb(FutoInAsyncSteps* as, void* data, const char* code);
+static void loop_cb(FutoInAsyncSteps* as, void* data);
+static void repeat_cb(FutoInAsyncSteps* as, void* data, size_t i);
+
+static FutoInAsyncSteps_error_callback eh_for(const FzNode* n)
+{
+    return n->eh.kind == FZ_EH_NONE ? NULL : eh_cb;
+}
+
+static void add_node(FutoInAsyncSteps* as, const FzNode* n)
+{
+    void* d = (void*)(uintptr_t)n;
+    switch (n->kind) {
+    case FZ_N_STEP:
+        as->api->add(as, d, step_cb, eh_for(n));
+        break;
+    case FZ_N_VALUE: {
+        FutoInArgs a;
+        make_args(&n->value, &a);
+        futoin_success_step(as, n->value.n ? &a : NULL);
+        break;
+    }
+    case FZ_N_YIELD:
+        futoin_relinquish(as);
+        break;
+    case FZ_N_PAR: {
+        FutoInAsyncSteps* p = as->api->parallel(as, d, eh_for(n));
+        for (int i = 0; i < n->nbr; ++i) {
+            add_node(p, n->br[i]);
+        }
+        break;
+    }
+    case FZ_N_LOOP:
+        R->rt[n->id].iter = 0;
+        as->api->loop(as, d, loop_cb, fz_loop_labels[n->label]);
+        break;
+    case FZ_N_REPEAT:
+        as->api->repeat(as, d, n->count, repeat_cb, fz_loop_labels[n->label]);
+        break;
+    case FZ_N_SYNC:
+        as->api->addSync(as, R->mx[n->mutex], (void*)(uintptr_t)n->section, step_cb,
+                eh_for(n->section));
+        break;
+    default:
+        break;
+    }
+}
+
+static void cancel_cb(FutoInAsyncSteps* as, void* data)
+{
+    const FzNode* n = data;
+    NodeRt* rt = &R->rt[n->id];
+    /* A cancel handler may still run after a nested cancel()/free() of its
+     * root returned: the teardown that was in progress (a timeout, a failing
+     * branch) finishes aborting its frames. Armed-once is still required. */
+    if (!rt->cancel_armed) {
+        violation("cancel handler called while not armed (twice, or after completion)", n);
+    }
+    rt->cancel_armed = 0;
+    char nm[16];
+    fz_node_name(n, nm, sizeof(nm));
+    stamp();
+    fz_str_addf(R->out, "cancel %s\n", nm);
+    if (rt->ext_pending) {
+        futoin_loop_cancel(R->loop, &rt->ext);
+        rt->ext_pending = 0;
+    }
+    FutoInAsyncSteps* root = R->roots[n->root];
+    if (!root) {
+        return;
+    }
+    switch (n->body.cancel_action) {
+    case FZ_CA_CANCEL_ROOT:
+        as->api->cancel(as); /* on a branch: its root */
+        if (!futoin_is_valid(root)) {
+            R->root_dead[n->root] = 1;
+        }
+        break;
+    case FZ_CA_FREE_ROOT:
+        /* Safe from the root's own callbacks: released on return. The
+         * cancel handlers it runs see roots[] == NULL and do nothing. */
+        R->roots[n->root] = NULL;
+        futoin_asyncsteps_free(root);
+        R->root_dead[n->root] = 1;
+        break;
+    default:
+        break;
+    }
+}
+
+static void ext_cb(void* data)
+{
+    const FzNode* n = data;
+    NodeRt* rt = &R->rt[n->id];
+    if (!rt->ext_pending) {
+        violation("external completion fired after being cancelled", n);
+    }
+    rt->ext_pending = 0;
+    rt->cancel_armed = 0; /* success()/error() disarm it */
+    memset(&rt->ext, 0, sizeof(rt->ext));
+    const FzBody* b = &n->body;
+    if (b->term == FZ_T_EXT_OK) {
+        FutoInArgs a;
+        make_args(&b->args, &a);
+        rt->as->api->success(rt->as, &a);
+    } else {
+        char info[16];
+        snprintf(info, sizeof(info), "x%d", n->id);
+        rt->as->api->handle_error(rt->as, fz_codes[b->code], info);
+    }
+}
+
+static void do_body(FutoInAsyncSteps* as, const FzNode* n, const FzBody* b, int term_applies)
+{
+    NodeRt* rt = &R->rt[n->id];
+    if (b->set_cancel) {
+        as->api->setCancel(as, (void*)(uintptr_t)n, cancel_cb);
+        rt->cancel_armed = 1;
+    }
+    if (b->has_timeout) {
+        as->api->setTimeout(as, b->timeout_ms);
+    }
+    for (int i = 0; i < b->nkids; ++i) {
+        add_node(as, b->kids[i]);
+    }
+    if (!term_applies) {
+        return;
+    }
+    char info[16];
+    FutoInArgs a;
+    switch (b->term) {
+    case FZ_T_SUCCESS:
+        if (b->args.n) {
+            make_args(&b->args, &a);
+            as->api->success(as, &a);
+        } else {
+            as->api->success(as, NULL);
+        }
+        if (!(b->nkids)) {
+            rt->cancel_armed = 0; /* success disarms it */
+        }
+        break;
+    case FZ_T_ERROR:
+        snprintf(info, sizeof(info), "i%d", n->id);
+        as->api->handle_error(as, fz_codes[b->code], info);
+        break;
+    case FZ_T_EXT_OK:
+    case FZ_T_EXT_ERR:
+        as->api->waitExternal(as);
+        if (rt->ext_pending) {
+            violation("a second live instance of a waiting step", n);
+        }
+        rt->as = as;
+        rt->ext_pending = 1;
+        if (b->ext_imm) {
+            rt->ext = futoin_loop_immediate(R->loop, (void*)(uintptr_t)n, ext_cb);
+        } else {
+            rt->ext = futoin_loop_deferred(R->loop, b->ext_delay, (void*)(uintptr_t)n, ext_cb);
+        }
+        break;
+    case FZ_T_FOREVER:
+        as->api->waitExternal(as);
+        break;
+    case FZ_T_BREAK:
+        as->api->breakLoop(as, fz_ctl_labels[b->label]);
+        break;
+    case FZ_T_CONTINUE:
+        as->api->continueLoop(as, fz_ctl_labels[b->label]);
+        break;
+    default:
+        break;
+    }
+}
+
+static void step_cb(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    const FzNode* n = data;
+    char nm[16];
+    check_flow(as, n);
+    fz_node_name(n, nm, sizeof(nm));
+    stamp();
+    fz_str_addf(R->out, "exec %s ", nm);
+    log_args(args);
+    fz_str_addf(R->out, "\n");
+    do_body(as, n, &n->body, 1);
+}
+
+static void iteration(FutoInAsyncSteps* as, const FzNode* n, size_t i)
+{
+    char nm[16];
+    check_flow(as, n);
+    fz_node_name(n, nm, sizeof(nm));
+    stamp();
+    fz_str_addf(R->out, "iter %s %u\n", nm, (unsigned)i);
+    if (n->kind == FZ_N_LOOP && i == n->count) {
+        as->api->breakLoop(as, NULL);
+        return;
+    }
+    do_body(as, n, &n->body, i == n->body.term_iter);
+}
+
+static void loop_cb(FutoInAsyncSteps* as, void* data)
+{
+    const FzNode* n = data;
+    iteration(as, n, R->rt[n->id].iter++);
+}
+
+static void repeat_cb(FutoInAsyncSteps* as, void* data, size_t i)
+{
+    iteration(as, data, i);
+}
+
+static void eh_cb(FutoInAsyncSteps* as, void* data, const char* code)
+{
+    const FzNode* n = data;
+    const FzEh* eh = &n->eh;
+    char nm[16];
+    check_flow(as, n);
+    fz_node_name(n, nm, sizeof(nm));
+    stamp();
+    fz_str_addf(R->out, "eh %s %s %s\n", nm, code, fz_info_col(code, futoin_error_info(as)));
+    char info[16];
+    FutoInArgs a;
+    switch (eh->kind) {
+    case FZ_EH_RECOVER:
+        if (eh->args.n) {
+            make_args(&eh->args, &a);
+            as->api->success(as, &a);
+        } else {
+            as->api->success(as, NULL);
+        }
+        break;
+    case FZ_EH_RETHROW:
+        snprintf(info, sizeof(info), "h%d", n->id);
+        as->api->handle_error(as, fz_codes[eh->code], info);
+        break;
+    case FZ_EH_ADD:
+        for (int i = 0; i < eh->nkids; ++i) {
+            add_node(as, eh->kids[i]);
+        }
+        break;
+    case FZ_EH_BREAK:
+        as->api->breakLoop(as, fz_ctl_labels[eh->label]);
+        break;
+    case FZ_EH_CONTINUE:
+        as->api->continueLoop(as, fz_ctl_labels[eh->label]);
+        break;
+    default:
+        break;
+    }
+}
+
+static void end_cb(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    int r = *(const int*)data;
+    if (R->root_dead[r] || as != R->roots[r]) {
+        violation("the last top-level step does not run on the live root handle", NULL);
+    }
+    R->end_ran[r] = 1;
+    stamp();
+    fz_str_addf(R->out, "end r%d ", r);
+    log_args(args);
+    fz_str_addf(R->out, "\n");
+}
+
+static void unhandled_cb(FutoInAsyncSteps* as, void* data, const char* code)
+{
+    int r = *(const int*)data;
+    if (R->root_dead[r] || as != R->roots[r]) {
+        violation("unhandled_error on a dead root or with a foreign handle", NULL);
+    }
+    R->unhandled[r] = 1;
+    stamp();
+    fz_str_addf(R->out, "unhandled r%d %s %s\n", r, code, fz_info_col(code, futoin_error_info(as)));
+}
+
+static void cancel_root_cb(void* data)
+{
+    int r = *(const int*)data;
+    if (R->roots[r]) {
+        futoin_cancel(R->roots[r]);
+    }
+}
+
+static void misuse_cb(void* data, FutoInAsyncSteps* as, const char* info)
+{
+    (void)data;
+    (void)as;
+    stamp();
+    fz_str_addf(R->out, "misuse %s\n", info);
+}
+
+/* ------------------------------------------------------------------------ */
+
+void fz_engine_run(const FzProg* p, FzStr* out)
+{
+    Run run;
+    memset(&run, 0, sizeof(run));
+    Run* saved = R;
+    R = &run;
+    run.p = p;
+    run.out = out;
+    run.invariants_only = p->cancel_actions > 0;
+    run.loop = futoin_loop_new_virtual();
+    if (!run.loop) {
+        abort();
+    }
+    futoin_set_burst(run.loop, p->burst);
+    futoin_set_misuse_handler(run.loop, misuse_cb, NULL);
+    for (int i = 0; i < 2; ++i) {
+        run.mx[i] = futoin_mutex_new(run.loop, p->mutex[i].max,
+                p->mutex[i].max_queue == FZ_QUEUE_UNLIMITED ? FUTOIN_SYNC_UNLIMITED
+                                                            : p->mutex[i].max_queue);
+        if (!run.mx[i]) {
+            abort();
+        }
+    }
+    for (int i = 0; i < p->nroots; ++i) {
+        run.root_ids[i] = i;
+        run.roots[i] = futoin_asyncsteps_new(run.loop);
+        if (!run.roots[i]) {
+            abort();
+        }
+        for (int j = 0; j < p->roots[i].ntop; ++j) {
+            add_node(run.roots[i], p->roots[i].top[j]);
+        }
+        run.roots[i]->api->add(run.roots[i], &run.root_ids[i], end_cb, NULL);
+    }
+    for (int i = 0; i < p->nroots; ++i) {
+        if (p->roots[i].cancel_at != FZ_NO_CANCEL) {
+            futoin_loop_deferred(run.loop, p->roots[i].cancel_at, &run.root_ids[i], cancel_root_cb);
+        }
+    }
+    for (int i = 0; i < p->nroots; ++i) {
+        futoin_execute(run.roots[i], unhandled_cb, &run.root_ids[i]);
+    }
+    while (futoin_loop_run_next(run.loop) == 1) {
+    }
+    stamp();
+    fz_str_addf(out, "idle\n");
+    for (int i = 0; i < p->nroots; ++i) {
+        const char* st = run.end_ran[i] ? "done"
+                : run.unhandled[i]      ? "failed"
+                : !run.roots[i] || !futoin_is_valid(run.roots[i]) ? "cancelled"
+                                                                  : "stalled";
+        fz_str_addf(out, "outcome r%d %s\n", i, st);
+    }
+    for (int i = 0; i < p->nroots; ++i) {
+        FutoInAsyncSteps* root = run.roots[i];
+        if (root) {
+            run.roots[i] = NULL; /* a cancel handler may free() it again: no-op */
+            run.root_dead[i] = 0;
+            futoin_asyncsteps_free(root);
+        }
+    }
+    for (int i = 0; i < FZ_MAX_NODES; ++i) {
+        if (run.rt[i].ext_pending) {
+            violation("an external completion is still pending after free()", &p->nodes[i]);
+        }
+    }
+    for (int i = 0; i < 2; ++i) {
+        if (futoin_sync_free(run.mx[i]) != FUTOIN_SYNC_OK) {
+            violation("mutex still busy after every root was freed", NULL);
+        }
+    }
+    /* Freeing a root may leave the dispatcher scheduled (e.g. an unlock()
+     * woke a flow of a root freed next): it may run, but must do nothing
+     * observable. */
+    size_t len_before = out->len;
+    while (futoin_loop_run_next(run.loop) == 1) {
+    }
+    if (out->len != len_before) {
+        violation("callbacks ran after every root was freed", NULL);
+    }
+    futoin_loop_free(run.loop);
+    if (run.boxes_live != 0) {
+        violation("a boxed result value was never cleaned up", NULL);
+    }
+    R = saved;
+}
+
+int fz_check_input(const uint8_t* data, size_t size, int verbose)
+{
+    static FzProg prog; /* large: keep it off the stack */
+    fz_decode(&prog, data, size);
+    FzStr model = {0, 0, 0};
+    FzStr engine = {0, 0, 0};
+    if (prog.cancel_actions) {
+        /* Re-entrant cancellation: invariants only (no model). */
+        if (verbose) {
+            FzStr dump = {0, 0, 0};
+            fz_dump(&prog, &dump);
+            fprintf(stderr, "=== program (invariants only) ===\n%s", dump.s);
+            fz_str_free(&dump);
+        }
+        fz_engine_run(&prog, &engine);
+        if (verbose) {
+            fprintf(stderr, "=== engine ===\n%s", engine.s);
+        }
+        fz_str_free(&engine);
+        return 0;
+    }
+    if (fz_model_run(&prog, &model) != 0) {
+        fz_str_free(&model);
+        return 1;
+    }
+    if (verbose) {
+        FzStr dump = {0, 0, 0};
+        fz_dump(&prog, &dump);
+        fprintf(stderr, "=== program ===\n%s=== model ===\n%s", dump.s, model.s);
+        fz_str_free(&dump);
+    }
+    fz_engine_run(&prog, &engine);
+    int same = model.len == engine.len && memcmp(model.s, engine.s, model.len) == 0;
+    if (!same) {
+        FzStr dump = {0, 0, 0};
+        fz_dump(&prog, &dump);
+        fprintf(stderr, "=== program ===\n%s=== model ===\n%s=== engine ===\n%s", dump.s, model.s,
+                engine.s);
+        if (!same) {
+            size_t i = 0;
+            size_t line = 1;
+            while (i < model.len && i < engine.len && model.s[i] == engine.s[i]) {
+                if (model.s[i] == '\n') {
+                    ++line;
+                }
+                ++i;
+            }
+            fprintf(stderr, "=== MISMATCH at trace line %zu ===\n", line);
+        }
+        fz_str_free(&dump);
+    }
+    fz_str_free(&model);
+    fz_str_free(&engine);
+    if (!same) {
+        abort();
+    }
+    return 0;
+}

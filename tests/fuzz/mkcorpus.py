@@ -1,0 +1,252 @@
+#!/usr/bin/env python3
+"""Writes the hand-made seed corpus of the fuzzer (tests/fuzz/corpus/).
+
+Each seed is a small program of the step language, written with the helpers
+below, which mirror the byte encoding documented at the top of prog.c.
+Regenerate with:  python3 tests/fuzz/mkcorpus.py
+(the files are checked in; the fuzzer and test_model_replay read them).
+"""
+import os
+import sys
+
+NONE, SUCCESS, ERROR, EXT_OK, EXT_ERR, FOREVER, BREAK, CONTINUE = range(8)
+EH_NONE, EH_RECOVER, EH_RETHROW, EH_PASS, EH_ADD, EH_BREAK, EH_CONTINUE = range(7)
+CA_NONE, CA_CANCEL_ROOT, CA_FREE_ROOT = range(3)
+BURSTS = {100: 0, 1: 1, 2: 2, 3: 3, 5: 4, 7: 6}
+QUEUES = {0: 0, 1: 1, 2: 2, None: 3}  # None: unlimited
+LOOP_LABELS = {None: 0, "a": 1, "b": 2}
+CTL_LABELS = {None: 0, "a": 1, "b": 2, "zz": 3}
+
+
+def args(vals):
+    """vals: ints (plain) or 'bN' strings (boxed, with a cleanup)."""
+    out = [len(vals)]
+    for v in vals:
+        if isinstance(v, str):
+            out.append((int(v[1:]) << 1) | 1)
+        else:
+            out.append(v << 1)
+    return out
+
+
+def body(term=NONE, cancel=False, timeout=None, kids=(), vals=(), code=0,
+         label=None, imm=False, delay=0, term_iter=None, cancel_action=CA_NONE):
+    kids = list(kids)
+    if cancel_action:
+        assert timeout is not None, "the cancel action lives in the timeout byte"
+    t = term | (int(cancel) << 3) | (int(timeout is not None) << 4) | (len(kids) << 5)
+    out = [t]
+    if timeout is not None:
+        out.append(timeout | (cancel_action << 4))
+    if term == SUCCESS:
+        out += args(vals)
+    elif term == ERROR:
+        out.append(code)
+    elif term in (EXT_OK, EXT_ERR):
+        assert not kids
+        out.append(int(imm) | (delay << 1))
+        out += args(vals) if term == EXT_OK else [code]
+    elif term in (BREAK, CONTINUE):
+        out.append(CTL_LABELS[label])
+    if term_iter is not None:
+        out.append(term_iter)
+    for k in kids:
+        out += k
+    return out
+
+
+def eh(kind=EH_NONE, vals=(), code=0, kids=(), label=None):
+    kids = list(kids)
+    if kind in (EH_BREAK, EH_CONTINUE):
+        return [kind, CTL_LABELS[label]]
+    if kind == EH_ADD:
+        assert 1 <= len(kids) <= 2
+        out = [kind | ((len(kids) - 1) << 3)]
+        for k in kids:
+            out += k
+        return out
+    out = [kind]
+    if kind == EH_RECOVER:
+        out += args(vals)
+    elif kind == EH_RETHROW:
+        out.append(code)
+    return out
+
+
+def step(handler=None, **kw):
+    return [0] + body(**kw) + (handler or eh())
+
+
+def value(vals=()):
+    """successStep(vals)"""
+    return [3, 0] + args(vals)
+
+
+def relinquish():
+    return [3, 1]
+
+
+def par(branches, handler=None):
+    out = [4] + (handler or eh()) + [len(branches)]
+    for b in branches:
+        out += b
+    return out
+
+
+def loop(label=None, count=0, repeat=False, term_iter=0, **kw):
+    return [6 if repeat else 5, LOOP_LABELS[label] | (count << 2)] + \
+        body(term_iter=term_iter, **kw)
+
+
+def sync(mutex, section):
+    assert section[0] == 0
+    return [7, mutex] + section
+
+
+def prog(roots, burst=100, m0=(1, None), m1=(1, None)):
+    """roots: list of (top_nodes, cancel_at or None)."""
+    b0 = (len(roots) - 1) | (BURSTS[burst] << 2)
+    b1 = (m0[0] - 1) | (QUEUES[m0[1]] << 1) | ((m1[0] - 1) << 3) | (QUEUES[m1[1]] << 4)
+    out = [b0, b1]
+    for top, cancel_at in roots:
+        out.append(0x40 | cancel_at if cancel_at is not None else 0)
+        out.append(len(top) - 1)
+        for n in top:
+            out += n
+    return bytes(out)
+
+
+def one(*top, cancel_at=None, **kw):
+    return prog([(list(top), cancel_at)], **kw)
+
+
+SEEDS = {
+    # plain steps, results, implicit success
+    "add_plain": one(step(), step(), step()),
+    "success_args": one(step(term=SUCCESS, vals=[1, 2]), step(term=SUCCESS, vals=["b3", 4, "b5", 6]), step()),
+    "nested_add": one(step(kids=[step(term=SUCCESS, vals=[7]), step(kids=[step(term=SUCCESS, vals=["b8"])])]), step()),
+    # errors and handlers
+    "error_unhandled": one(step(term=ERROR, code=1), step()),
+    "eh_recover": one(step(term=ERROR, code=0, handler=eh(EH_RECOVER, vals=[9, "b10"])), step()),
+    "eh_rethrow": one(step(kids=[step(term=ERROR, code=1, handler=eh(EH_RETHROW, code=2))],
+                           handler=eh(EH_RECOVER, vals=[1])), step()),
+    "eh_pass": one(step(kids=[step(term=ERROR, handler=eh(EH_PASS))], handler=eh(EH_RECOVER)), step()),
+    "eh_add": one(step(term=ERROR, handler=eh(EH_ADD, kids=[step(term=SUCCESS, vals=[5]), step()])), step()),
+    "eh_add_fails_again": one(step(kids=[step(term=ERROR, handler=eh(EH_ADD, kids=[step(term=ERROR, code=2)]))],
+                                   handler=eh(EH_RECOVER, vals=["b1"])), step()),
+    "misuse_success_after_add": one(step(term=SUCCESS, vals=["b1"], kids=[step()], handler=eh(EH_RECOVER)), step()),
+    "misuse_error_after_add": one(step(term=ERROR, kids=[step()], handler=eh(EH_PASS)), step()),
+    # timeouts
+    "timeout_wait": one(step(term=FOREVER, timeout=5, handler=eh(EH_RECOVER, vals=[1])), step()),
+    "timeout_cancel_handler": one(step(term=FOREVER, cancel=True, timeout=3), step()),
+    "timeout_covers_substeps": one(step(timeout=4, cancel=True, kids=[step(term=FOREVER, cancel=True)],
+                                        handler=eh(EH_ADD, kids=[step(term=SUCCESS, vals=[2])])), step()),
+    "timeout_beats_external": one(step(term=EXT_OK, delay=9, vals=[1], timeout=4, handler=eh(EH_RECOVER)), step()),
+    "timeout_zero": one(step(term=FOREVER, timeout=0, handler=eh(EH_PASS)), step()),
+    # external completion
+    "ext_timer_ok": one(step(term=EXT_OK, delay=7, vals=["b4", 2]), step()),
+    "ext_immediate_ok": one(step(term=EXT_OK, imm=True, vals=[3]), step()),
+    "ext_timer_error": one(step(term=EXT_ERR, delay=2, code=1, handler=eh(EH_RECOVER, vals=[8])), step()),
+    "ext_immediate_error": one(step(term=EXT_ERR, imm=True, code=0), step()),
+    "ext_set_cancel_success": one(step(term=SUCCESS, cancel=True, timeout=2, vals=[1]), step()),
+    # root cancel
+    "cancel_root_waiting": one(step(term=EXT_OK, delay=15, vals=[1]), step(), cancel_at=6),
+    "cancel_root_nested": one(step(cancel=True, kids=[step(cancel=True, kids=[step(term=FOREVER, cancel=True)])]),
+                              cancel_at=3),
+    "cancel_root_after_done": one(step(term=SUCCESS, vals=[1]), cancel_at=20),
+    "stalled_forever": one(step(term=FOREVER, cancel=True), step()),
+    # parallel
+    "par_ok": one(par([step(term=SUCCESS, vals=[1]), step(kids=[step(), step()]), step(term=EXT_OK, delay=3)]), step()),
+    "par_one_fails": one(par([step(term=FOREVER, cancel=True), step(term=ERROR, code=2),
+                              step(term=EXT_OK, delay=5, vals=[1])], handler=eh(EH_RECOVER, vals=[4])), step()),
+    "par_fail_later": one(par([step(kids=[step(), step(), step(term=ERROR)]), step(term=FOREVER, cancel=True)],
+                              handler=eh(EH_ADD, kids=[step(term=SUCCESS, vals=["b2"])])), step()),
+    "par_nested": one(par([par([step(), step(term=EXT_ERR, delay=2)]), step(term=FOREVER, cancel=True)]), step()),
+    "par_empty": one(par([]), step()),
+    "par_timeout_outer": one(step(timeout=5, kids=[par([step(term=FOREVER, cancel=True),
+                                                        step(term=EXT_OK, delay=9)])],
+                                  handler=eh(EH_RECOVER, vals=[1])), step()),
+    "par_cancel_root": one(par([step(term=FOREVER, cancel=True), par([step(term=FOREVER, cancel=True)])]),
+                           cancel_at=4),
+    # loops
+    "repeat_3": one(loop(repeat=True, count=3, kids=[step(term=SUCCESS, vals=[1])]), step()),
+    "repeat_0": one(step(term=SUCCESS, vals=[5]), loop(repeat=True, count=0), step()),
+    "loop_break_own": one(loop(count=3, kids=[step()]), step()),
+    "loop_break_from_substep": one(loop(count=3, label="a", kids=[step(), step(term=BREAK, label="a")]), step()),
+    "loop_continue": one(loop(repeat=True, count=3, cancel=True, term=CONTINUE, term_iter=1,
+                              kids=[step(term=FOREVER, cancel=True)]), step()),
+    "loop_continue_from_substep": one(loop(repeat=True, count=3, kids=[step(term=CONTINUE), step()]), step()),
+    "loop_nested_labels": one(loop(label="a", count=2, kids=[
+        loop(label="b", repeat=True, count=3, kids=[step(term=BREAK, label="a")])]), step()),
+    "loop_break_unknown_label": one(loop(count=2, kids=[step(term=BREAK, label="zz", handler=eh(EH_RECOVER))]),
+                                    step()),
+    "break_outside_loop": one(step(term=BREAK, handler=eh(EH_RECOVER)), step(term=CONTINUE)),
+    "loop_break_across_branch": one(loop(label="a", count=3, kids=[par([step(term=FOREVER, cancel=True),
+                                                                       step(term=BREAK, label="a")])]), step()),
+    "loop_iteration_timeout": one(loop(repeat=True, count=2, timeout=3, term=FOREVER, term_iter=0), step()),
+    "loop_ext_body": one(loop(repeat=True, count=3, term=EXT_OK, term_iter=1, delay=2), step()),
+    "loop_error_escapes": one(step(kids=[loop(count=3, term=ERROR, term_iter=1, code=1, kids=[step()])],
+                                   handler=eh(EH_RECOVER)), step()),
+    # mutex sections
+    "mutex_basic": one(sync(0, step(term=SUCCESS, vals=[1])), step()),
+    "mutex_args_through": one(step(term=SUCCESS, vals=["b6", 7]), sync(1, step(term=SUCCESS, vals=["b8"]))),
+    "mutex_contention": prog([([sync(0, step(term=EXT_OK, delay=5)), step()], None),
+                              ([sync(0, step(term=EXT_OK, delay=1)), step()], None),
+                              ([sync(0, step()), step()], None)], m0=(1, None)),
+    "mutex_reject": prog([([sync(0, step(term=EXT_OK, delay=5)), step()], None),
+                          ([step(kids=[sync(0, step())], handler=eh(EH_RECOVER, vals=[3])), step()], None)],
+                         m0=(1, 0)),
+    "mutex_reentrant": one(sync(1, step(kids=[sync(1, step(term=SUCCESS, vals=[2]))])), step()),
+    "mutex_branches": one(par([sync(0, step(term=EXT_OK, delay=2)), sync(0, step(term=ERROR)),
+                               sync(0, step())], handler=eh(EH_RECOVER)), step(), m0=(2, 1)),
+    "mutex_cancel_waiter": prog([([sync(0, step(term=FOREVER, cancel=True))], 8),
+                                 ([sync(0, step(term=SUCCESS, vals=[1])), step()], 3)]),
+    "mutex_error_in_section": one(sync(0, step(term=ERROR, code=1, handler=eh(EH_RETHROW, code=2))),
+                                  step()),
+    "mutex_timeout_section": prog([([step(timeout=2, kids=[sync(1, step(term=FOREVER, cancel=True))],
+                                          handler=eh(EH_RECOVER)), step()], None),
+                                   ([sync(1, step(term=SUCCESS, vals=[4])), step()], None)]),
+    # successStep, relinquish
+    "success_step": one(step(kids=[step(), value([1, "b2"])]), step()),
+    "success_step_top": one(value(["b9"]), step()),
+    "relinquish_interleave": prog([([step(), relinquish(), step()], None),
+                                   ([step(term=EXT_OK, imm=True), step(), step()], None)]),
+    "relinquish_passes_results": one(step(term=SUCCESS, vals=[4]), relinquish(), step()),
+    "relinquish_cancelled": one(step(kids=[relinquish(), step()], timeout=0, handler=eh(EH_RECOVER)), step(),
+                                cancel_at=0),
+    # break/continue from error handlers
+    "eh_break": one(loop(label="a", count=3, kids=[step(term=ERROR, handler=eh(EH_BREAK, label="a"))]), step()),
+    "eh_continue": one(loop(repeat=True, count=2, kids=[step(term=ERROR, handler=eh(EH_CONTINUE))]), step()),
+    "eh_break_no_loop": one(step(kids=[step(term=ERROR, handler=eh(EH_BREAK))], handler=eh(EH_RECOVER)), step()),
+    "eh_break_cancels_outer": one(loop(count=2, kids=[step(cancel=True, kids=[
+        step(term=ERROR, handler=eh(EH_BREAK))])]), step()),
+    # cancel handlers that cancel or free their root (invariants only)
+    "cancel_handler_cancels_root": one(step(cancel=True, kids=[step(term=FOREVER, cancel=True, timeout=2,
+                                                                    cancel_action=CA_CANCEL_ROOT)]), step()),
+    "cancel_handler_frees_root": one(par([step(term=FOREVER, cancel=True, timeout=1,
+                                               cancel_action=CA_FREE_ROOT),
+                                          step(term=FOREVER, cancel=True)]), step()),
+    "cancel_handler_cancels_in_branch": one(par([step(term=FOREVER, cancel=True, timeout=3,
+                                                      cancel_action=CA_CANCEL_ROOT),
+                                                 step(term=ERROR)]), step()),
+    # scheduling: several roots, bursts
+    "roots_interleave": prog([([step(), step(), step()], None), ([step(), step()], None),
+                              ([step(kids=[step(), step()])], None)]),
+    "burst_1_immediates": prog([([step(term=EXT_OK, imm=True), step(), step()], None),
+                                ([step(), step(), step(), step()], None)], burst=1),
+    "burst_2_mixed": prog([([par([step(), step(), step()]), step()], None),
+                           ([step(term=EXT_OK, imm=True, vals=[1]), step()], None)], burst=2),
+}
+
+
+def main():
+    out_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
+    os.makedirs(out_dir, exist_ok=True)
+    for name, data in sorted(SEEDS.items()):
+        with open(os.path.join(out_dir, name), "wb") as f:
+            f.write(data)
+    print("wrote %d seeds to %s" % (len(SEEDS), out_dir), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

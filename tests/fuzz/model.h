@@ -1,0 +1,24 @@
+/*
+ * Reference model of docs/SEMANTICS.md (and the Mutex rules of
+ * include/futoin/sync.h) for the fuzzer's step language (prog.h).
+ *
+ * It shares no code with src/: it interprets the program directly, with its
+ * own ready queue, its own tiny virtual-clock loop (immediates FIFO first,
+ * then timers by due time and scheduling order, as futoin_loop_run_next()
+ * is documented) and its own frame stacks, and renders the trace that the
+ * engine runner (engine_run.c) must reproduce exactly.
+ */
+#ifndef FUTOIN_FUZZ_MODEL_H
+#define FUTOIN_FUZZ_MODEL_H
+
+#include "prog.h"
+
+/* Runs p and appends its trace to out. Returns 0, or -1 when the program
+ * exceeds the model's work bound (the caller skips such an input). */
+int fz_model_run(const FzProg* p, FzStr* out);
+
+/* Shared trace formatting: the error_info column of "eh" and "unhandled"
+ * lines. InternalError carries an engine-worded message: shown as "-". */
+const char* fz_info_col(const char* code, const char* info);
+
+#endif

@@ -1,0 +1,438 @@
+/*
+ * Byte string -> program. Encoding (every byte past the end reads as 0):
+ *
+ *   prog    := B0 B1 root{nroots}
+ *     B0: nroots = 1 + B0 % 3; burst = {100,1,2,3,5,100,7,100}[(B0 >> 2) & 7]
+ *     B1: mutex0 max = 1 + (B1 & 1), max_queue = Q[(B1 >> 1) & 3];
+ *         mutex1 max = 1 + ((B1 >> 3) & 1), max_queue = Q[(B1 >> 4) & 3]
+ *         with Q = {0, 1, 2, unlimited}
+ *   root    := C N node{ntop}
+ *     C: cancel at tick (C & 0x3f) if C & 0x40; N: ntop = 1 + N % 3
+ *   node    := K ...   kind = K % 8: 0-2 step, 3 special, 4 parallel, 5 loop,
+ *                      6 repeat, 7 sync (a step at the maximum depth; a
+ *                      special node is a step where it would be a branch)
+ *   special := S [args]  S & 1: relinquish(), else successStep(args)
+ *   step    := body eh
+ *   body    := T [timeout] [term params] [term_iter] kid{nkids}
+ *     T: term = T % 8, set_cancel = bit 3, has_timeout = bit 4,
+ *        nkids = (T >> 5) & 3 (0 for EXT_* terms, which also force
+ *        set_cancel: the cancel handler stops the completion)
+ *     timeout: byte % 16 ms; with set_cancel, (byte >> 4) % 3 is what the
+ *       cancel handler does: 0 nothing, 1 cancel() the root, 2 free() it
+ *     SUCCESS: args; ERROR: code byte; EXT_OK: E args; EXT_ERR: E code byte
+ *       E: immediate = E & 1, delay = (E >> 1) % 16
+ *     BREAK/CONTINUE: label byte (% 4: none, "a", "b", unknown "zz")
+ *     term_iter (loop bodies only): byte % 4
+ *   args    := A v{A % 5}: value = v >> 1, boxed = v & 1
+ *   eh      := H ...   kind = (H & 7) % 7: none, recover args, rethrow code
+ *                      byte, pass, add 1 + (H >> 3) % 2 nodes, break label
+ *                      byte, continue label byte
+ *   parallel:= eh NB node{NB % 5}
+ *   loop    := L body   label = L % 3 (none, "a", "b"), count = (L >> 2) % 4
+ *                       (repeat: count; loop: the iteration that breaks)
+ *   sync    := M step   mutex = M & 1; the step is the critical section
+ */
+#include "prog.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char* const fz_codes[3] = {"E0", "E1", "E2"};
+const char* const fz_loop_labels[3] = {NULL, "a", "b"};
+const char* const fz_ctl_labels[4] = {NULL, "a", "b", "zz"};
+
+typedef struct Rd {
+    const uint8_t* p;
+    size_t n;
+    size_t i;
+    int root;
+} Rd;
+
+static unsigned rd(Rd* r)
+{
+    return r->i < r->n ? r->p[r->i++] : 0;
+}
+
+static FzNode* node_alloc(FzProg* p, uint8_t kind)
+{
+    if (p->nnodes >= FZ_MAX_NODES) {
+        return NULL;
+    }
+    FzNode* n = &p->nodes[p->nnodes];
+    memset(n, 0, sizeof(*n));
+    n->id = p->nnodes++;
+    n->kind = kind;
+    return n;
+}
+
+static void read_args(Rd* r, FzArgs* a)
+{
+    a->n = (uint8_t)(rd(r) % 5);
+    for (int i = 0; i < a->n; ++i) {
+        unsigned v = rd(r);
+        a->v[i] = (uint8_t)(v >> 1);
+        a->boxed[i] = (uint8_t)(v & 1);
+    }
+}
+
+static FzNode* read_node(FzProg* p, Rd* r, int depth, int in_branch, int force_step, int branch_pos);
+
+static void read_body(FzProg* p, Rd* r, FzBody* b, int depth, int in_branch, int is_loop)
+{
+    unsigned t = rd(r);
+    b->term = (uint8_t)(t % 8);
+    b->set_cancel = (uint8_t)((t >> 3) & 1);
+    b->has_timeout = (uint8_t)((t >> 4) & 1);
+    unsigned nkids = (t >> 5) & 3;
+    unsigned action = 0;
+    if (b->has_timeout) {
+        unsigned tb = rd(r);
+        b->timeout_ms = (uint8_t)(tb % 16);
+        action = (tb >> 4) % 3;
+    }
+    switch (b->term) {
+    case FZ_T_SUCCESS:
+        read_args(r, &b->args);
+        break;
+    case FZ_T_ERROR:
+        b->code = (uint8_t)(rd(r) % 3);
+        break;
+    case FZ_T_EXT_OK:
+    case FZ_T_EXT_ERR: {
+        unsigned e = rd(r);
+        b->ext_imm = (uint8_t)(e & 1);
+        b->ext_delay = (uint8_t)((e >> 1) % 16);
+        if (b->term == FZ_T_EXT_OK) {
+            read_args(r, &b->args);
+        } else {
+            b->code = (uint8_t)(rd(r) % 3);
+        }
+        b->set_cancel = 1;
+        nkids = 0;
+        break;
+    }
+    case FZ_T_BREAK:
+    case FZ_T_CONTINUE:
+        b->label = (uint8_t)(rd(r) % 4);
+        break;
+    default:
+        break;
+    }
+    if (is_loop) {
+        b->term_iter = (uint8_t)(rd(r) % 4);
+    }
+    if (b->set_cancel && action) {
+        b->cancel_action = (uint8_t)action;
+        ++p->cancel_actions;
+    }
+    if (depth >= FZ_MAX_DEPTH) {
+        nkids = 0;
+    }
+    for (unsigned i = 0; i < nkids; ++i) {
+        FzNode* k = read_node(p, r, depth + 1, in_branch, 0, 0);
+        if (k) {
+            b->kids[b->nkids++] = k;
+        }
+    }
+}
+
+static void read_eh(FzProg* p, Rd* r, FzEh* eh, int depth, int in_branch)
+{
+    unsigned h = rd(r);
+    eh->kind = (uint8_t)((h & 7) % FZ_EH__COUNT);
+    switch (eh->kind) {
+    case FZ_EH_RECOVER:
+        read_args(r, &eh->args);
+        break;
+    case FZ_EH_RETHROW:
+        eh->code = (uint8_t)(rd(r) % 3);
+        break;
+    case FZ_EH_ADD: {
+        unsigned nk = depth >= FZ_MAX_DEPTH ? 0 : 1 + (h >> 3) % 2;
+        for (unsigned i = 0; i < nk; ++i) {
+            FzNode* k = read_node(p, r, depth + 1, in_branch, 0, 0);
+            if (k) {
+                eh->kids[eh->nkids++] = k;
+            }
+        }
+        break;
+    }
+    case FZ_EH_BREAK:
+    case FZ_EH_CONTINUE:
+        eh->label = (uint8_t)(rd(r) % 4);
+        break;
+    default:
+        break;
+    }
+}
+
+static FzNode* read_node(FzProg* p, Rd* r, int depth, int in_branch, int force_step, int branch_pos)
+{
+    unsigned k = rd(r);
+    unsigned kind = k % 8;
+    if (force_step || depth >= FZ_MAX_DEPTH || kind < 3 || (kind == 3 && branch_pos)) {
+        kind = FZ_N_STEP;
+    } else if (kind == 3) {
+        kind = (rd(r) & 1) ? FZ_N_YIELD : FZ_N_VALUE;
+    } else {
+        kind -= 3;
+    }
+    FzNode* n = node_alloc(p, (uint8_t)kind);
+    if (!n) {
+        return NULL;
+    }
+    n->in_branch = (uint8_t)in_branch;
+    n->root = (uint8_t)r->root;
+    switch (kind) {
+    case FZ_N_VALUE:
+        read_args(r, &n->value);
+        break;
+    case FZ_N_STEP:
+        read_body(p, r, &n->body, depth, in_branch, 0);
+        read_eh(p, r, &n->eh, depth, in_branch);
+        break;
+    case FZ_N_PAR: {
+        read_eh(p, r, &n->eh, depth, in_branch);
+        unsigned nb = rd(r) % 5;
+        for (unsigned i = 0; i < nb; ++i) {
+            FzNode* b = read_node(p, r, depth + 1, 1, 0, 1);
+            if (b) {
+                n->br[n->nbr++] = b;
+            }
+        }
+        break;
+    }
+    case FZ_N_LOOP:
+    case FZ_N_REPEAT: {
+        unsigned l = rd(r);
+        n->label = (uint8_t)(l % 3);
+        n->count = (uint8_t)((l >> 2) % 4);
+        read_body(p, r, &n->body, depth, in_branch, 1);
+        break;
+    }
+    case FZ_N_SYNC: {
+        n->mutex = (uint8_t)(rd(r) & 1);
+        n->section = read_node(p, r, depth + 1, in_branch, 1, 0);
+        if (!n->section) {
+            /* No room for the section: degrade to an empty step. */
+            n->kind = FZ_N_STEP;
+        }
+        break;
+    }
+    default:
+        break;
+    }
+    return n;
+}
+
+void fz_decode(FzProg* p, const uint8_t* data, size_t size)
+{
+    static const unsigned bursts[8] = {100, 1, 2, 3, 5, 100, 7, 100};
+    static const uint32_t queues[4] = {0, 1, 2, FZ_QUEUE_UNLIMITED};
+    Rd r = {data, size, 0, 0};
+    memset(p, 0, sizeof(*p));
+    unsigned b0 = rd(&r);
+    p->nroots = (uint8_t)(1 + b0 % 3);
+    p->burst = bursts[(b0 >> 2) & 7];
+    unsigned b1 = rd(&r);
+    p->mutex[0].max = 1 + (b1 & 1);
+    p->mutex[0].max_queue = queues[(b1 >> 1) & 3];
+    p->mutex[1].max = 1 + ((b1 >> 3) & 1);
+    p->mutex[1].max_queue = queues[(b1 >> 4) & 3];
+    for (int i = 0; i < p->nroots; ++i) {
+        FzRoot* rt = &p->roots[i];
+        r.root = i;
+        unsigned c = rd(&r);
+        rt->cancel_at = (c & 0x40) ? (uint16_t)(c & 0x3f) : FZ_NO_CANCEL;
+        unsigned nt = 1 + rd(&r) % 3;
+        for (unsigned j = 0; j < nt; ++j) {
+            FzNode* n = read_node(p, &r, 1, 0, 0, 0);
+            if (n) {
+                rt->top[rt->ntop++] = n;
+            }
+        }
+    }
+}
+
+void fz_node_name(const FzNode* n, char* buf, size_t len)
+{
+    static const char pre[] = {'s', 'p', 'l', 'l', 'm', 'v', 'y'};
+    snprintf(buf, len, "%c%d", pre[n->kind], n->id);
+}
+
+void fz_str_addf(FzStr* s, const char* fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int need = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (need < 0) {
+        abort();
+    }
+    if (s->len + (size_t)need + 1 > s->cap) {
+        size_t cap = s->cap ? s->cap : 256;
+        while (cap < s->len + (size_t)need + 1) {
+            cap *= 2;
+        }
+        char* q = realloc(s->s, cap);
+        if (!q) {
+            abort();
+        }
+        s->s = q;
+        s->cap = cap;
+    }
+    va_start(ap, fmt);
+    vsnprintf(s->s + s->len, s->cap - s->len, fmt, ap);
+    va_end(ap);
+    s->len += (size_t)need;
+}
+
+void fz_str_free(FzStr* s)
+{
+    free(s->s);
+    s->s = NULL;
+    s->len = s->cap = 0;
+}
+
+void fz_args_fmt(FzStr* s, const FzArgs* a)
+{
+    fz_str_addf(s, "(");
+    for (int i = 0; i < a->n; ++i) {
+        fz_str_addf(s, "%s%s%u", i ? "," : "", a->boxed[i] ? "b" : "", a->v[i]);
+    }
+    fz_str_addf(s, ")");
+}
+
+static const char* term_name(uint8_t t)
+{
+    static const char* const names[] = {
+            "none", "success", "error", "ext-ok", "ext-err", "forever", "break", "continue"};
+    return t < FZ_T__COUNT ? names[t] : "?";
+}
+
+static void dump_node(const FzNode* n, FzStr* o, int ind);
+
+static void dump_body(const FzBody* b, FzStr* o, int ind, int is_loop)
+{
+    fz_str_addf(o, " %s", term_name(b->term));
+    switch (b->term) {
+    case FZ_T_SUCCESS:
+        fz_args_fmt(o, &b->args);
+        break;
+    case FZ_T_ERROR:
+        fz_str_addf(o, "(%s)", fz_codes[b->code]);
+        break;
+    case FZ_T_EXT_OK:
+    case FZ_T_EXT_ERR:
+        fz_str_addf(o, "[%s %u]", b->ext_imm ? "imm" : "timer", b->ext_delay);
+        if (b->term == FZ_T_EXT_OK) {
+            fz_args_fmt(o, &b->args);
+        } else {
+            fz_str_addf(o, "(%s)", fz_codes[b->code]);
+        }
+        break;
+    case FZ_T_BREAK:
+    case FZ_T_CONTINUE:
+        fz_str_addf(o, "(%s)", fz_ctl_labels[b->label] ? fz_ctl_labels[b->label] : "");
+        break;
+    default:
+        break;
+    }
+    if (is_loop) {
+        fz_str_addf(o, "@iter%u", b->term_iter);
+    }
+    if (b->set_cancel) {
+        static const char* const ca[] = {"", ":cancel-root", ":free-root"};
+        fz_str_addf(o, " +cancel%s", ca[b->cancel_action]);
+    }
+    if (b->has_timeout) {
+        fz_str_addf(o, " +timeout(%u)", b->timeout_ms);
+    }
+    fz_str_addf(o, "\n");
+    for (int i = 0; i < b->nkids; ++i) {
+        dump_node(b->kids[i], o, ind + 1);
+    }
+}
+
+static void dump_eh(const FzEh* eh, FzStr* o, int ind)
+{
+    static const char* const names[] = {
+            "none", "recover", "rethrow", "pass", "add", "break", "continue"};
+    if (eh->kind == FZ_EH_NONE) {
+        return;
+    }
+    fz_str_addf(o, "%*seh %s", ind * 2 + 2, "", names[eh->kind]);
+    if (eh->kind == FZ_EH_RECOVER) {
+        fz_args_fmt(o, &eh->args);
+    } else if (eh->kind == FZ_EH_RETHROW) {
+        fz_str_addf(o, "(%s)", fz_codes[eh->code]);
+    } else if (eh->kind == FZ_EH_BREAK || eh->kind == FZ_EH_CONTINUE) {
+        fz_str_addf(o, "(%s)", fz_ctl_labels[eh->label] ? fz_ctl_labels[eh->label] : "");
+    }
+    fz_str_addf(o, "\n");
+    for (int i = 0; i < eh->nkids; ++i) {
+        dump_node(eh->kids[i], o, ind + 2);
+    }
+}
+
+static void dump_node(const FzNode* n, FzStr* o, int ind)
+{
+    char nm[16];
+    fz_node_name(n, nm, sizeof(nm));
+    fz_str_addf(o, "%*s%s", ind * 2, "", nm);
+    switch (n->kind) {
+    case FZ_N_VALUE:
+        fz_str_addf(o, " successStep");
+        fz_args_fmt(o, &n->value);
+        fz_str_addf(o, "\n");
+        break;
+    case FZ_N_YIELD:
+        fz_str_addf(o, " relinquish\n");
+        break;
+    case FZ_N_STEP:
+        fz_str_addf(o, " step");
+        dump_body(&n->body, o, ind, 0);
+        dump_eh(&n->eh, o, ind);
+        break;
+    case FZ_N_PAR:
+        fz_str_addf(o, " parallel(%u)\n", n->nbr);
+        dump_eh(&n->eh, o, ind);
+        for (int i = 0; i < n->nbr; ++i) {
+            dump_node(n->br[i], o, ind + 1);
+        }
+        break;
+    case FZ_N_LOOP:
+    case FZ_N_REPEAT:
+        fz_str_addf(o, " %s(%u, label=%s)", n->kind == FZ_N_LOOP ? "loop" : "repeat", n->count,
+                fz_loop_labels[n->label] ? fz_loop_labels[n->label] : "-");
+        dump_body(&n->body, o, ind, 1);
+        break;
+    case FZ_N_SYNC:
+        fz_str_addf(o, " sync(mutex%u)\n", n->mutex);
+        dump_node(n->section, o, ind + 1);
+        break;
+    default:
+        break;
+    }
+}
+
+void fz_dump(const FzProg* p, FzStr* o)
+{
+    fz_str_addf(o, "burst=%u mutex0=(%u,%d) mutex1=(%u,%d)\n", p->burst, p->mutex[0].max,
+            p->mutex[0].max_queue == FZ_QUEUE_UNLIMITED ? -1 : (int)p->mutex[0].max_queue,
+            p->mutex[1].max,
+            p->mutex[1].max_queue == FZ_QUEUE_UNLIMITED ? -1 : (int)p->mutex[1].max_queue);
+    for (int i = 0; i < p->nroots; ++i) {
+        const FzRoot* r = &p->roots[i];
+        fz_str_addf(o, "root r%d", i);
+        if (r->cancel_at != FZ_NO_CANCEL) {
+            fz_str_addf(o, " cancel@%u", r->cancel_at);
+        }
+        fz_str_addf(o, "\n");
+        for (int j = 0; j < r->ntop; ++j) {
+            dump_node(r->top[j], o, 1);
+        }
+    }
+}
