@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Main demonstration: installs the build tools (Debian, as root), builds the
-# library and its examples in build/ and runs every example program.
+# library and its examples in build/ and runs every example program; then
+# starts the AsyncSteps HTTP/1.1 server on 127.0.0.1 (scripts/serve.sh) in
+# the foreground: try it with curl, stop it with Ctrl-C.
 #
-#   bash scripts/demo.sh
+#   bash scripts/demo.sh [PORT]
 #
 # Environment:
 #   BUILD_DIR=dir        build directory (default: build)
 #   FUTOIN_SKIP_DEPS=1   do not run apt-get (tools already installed)
+#   DEMO_NO_SERVER=1     stop after the examples
 #
 # Each example whose spec output is in examples/expected/NAME.txt is checked
 # against it; the script exits non-zero if any example fails or differs.
@@ -85,4 +88,8 @@ if [ ${#failed[@]} -eq 0 ]; then
 else
     echo "==> FAILED examples: ${failed[*]}"
     exit 1
+fi
+
+if [ "${DEMO_NO_SERVER:-0}" != 1 ]; then
+    exec bash scripts/serve.sh "$@"
 fi

@@ -12,6 +12,7 @@
 #   FUZZ_BUILD_DIR=dir   build directory (default: build-fuzz)
 #   FUZZ_WORK_DIR=dir    corpus copy + crash artifacts (default: $FUZZ_BUILD_DIR/run)
 #   FUZZ_JOBS=n          parallel fuzzing processes (default 1)
+#   FUZZ_EXTRA_CORPUS=d  also start from the inputs in directory d
 #   FUTOIN_SKIP_DEPS=1   do not run apt-get
 # A crash input can be replayed with: $FUZZ_BUILD_DIR/tests/fuzz/fuzz_engine FILE
 # (or FUTOIN_CORPUS_DIR=dir build/tests/test_model_replay for a directory).
@@ -52,6 +53,9 @@ FUZZER="$BUILD_DIR/tests/fuzz/fuzz_engine"
 rm -rf "$WORK_DIR"
 mkdir -p "$WORK_DIR/corpus" "$WORK_DIR/artifacts"
 cp tests/fuzz/corpus/* "$WORK_DIR/corpus/"
+if [ -n "${FUZZ_EXTRA_CORPUS:-}" ] && [ -d "$FUZZ_EXTRA_CORPUS" ]; then
+    cp "$FUZZ_EXTRA_CORPUS"/* "$WORK_DIR/corpus/" 2>/dev/null || true
+fi
 LOG="$WORK_DIR/fuzz.log"
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:symbolize=1}

@@ -38,7 +38,8 @@ run() {
     local prog=$1 count=$2
     local bin="$BUILD_DIR/tests/stress/$prog"
     echo "==> $prog $count ($MODE)"
-    local start=$(date +%s)
+    local start
+    start=$(date +%s)
     if [ "$MODE" = valgrind ]; then
         valgrind --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
             --quiet "$bin" "$count"

@@ -5,7 +5,10 @@
 #   1. gcc, Release, -Werror            + ctest
 #   2. clang, ASan + UBSan              + ctest
 #   3. gcc, every test under valgrind   + ctest
-#   4. cmake --install into a temporary prefix, then build and run a small
+#   4. clang, ThreadSanitizer, the thread tests (scripts/tsan.sh)
+#   5. libFuzzer: the engine against the reference model for FUZZ_SECONDS
+#      (default 60; scripts/fuzz.sh)
+#   6. cmake --install into a temporary prefix, then build and run a small
 #      program against the installed headers and static and shared libraries
 #      found with pkg-config.
 #
@@ -24,7 +27,8 @@ JOBS=2
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
-STAGES=("gcc Release -Werror" "clang ASan+UBSan" "gcc valgrind" "install + pkg-config")
+STAGES=("gcc Release -Werror" "clang ASan+UBSan" "gcc valgrind" "clang TSan (threads)"
+    "fuzz engine vs model" "install + pkg-config")
 declare -A RESULT=()
 CURRENT=""
 START=$(date +%s)
@@ -83,9 +87,11 @@ install_deps() {
     "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update
     "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
         gcc g++ clang make cmake pkg-config libcmocka-dev valgrind \
-        libc6-dbg llvm
+        libc6-dbg llvm libclang-rt-14-dev libuv1-dev curl wrk
     # libc6-dbg: libc symbols for valgrind's suppressions and traces;
-    # llvm: llvm-symbolizer, for readable ASan/UBSan stack traces.
+    # llvm: llvm-symbolizer, for readable ASan/UBSan stack traces;
+    # libclang-rt-14-dev: libFuzzer and the TSan runtime for clang;
+    # libuv1-dev, curl, wrk: the libuv backend and its HTTP server tests.
 }
 
 # configure_build DIR CMAKE-ARGS...: a fresh configure + build in DIR.
@@ -128,6 +134,18 @@ run_ctest "$BUILD_ROOT/gcc-valgrind"
 passed
 
 # 4 -------------------------------------------------------------------------
+stage "clang TSan (threads)"
+TSAN_BUILD_DIR="$BUILD_ROOT/clang-tsan" JOBS=$JOBS bash scripts/tsan.sh
+passed
+
+# 5 -------------------------------------------------------------------------
+# A bounded differential fuzz run on every submission (scripts/fuzz.sh SECONDS
+# for longer ones); the corpus itself is replayed by ctest in every stage.
+stage "fuzz engine vs model"
+FUTOIN_SKIP_DEPS=1 FUZZ_BUILD_DIR="$BUILD_ROOT/fuzz" bash scripts/fuzz.sh "${FUZZ_SECONDS:-60}"
+passed
+
+# 6 -------------------------------------------------------------------------
 stage "install + pkg-config"
 PREFIX="$ROOT_DIR/$BUILD_ROOT/install-prefix"
 rm -rf "$PREFIX"

@@ -114,7 +114,9 @@ Flow* futoin__flow_of(FutoInAsyncSteps* bsi)
 FutoInLoop* futoin_asyncsteps_loop(FutoInAsyncSteps* as)
 {
     Flow* fl = futoin__flow_of(as);
-    return fl ? fl->root->ctx->loop : NULL;
+    /* fl->loop, not fl->root->ctx->loop: it is never rewritten, so other
+     * threads (shared sync objects) may ask too. */
+    return fl ? fl->loop : NULL;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -746,7 +748,7 @@ static const FutoInArgs no_args;
  * flow survived it (0: it was aborted or released meanwhile). The incoming
  * results move to the C stack for the call, so a flow holds only the
  * results waiting for its next step. */
-static int call_step(Flow* fl, CallKind kind)
+static inline int call_step(Flow* fl, CallKind kind)
 {
     Frame* f = &fl->frames[fl->depth];
     uint32_t gen = fl->gen;

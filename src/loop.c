@@ -821,9 +821,6 @@ static int drain_x(FutoInLoop* loop)
     if (loop->embedded) {
         signal_disarm(loop);
     }
-    if (!futoin__xq_nonempty(&loop->xq)) {
-        return 0;
-    }
     for (unsigned n = 0; n < XDRAIN_MAX; ++n) {
         FutoInXMsg* m = futoin__xq_pop(&loop->xq);
         if (!m) {
@@ -1076,8 +1073,9 @@ static int run_round(FutoInLoop* loop)
 {
     ++loop->round_depth;
     loop->clock_fresh = 0;
-    /* Other threads' work first: it was queued before this round began. */
-    int stopped = drain_x(loop);
+    /* Other threads' work first: it was queued before this round began.
+     * The common case (nothing queued, not embedded) costs two loads. */
+    int stopped = (loop->embedded || futoin__xq_nonempty(&loop->xq)) && drain_x(loop);
     uint64_t seq_limit = futoin__timer_heap_next_seq(&loop->timers);
     stopped = stopped || run_immediate_batch(loop) || run_due_timers(loop, seq_limit);
     --loop->round_depth;
@@ -1088,7 +1086,9 @@ static int run_round(FutoInLoop* loop)
  * limit_ns, moving the virtual clock to it. Returns 1 if a callback ran. */
 static int run_one_virtual(FutoInLoop* loop, uint64_t limit_ns)
 {
-    drain_x(loop);
+    if (loop->embedded || futoin__xq_nonempty(&loop->xq)) {
+        drain_x(loop);
+    }
     if (run_first_immediate(loop)) {
         return 1;
     }
@@ -1131,8 +1131,8 @@ static void idle_wait(FutoInLoop* loop)
  * release is seen its message is seen too. */
 static int has_work(FutoInLoop* loop)
 {
-    return atomic_load(&loop->refs) > 0 || futoin_loop_pending(loop) > 0
-            || futoin__xq_nonempty(&loop->xq);
+    return atomic_load(&loop->refs) > 0 || loop->live_immediates > 0
+            || futoin__timer_heap_size(&loop->timers) > 0 || futoin__xq_nonempty(&loop->xq);
 }
 
 /* Rounded up so that a poll() with this timeout never wakes too early. */
@@ -1182,7 +1182,9 @@ void futoin_loop_run(FutoInLoop* loop)
 {
     loop->stop_requested = 0;
     while (!run_round(loop) && has_work(loop)) {
-        idle_wait(loop);
+        if (loop->live_immediates == 0) {
+            idle_wait(loop);
+        }
     }
     loop->stop_requested = 0;
     if (loop->embedded && !loop->armed) {

@@ -119,8 +119,11 @@ static void slot_on_stop(FutoInLoop* loop, void* data)
         PoolRoot* pr = list;
         list = pr->next;
         if (pr->root) {
-            /* Cancelled, not finished: the hook must not fire later. */
+            /* Cancelled, not finished: the hook must not fire; the root's
+             * cancel handlers run before done() hears of it. */
             futoin__flow_of(pr->root)->root->done = NULL;
+            futoin_asyncsteps_free(pr->root);
+            pr->root = NULL;
         }
         root_finished(pr, FUTOIN_POOL_CANCELLED, 0);
     }

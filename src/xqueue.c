@@ -217,9 +217,3 @@ FutoInXMsg* futoin__xq_pop(FutoInXQueue* q)
         sched_yield();
     }
 }
-
-int futoin__xq_nonempty(FutoInXQueue* q)
-{
-    return q->tail != &q->stub
-            || atomic_load_explicit(&q->head, memory_order_seq_cst) != &q->stub;
-}

@@ -98,8 +98,14 @@ FutoInXMsg* futoin__xq_slot(FutoInXQueue* q, uint32_t idx);
 void futoin__xq_push(FutoInXQueue* q, FutoInXMsg* m);
 /* Consumer only: the oldest message, or NULL when the queue is empty. */
 FutoInXMsg* futoin__xq_pop(FutoInXQueue* q);
-/* Consumer only: 1 when something was pushed and not yet popped. */
-int futoin__xq_nonempty(FutoInXQueue* q);
+/* Consumer only: 1 when something was pushed and not yet popped. Inline:
+ * the loop asks once per round. The queue is empty when the consumer is at
+ * the stub and no producer has swung the head away from it. */
+static inline int futoin__xq_nonempty(FutoInXQueue* q)
+{
+    return q->tail != &q->stub
+            || atomic_load_explicit(&q->head, memory_order_seq_cst) != &q->stub;
+}
 
 static inline uint64_t futoin__xq_gen(uint64_t state)
 {

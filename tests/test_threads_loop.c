@@ -151,7 +151,10 @@ static void* race_cancels(void* arg)
         FutoInHandle h = (x & 1) ? futoin_loop_immediate(r->loop, &r->out[i], outcome_ran)
                                  : futoin_loop_deferred(r->loop, x % 3, &r->out[i], outcome_ran);
         if ((x >> 4) % 3 == 0) {
-            sched_yield(); /* give the loop a chance to win the race */
+            /* Give the loop a chance to win the race: a short spin, not a
+             * sched_yield(), whose cost depends on the machine's load. */
+            for (volatile int k = 0; k < (int)(x % 2000); ++k) {
+            }
         }
         if ((x >> 8) % 4 != 0) {
             int rc = futoin_loop_try_cancel(r->loop, &h);

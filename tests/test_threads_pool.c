@@ -152,6 +152,10 @@ static void test_thread_start_stop_cycles(void** state)
 {
     (void)state;
     unsigned long n = scaled(1000, 10000, 100);
+    /* Leaked descriptors (the loops' wake-up fds) would take the lowest
+     * free numbers: the next free one must be the same afterwards. */
+    int fd_before = dup(0);
+    close(fd_before);
     for (unsigned long i = 0; i < n; ++i) {
         FutoInLoopThread* t = futoin_loop_thread_start(NULL);
         assert_non_null(t);
@@ -160,6 +164,9 @@ static void test_thread_start_stop_cycles(void** state)
         futoin_loop_thread_stop(t, (i & 1) ? FUTOIN_LOOP_STOP_NOW : FUTOIN_LOOP_STOP_DRAIN);
         futoin_loop_thread_join(t);
     }
+    int fd_after = dup(0);
+    close(fd_after);
+    assert_int_equal(fd_after, fd_before);
 }
 
 /* ---- pool: least-loaded placement ---- */

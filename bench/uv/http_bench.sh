@@ -61,7 +61,8 @@ start() {
     PIDS+=($!)
     for _ in $(seq 1 100); do
         local port
-        port=$(sed -n 's#.*listening on http://127\.0\.0\.1:\([0-9]*\)/.*#\1#p' "$WORK/$name.log")
+        # The log may not exist yet: the child creates it.
+        port=$(sed -n 's#.*listening on http://127\.0\.0\.1:\([0-9]*\)/.*#\1#p' "$WORK/$name.log" 2>/dev/null || true)
         if [ -n "$port" ]; then
             printf -v "$var" '%s' "$port"
             return

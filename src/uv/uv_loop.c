@@ -47,6 +47,14 @@ static void on_check(uv_check_t* h)
     FutoInUv* u = h->data;
     if (u->idle_on) {
         pump(u);
+    } else if (u->timer_due && futoin__loop_next_delay(u->loop) < 0) {
+        /* Cancelling timers does not wake us up (it cannot make us late),
+         * but when the last one is gone (roots freed from a signal handler,
+         * say) the armed uv timer must not keep uv_run() alive until it
+         * fires for nothing. Checked after every poll, while a timer is
+         * armed: one clock read. */
+        uv_timer_stop(&u->timer);
+        u->timer_due = 0;
     }
 }
 

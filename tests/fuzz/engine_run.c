@@ -418,8 +418,18 @@ static void cancel_root_cb(void* data)
 static void misuse_cb(void* data, FutoInAsyncSteps* as, const char* info)
 {
     (void)data;
-    (void)as;
     stamp();
+    /* The report of an unhandled error of a root executed without an
+     * unhandled_error callback: normalised (the wording is the engine's). */
+    int r = as ? root_of(as) : -1;
+    if (r >= 0 && R->p->roots[r].no_unhandled && strncmp(info, "unhandled error ", 16) == 0) {
+        char code[32];
+        size_t n = strcspn(info + 16, " ");
+        snprintf(code, sizeof(code), "%.*s", (int)(n < 31 ? n : 31), info + 16);
+        R->unhandled[r] = 1;
+        fz_str_addf(R->out, "misuse r%d unhandled %s\n", r, code);
+        return;
+    }
     fz_str_addf(R->out, "misuse %s\n", info);
 }
 
@@ -465,7 +475,11 @@ void fz_engine_run(const FzProg* p, FzStr* out)
         }
     }
     for (int i = 0; i < p->nroots; ++i) {
-        futoin_execute(run.roots[i], unhandled_cb, &run.root_ids[i]);
+        if (p->roots[i].no_unhandled) {
+            futoin_execute(run.roots[i], NULL, NULL);
+        } else {
+            futoin_execute(run.roots[i], unhandled_cb, &run.root_ids[i]);
+        }
     }
     while (futoin_loop_run_next(run.loop) == 1) {
     }

@@ -104,12 +104,14 @@ def sync(mutex, section):
 
 
 def prog(roots, burst=100, m0=(1, None), m1=(1, None)):
-    """roots: list of (top_nodes, cancel_at or None)."""
+    """roots: list of (top_nodes, cancel_at or None[, no_unhandled])."""
     b0 = (len(roots) - 1) | (BURSTS[burst] << 2)
     b1 = (m0[0] - 1) | (QUEUES[m0[1]] << 1) | ((m1[0] - 1) << 3) | (QUEUES[m1[1]] << 4)
     out = [b0, b1]
-    for top, cancel_at in roots:
-        out.append(0x40 | cancel_at if cancel_at is not None else 0)
+    for root in roots:
+        top, cancel_at = root[0], root[1]
+        no_unhandled = len(root) > 2 and root[2]
+        out.append((0x40 | cancel_at if cancel_at is not None else 0) | (0x80 if no_unhandled else 0))
         out.append(len(top) - 1)
         for n in top:
             out += n
@@ -229,6 +231,12 @@ SEEDS = {
     "cancel_handler_cancels_in_branch": one(par([step(term=FOREVER, cancel=True, timeout=3,
                                                       cancel_action=CA_CANCEL_ROOT),
                                                  step(term=ERROR)]), step()),
+    # execute() without an unhandled_error callback: the misuse handler reports
+    "unhandled_null_callback": prog([([step(term=ERROR, code=2), step()], None, True),
+                                     ([step(kids=[step(term=ERROR)], handler=eh(EH_RECOVER)), step()], None, True)]),
+    # deep nesting (frame stack growth)
+    "deep_nesting": one(step(kids=[step(kids=[step(kids=[step(kids=[step(kids=[step(kids=[
+        step(term=SUCCESS, vals=["b1"])])])])])])]), step()),
     # scheduling: several roots, bursts
     "roots_interleave": prog([([step(), step(), step()], None), ([step(), step()], None),
                               ([step(kids=[step(), step()])], None)]),

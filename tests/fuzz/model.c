@@ -659,6 +659,11 @@ static void flow_failed(M* m, MFlow* fl)
     fl->out.n = 0;
     char rn[16];
     snprintf(rn, sizeof(rn), "r%d", fl->root);
+    if (m->p->roots[fl->root].no_unhandled) {
+        /* "unhandled_error ... (NULL: reported to the misuse handler)" */
+        tr(m, "misuse %s unhandled %s%s", rn, fl->code, "");
+        return;
+    }
     tr(m, "unhandled %s %s %s", rn, fl->code, fz_info_col(fl->code, r->info));
 }
 

@@ -7,7 +7,8 @@
  *         mutex1 max = 1 + ((B1 >> 3) & 1), max_queue = Q[(B1 >> 4) & 3]
  *         with Q = {0, 1, 2, unlimited}
  *   root    := C N node{ntop}
- *     C: cancel at tick (C & 0x3f) if C & 0x40; N: ntop = 1 + N % 3
+ *     C: cancel at tick (C & 0x3f) if C & 0x40; C & 0x80: execute() with a
+ *        NULL unhandled_error callback; N: ntop = 1 + N % 3
  *   node    := K ...   kind = K % 8: 0-2 step, 3 special, 4 parallel, 5 loop,
  *                      6 repeat, 7 sync (a step at the maximum depth; a
  *                      special node is a step where it would be a branch)
@@ -246,6 +247,7 @@ void fz_decode(FzProg* p, const uint8_t* data, size_t size)
         r.root = i;
         unsigned c = rd(&r);
         rt->cancel_at = (c & 0x40) ? (uint16_t)(c & 0x3f) : FZ_NO_CANCEL;
+        rt->no_unhandled = (uint8_t)((c >> 7) & 1);
         unsigned nt = 1 + rd(&r) % 3;
         for (unsigned j = 0; j < nt; ++j) {
             FzNode* n = read_node(p, &r, 1, 0, 0, 0);
@@ -426,7 +428,7 @@ void fz_dump(const FzProg* p, FzStr* o)
             p->mutex[1].max_queue == FZ_QUEUE_UNLIMITED ? -1 : (int)p->mutex[1].max_queue);
     for (int i = 0; i < p->nroots; ++i) {
         const FzRoot* r = &p->roots[i];
-        fz_str_addf(o, "root r%d", i);
+        fz_str_addf(o, "root r%d%s", i, r->no_unhandled ? " (no unhandled_error)" : "");
         if (r->cancel_at != FZ_NO_CANCEL) {
             fz_str_addf(o, " cancel@%u", r->cancel_at);
         }

@@ -19,7 +19,7 @@
 #define FZ_MAX_KIDS 3
 #define FZ_MAX_BRANCHES 4
 #define FZ_MAX_EH_KIDS 2
-#define FZ_MAX_DEPTH 5
+#define FZ_MAX_DEPTH 7
 #define FZ_MAX_ROOTS 3
 #define FZ_MAX_TOP 3
 #define FZ_NO_CANCEL 0xffff
@@ -108,6 +108,7 @@ struct FzNode {
 
 typedef struct FzRoot {
     uint16_t cancel_at; /* virtual ms, or FZ_NO_CANCEL */
+    uint8_t no_unhandled; /* execute(root, NULL, NULL): report to the misuse handler */
     uint8_t ntop;
     FzNode* top[FZ_MAX_TOP];
 } FzRoot;

@@ -55,7 +55,11 @@ fail() {
 # the "listening on http://127.0.0.1:PORT/" line (PORT).
 start_server() {
     PORT=
-    "$@" >"$WORK/server.log" 2>&1 &
+    # Emptied here, not by the redirection below: that happens in the child,
+    # maybe after the first look for the port (which would find the
+    # previous server's line).
+    : >"$WORK/server.log"
+    "$@" >>"$WORK/server.log" 2>&1 &
     SPID=$!
     for _ in $(seq 1 300); do
         PORT=$(sed -n 's#.*listening on http://127\.0\.0\.1:\([0-9]*\)/.*#\1#p' "$WORK/server.log")

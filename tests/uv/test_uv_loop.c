@@ -196,6 +196,49 @@ static void test_run_returns_when_idle(void** state)
     futoin_asyncsteps_free(root);
 }
 
+/* Roots freed from a libuv callback while their step timers are pending:
+ * the backend's uv timer must not keep uv_run() alive until those (now
+ * cancelled) timers would have fired. */
+static FutoInAsyncSteps* g_waiters[8];
+
+static void long_wait(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    futoin_set_timeout(as, 5000);
+    futoin_uv_sleep(as, 100000);
+}
+
+static void free_waiters(uv_timer_t* t)
+{
+    for (int i = 0; i < 8; ++i) {
+        futoin_asyncsteps_free(g_waiters[i]);
+        g_waiters[i] = NULL;
+    }
+    uv_close((uv_handle_t*)t, NULL);
+}
+
+static void test_run_returns_after_free(void** state)
+{
+    (void)state;
+    for (int i = 0; i < 8; ++i) {
+        g_waiters[i] = futoin_asyncsteps_new(futoin_uv_loop(g_uv));
+        futoin_add(g_waiters[i], long_wait, NULL, NULL);
+        futoin_execute(g_waiters[i], NULL, NULL);
+    }
+    uv_timer_t t;
+    uv_timer_init(futoin_uv_uv_loop(g_uv), &t);
+    /* libuv's cached time may be old (from the previous test's run). */
+    uv_update_time(futoin_uv_uv_loop(g_uv));
+    uv_timer_start(&t, free_waiters, 30, 0);
+    uint64_t t0 = mono_ms();
+    futoin_uv_run(g_uv);
+    uint64_t dt = mono_ms() - t0;
+    assert_true(dt >= 30);
+    assert_true(dt < 1000);
+    assert_int_equal(futoin_loop_pending(futoin_uv_loop(g_uv)), 0);
+}
+
 /* Embedding: the program owns the uv loop and has its own handles. */
 static int g_user_timer_fired;
 
@@ -400,6 +443,7 @@ int main(void)
         T(test_backend_accessors),
         T(test_one_uv_timer_for_many),
         T(test_run_returns_when_idle),
+        T(test_run_returns_after_free),
         cmocka_unit_test(test_embedded_in_user_loop),
         T(test_external_completion),
         T(test_burst_yields_to_libuv),
