@@ -212,7 +212,10 @@ CFLAGS_CHECK=(-std=c11 -Wall -Wextra -Wpedantic -Werror)
 # shellcheck disable=SC2046
 gcc "${CFLAGS_CHECK[@]}" -o "$CHECK_DIR/check_shared" "$CHECK_DIR/check.c" \
     $(pkg-config --cflags --libs futoin_asyncsteps)
-if ! LD_LIBRARY_PATH="$LIBDIR" ldd "$CHECK_DIR/check_shared" | grep -q 'libfutoin_asyncsteps\.so'; then
+# ldd's output is captured first: with pipefail, grep -q closing the pipe
+# early would make the pipeline fail even on a match.
+LDD_OUT=$(LD_LIBRARY_PATH="$LIBDIR" ldd "$CHECK_DIR/check_shared")
+if ! grep -q 'libfutoin_asyncsteps\.so' <<<"$LDD_OUT"; then
     echo "check_shared is not linked against the shared library"
     exit 1
 fi
@@ -223,7 +226,8 @@ LD_LIBRARY_PATH="$LIBDIR" "$CHECK_DIR/check_shared"
 gcc "${CFLAGS_CHECK[@]}" -o "$CHECK_DIR/check_static" "$CHECK_DIR/check.c" \
     $(pkg-config --cflags futoin_asyncsteps) "$LIBDIR/libfutoin_asyncsteps.a" \
     $(pkg-config --static --libs-only-l futoin_asyncsteps | sed 's/-lfutoin_asyncsteps//')
-if ldd "$CHECK_DIR/check_static" | grep -q 'libfutoin_asyncsteps'; then
+LDD_OUT=$(ldd "$CHECK_DIR/check_static")
+if grep -q 'libfutoin_asyncsteps' <<<"$LDD_OUT"; then
     echo "check_static depends on the shared library"
     exit 1
 fi
