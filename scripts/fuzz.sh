@@ -82,7 +82,8 @@ rate=$(grep -E '^stat::average_exec_per_sec' "$LOG" | tail -n 1 | awk '{print $2
 echo "last status: ${last:-n/a}"
 echo "executions:  ${execs:-n/a}   average exec/s: ${rate:-n/a}"
 echo "corpus now:  $(ls "$WORK_DIR/corpus" | wc -l) files in $WORK_DIR/corpus"
-if [ $rc -ne 0 ] || ls "$WORK_DIR/artifacts/" | grep -q .; then
+artifacts=("$WORK_DIR"/artifacts/*)
+if [ $rc -ne 0 ] || [ -e "${artifacts[0]}" ]; then
     echo "==> FUZZER FOUND A PROBLEM (exit $rc); artifacts:"
     ls -l "$WORK_DIR/artifacts/"
     grep -E 'MISMATCH|protocol violation|ERROR: |SUMMARY' "$LOG" | head -n 20 || true

@@ -46,12 +46,12 @@
  *    exactly. The object's bookkeeping is complete before success() is
  *    called, so an AsyncSteps implementation that ran steps synchronously
  *    inside success() would still see a consistent object.
- *  - Protocol detail. lock() sets a cancel handler on the sync step and
- *    adds one internal sub-step that does the admission (enter, queue or
- *    reject). Admission therefore happens on the flow's next turn, and the
- *    cancel handler stays armed until the engine has marked the lock as held,
- *    so a flow aborted between admission and entry (a failing sibling
- *    branch, a root cancel, an outer timeout) still gives its place back.
+ *  - Protocol detail. lock() admits, queues or rejects the flow at once.
+ *    The engine owes unlock() from the moment lock() succeeds (lock()
+ *    returning after admission, or a queued flow woken with success()), so
+ *    a flow aborted between admission and entry (a failing sibling branch,
+ *    a root cancel, an outer timeout) still gives its place back. A queued
+ *    flow has a cancel handler armed that takes it out of the queue.
  *  - Memory. Each lock in progress or held costs one fixed node from a
  *    free list owned by the object: after warm-up, waiting and entering
  *    allocate nothing. Nodes are released with the object. Finding the
