@@ -12,12 +12,16 @@
 #include <string.h>
 
 #define DEFAULT_BURST 100
+/* stack() requests up to this size come from a pool: helpers such as
+ * forEach and the I/O steps keep their small state there on every call. */
+#define STACK_POOLED_SIZE 96
 #define INITIAL_FRAMES 8
 
 typedef union StackHeader {
     struct {
         StackBlock* next;
         void (*cleanup)(void* value);
+        uint8_t pooled;
     } h;
     max_align_t align;
 } StackHeader;
@@ -56,6 +60,7 @@ static void ctx_free(void* p)
     futoin__pool_destroy(&ctx->pars);
     futoin__pool_destroy(&ctx->loops);
     futoin__pool_destroy(&ctx->boxes);
+    futoin__pool_destroy(&ctx->stacks);
     free(ctx);
 }
 
@@ -79,6 +84,7 @@ EngineCtx* futoin__ctx_get(FutoInLoop* loop)
         futoin__pool_init(&ctx->pars, sizeof(Parallel), 32);
         futoin__pool_init(&ctx->loops, sizeof(LoopSpec), 32);
         futoin__pool_init(&ctx->boxes, sizeof(ArgsBox), 32);
+        futoin__pool_init(&ctx->stacks, sizeof(StackBlock) + STACK_POOLED_SIZE, 32);
         *slot = ctx;
         futoin__loop_set_engine_free(loop, ctx_free);
     }
@@ -614,7 +620,7 @@ static void frame_stop_timer(Flow* fl, Frame* f)
     }
 }
 
-static void stack_free(StackBlock** head)
+static void stack_free(EngineCtx* ctx, StackBlock** head)
 {
     while (*head) {
         StackBlock* b = *head;
@@ -622,16 +628,28 @@ static void stack_free(StackBlock** head)
         if (b->hdr.h.cleanup) {
             b->hdr.h.cleanup(b + 1);
         }
-        free(b);
+        if (b->hdr.h.pooled) {
+            futoin__pool_put(&ctx->stacks, b);
+        } else {
+            free(b);
+        }
     }
 }
 
 void* futoin__flow_stack(Flow* fl, size_t size, void (*cleanup)(void*))
 {
     Frame* f = &fl->frames[fl->depth];
-    StackBlock* b = calloc(1, sizeof(StackBlock) + (size ? size : 1));
-    if (!b) {
-        return NULL;
+    StackBlock* b;
+    if (size <= STACK_POOLED_SIZE) {
+        b = futoin__pool_get(&fl->root->ctx->stacks);
+        memset(b + 1, 0, size);
+        b->hdr.h.pooled = 1;
+    } else {
+        b = calloc(1, sizeof(StackBlock) + size);
+        if (!b) {
+            return NULL;
+        }
+        b->hdr.h.pooled = 0;
     }
     b->hdr.h.cleanup = cleanup;
     b->hdr.h.next = f->stack;
@@ -727,7 +745,7 @@ static void frame_pop(Flow* fl, int aborted)
         break;
     }
     /* Last: a cancel handler may still use the step's stack memory. */
-    stack_free(&f.stack);
+    stack_free(ctx, &f.stack);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -866,7 +884,7 @@ static void iteration_reset(Flow* fl, Frame* f)
     f->q_head = f->q_tail = NULL;
     f->on_cancel = NULL;
     f->flags &= (uint8_t)~FR_WAIT;
-    stack_free(&f->stack);
+    stack_free(fl->root->ctx, &f->stack);
 }
 
 static void yield_resume(void* data, uintptr_t depth)
@@ -1042,7 +1060,7 @@ static void root_finish(Root* r, const char* code)
     Flow* fl = &r->main;
     queue_free(r->ctx, fl->frames[0].q_head);
     fl->frames[0].q_head = fl->frames[0].q_tail = NULL;
-    stack_free(&fl->frames[0].stack);
+    stack_free(fl->root->ctx, &fl->frames[0].stack);
     fl->state = FS_DONE;
     if (r->done) {
         RootDoneHook hook = r->done;
@@ -1416,7 +1434,7 @@ static void flow_release(Flow* fl)
     Root* r = fl->root;
     rq_remove(fl);
     ++fl->gen;
-    stack_free(&fl->frames[0].stack);
+    stack_free(fl->root->ctx, &fl->frames[0].stack);
     if (fl->code != fl->code_inline) {
         free(fl->code);
         fl->code = fl->code_inline;
@@ -1434,7 +1452,7 @@ void futoin__root_cancel(Root* r)
     root_enter(r);
     r->cancelling = 1;
     flow_abort(&r->main);
-    stack_free(&r->main.frames[0].stack);
+    stack_free(r->ctx, &r->main.frames[0].stack);
     r->state = RS_CANCELLED;
     r->cancelling = 0;
     root_leave(r);
@@ -1445,7 +1463,7 @@ static void root_destroy(Root* r)
     Flow* fl = &r->main;
     EngineCtx* ctx = r->ctx;
     flow_abort(fl);
-    stack_free(&fl->frames[0].stack);
+    stack_free(fl->root->ctx, &fl->frames[0].stack);
     futoin__state_free(r);
     if (fl->code != fl->code_inline) {
         free(fl->code);

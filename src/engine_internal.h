@@ -198,6 +198,7 @@ struct EngineCtx {
     FutoInPool pars;
     FutoInPool loops;
     FutoInPool boxes;
+    FutoInPool stacks; /* small stack() blocks */
     Flow* free_flows;
     Flow* rq_head;
     Flow* rq_tail;
