@@ -15,7 +15,6 @@
 /* stack() requests up to this size come from a pool: helpers such as
  * forEach and the I/O steps keep their small state there on every call. */
 #define STACK_POOLED_SIZE 96
-#define INITIAL_FRAMES 8
 
 typedef union StackHeader {
     struct {
