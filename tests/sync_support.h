@@ -249,4 +249,17 @@ static inline void step_args_in(FutoInAsyncSteps* as, void* data, const FutoInAr
     futoin_success2(as, futoin_val_i32(7), counted_val(c));
 }
 
+/* Snapshot of a sync object's stats, taken from a loop callback at a
+ * chosen virtual time (schedule stats_cb with futoin_loop_deferred). */
+typedef struct StatsAt {
+    FutoInSync* sync;
+    FutoInSyncStats st;
+} StatsAt;
+
+static inline void stats_cb(void* data)
+{
+    StatsAt* s = data;
+    assert_int_equal(futoin_sync_stats(s->sync, &s->st), FUTOIN_SYNC_OK);
+}
+
 #endif

@@ -16,17 +16,6 @@ static FutoInSync* limiter(uint32_t concurrent, uint32_t max_queue, uint32_t rat
 
 static const char* const NAMES[10] = {"A", "B", "C", "D", "E", "F", "G", "H", "I", "J"};
 
-typedef struct StatsAt {
-    FutoInSync* sync;
-    FutoInSyncStats st;
-} StatsAt;
-
-static void stats_cb(void* data)
-{
-    StatsAt* s = data;
-    assert_int_equal(futoin_sync_stats(s->sync, &s->st), FUTOIN_SYNC_OK);
-}
-
 static void test_options_defaults(void** state)
 {
     (void)state;

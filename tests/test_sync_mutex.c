@@ -271,17 +271,6 @@ static void test_release_on_root_free(void** state)
     sync_free_ok(m);
 }
 
-typedef struct StatsAt {
-    FutoInSync* sync;
-    FutoInSyncStats st;
-} StatsAt;
-
-static void stats_cb(void* data)
-{
-    StatsAt* s = data;
-    assert_int_equal(futoin_sync_stats(s->sync, &s->st), FUTOIN_SYNC_OK);
-}
-
 static void test_cancel_while_queued(void** state)
 {
     (void)state;

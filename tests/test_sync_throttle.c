@@ -63,17 +63,6 @@ static void test_window_rule(void** state)
     sync_free_ok(t);
 }
 
-typedef struct StatsAt {
-    FutoInSync* sync;
-    FutoInSyncStats st;
-} StatsAt;
-
-static void stats_cb(void* data)
-{
-    StatsAt* s = data;
-    assert_int_equal(futoin_sync_stats(s->sync, &s->st), FUTOIN_SYNC_OK);
-}
-
 static void test_window_entries_stat(void** state)
 {
     (void)state;
