@@ -31,7 +31,19 @@ struct StackBlock {
 
 static void advance(Flow* fl);
 static void unwind(Flow* fl);
-static void frame_pop(Flow* fl, int aborted);
+static void frame_pop_slow(Flow* fl, int aborted);
+
+/* The step on top of fl ends; see frame_pop_slow(). Inline for the common
+ * case of a plain step that holds nothing to release. */
+static inline void frame_pop(Flow* fl, int aborted)
+{
+    Frame* top = &fl->frames[fl->depth];
+    if (!aborted && top->kind == SK_PLAIN && !top->x && !top->q_head) {
+        --fl->depth;
+        return;
+    }
+    frame_pop_slow(fl, aborted);
+}
 static void flow_abort(Flow* fl);
 static int start_unwind(Flow* fl, uint32_t k, int own);
 static void flow_free_frames(Flow* fl);
@@ -60,6 +72,7 @@ static void ctx_free(void* p)
     futoin__pool_destroy(&ctx->loops);
     futoin__pool_destroy(&ctx->boxes);
     futoin__pool_destroy(&ctx->stacks);
+    futoin__pool_destroy(&ctx->extras);
     free(ctx);
 }
 
@@ -84,6 +97,7 @@ EngineCtx* futoin__ctx_get(FutoInLoop* loop)
         futoin__pool_init(&ctx->loops, sizeof(LoopSpec), 32);
         futoin__pool_init(&ctx->boxes, sizeof(ArgsBox), 32);
         futoin__pool_init(&ctx->stacks, sizeof(StackBlock) + STACK_POOLED_SIZE, 32);
+        futoin__pool_init(&ctx->extras, sizeof(FrameExtra), 64);
         *slot = ctx;
         futoin__loop_set_engine_free(loop, ctx_free);
     }
@@ -209,6 +223,7 @@ void futoin__misuse(Flow* fl, const char* fmt, ...)
         futoin__set_str(&fl->code, fl->code_inline, FUTOIN_INTERNAL_ERROR);
         futoin__set_info(fl->root, buf);
         fl->out = OUT_ERROR;
+        fl->add_fr = NULL;
         fl->ctl = CTL_NONE;
         return;
     }
@@ -437,6 +452,8 @@ static void flow_init(Flow* fl, Root* r, int fresh)
     fl->ctl = CTL_NONE;
     fl->in_rq = 0;
     fl->results = NULL;
+    fl->add_fr = NULL;
+    fl->q_tail = NULL;
     fl->code = fl->code_inline;
     fl->code_inline[0] = 0;
     memset(&fl->frames[0], 0, sizeof(Frame));
@@ -580,17 +597,13 @@ static Frame* frame_push(Flow* fl, Step* s)
             fl->frames = futoin__xrealloc(fl->frames, sizeof(Frame) * cap);
         }
         fl->cap = cap;
+        fl->add_fr = NULL; /* the cache may point into the old array */
     }
     Frame* f = &fl->frames[++fl->depth];
-    f->q_head = f->q_tail = NULL;
-    f->f = s->f;
-    f->eh = s->eh;
+    f->q_head = NULL;
     f->data = s->data;
     f->ext = s->ext;
-    f->on_cancel = NULL;
-    f->cancel_data = NULL;
-    f->stack = NULL;
-    f->timer.slot = 0;
+    f->x = NULL;
     f->kind = s->kind;
     f->flags = 0;
     if (s->kind == SK_SYNC) {
@@ -600,22 +613,41 @@ static Frame* frame_push(Flow* fl, Step* s)
         s->ext = NULL;
         s->next = NULL;
         f->aux = s;
-        f->eh = NULL;
         f->data = NULL;
     } else {
+        f->eh = s->eh;
         futoin__pool_put(&fl->root->ctx->steps, s);
     }
     return f;
+}
+
+static FrameExtra* frame_x(Flow* fl, Frame* f)
+{
+    if (!f->x) {
+        FrameExtra* x = futoin__pool_get(&fl->root->ctx->extras);
+        memset(x, 0, sizeof(*x));
+        f->x = x;
+    }
+    return f->x;
 }
 
 static void frame_stop_timer(Flow* fl, Frame* f)
 {
     if (f->flags & FR_TIMER) {
         FutoInLoop* loop = fl->root->ctx->loop;
-        FutoInHandle h = futoin__loop_handle(loop, f->timer);
+        FutoInHandle h = futoin__loop_handle(loop, f->x->timer);
         futoin__loop_cancel_local(loop, &h);
-        f->timer.slot = 0;
+        f->x->timer.slot = 0;
         f->flags &= (uint8_t)~FR_TIMER;
+    }
+}
+
+/* A step completed: its timeout and cancel handler no longer apply. */
+static inline void frame_settle(Flow* fl, Frame* f)
+{
+    if (f->x) {
+        frame_stop_timer(fl, f);
+        f->x->on_cancel = NULL;
     }
 }
 
@@ -635,6 +667,18 @@ static void stack_free(EngineCtx* ctx, StackBlock** head)
     }
 }
 
+/* Releases what a frame that is off the stack (or level 0 at the end of
+ * a flow) still holds out of line: stack() memory, then the record. */
+static void frame_x_release(EngineCtx* ctx, Frame* f)
+{
+    FrameExtra* x = f->x;
+    if (x) {
+        f->x = NULL;
+        stack_free(ctx, &x->stack);
+        futoin__pool_put(&ctx->extras, x);
+    }
+}
+
 void* futoin__flow_stack(Flow* fl, size_t size, void (*cleanup)(void*))
 {
     Frame* f = &fl->frames[fl->depth];
@@ -650,24 +694,29 @@ void* futoin__flow_stack(Flow* fl, size_t size, void (*cleanup)(void*))
         }
         b->hdr.h.pooled = 0;
     }
+    FrameExtra* x = frame_x(fl, f);
     b->hdr.h.cleanup = cleanup;
-    b->hdr.h.next = f->stack;
-    f->stack = b;
+    b->hdr.h.next = x->stack;
+    x->stack = b;
     return b + 1;
 }
 
 /* Calls a cancel handler with the flow in the CANCEL context. */
 static void call_cancel(Flow* fl, Frame* f)
 {
-    FutoInAsyncSteps_cancel_callback ch = f->on_cancel;
+    FrameExtra* x = f->x;
+    FutoInAsyncSteps_cancel_callback ch = x ? x->on_cancel : NULL;
     if (!ch) {
         return;
     }
-    f->on_cancel = NULL;
+    x->on_cancel = NULL;
     uint8_t saved = fl->cb;
+    Frame* saved_fr = fl->add_fr;
     fl->cb = CB_CANCEL;
-    ch(&fl->iface, f->cancel_data);
+    fl->add_fr = NULL;
+    ch(&fl->iface, x->cancel_data);
     fl->cb = saved;
+    fl->add_fr = saved_fr;
 }
 
 static void flow_release(Flow* fl);
@@ -691,19 +740,14 @@ static void parallel_abort_branches(Parallel* p)
  * are released and a held sync lock is unlocked.
  * The frame is taken off the stack before any user code runs, so a cancel
  * handler or unlock() that cancels or frees the root cannot pop it twice. */
-static void frame_pop(Flow* fl, int aborted)
+static void frame_pop_slow(Flow* fl, int aborted)
 {
     Frame* top = &fl->frames[fl->depth];
-    if (!aborted && top->kind == SK_PLAIN && !(top->flags & FR_TIMER) && !top->q_head
-            && !top->stack) {
-        --fl->depth; /* the common case: nothing to release */
-        return;
-    }
     EngineCtx* ctx = fl->root->ctx;
     Frame f = *top;
     --fl->depth;
     if (f.flags & FR_TIMER) {
-        FutoInHandle h = futoin__loop_handle(ctx->loop, f.timer);
+        FutoInHandle h = futoin__loop_handle(ctx->loop, f.x->timer);
         futoin__loop_cancel_local(ctx->loop, &h);
     }
     if (aborted) {
@@ -732,9 +776,12 @@ static void frame_pop(Flow* fl, int aborted)
         if (f.flags & FR_LOCKED) {
             FutoInSync* sync = f.ext;
             uint8_t saved = fl->cb;
+            Frame* saved_fr = fl->add_fr;
             fl->cb = CB_CANCEL;
+            fl->add_fr = NULL;
             sync->api->unlock(&fl->iface, sync);
             fl->cb = saved;
+            fl->add_fr = saved_fr;
         }
         break;
     case SK_OWNED:
@@ -744,7 +791,7 @@ static void frame_pop(Flow* fl, int aborted)
         break;
     }
     /* Last: a cancel handler may still use the step's stack memory. */
-    stack_free(ctx, &f.stack);
+    frame_x_release(ctx, &f);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -765,7 +812,7 @@ static const FutoInArgs no_args;
  * flow survived it (0: it was aborted or released meanwhile). The incoming
  * results move to the C stack for the call, so a flow holds only the
  * results waiting for its next step. */
-static inline int call_step(Flow* fl, CallKind kind)
+static inline int call_step(Flow* fl, CallKind kind, FutoInAsyncSteps_execute_callback fn)
 {
     Frame* f = &fl->frames[fl->depth];
     uint32_t gen = fl->gen;
@@ -777,12 +824,13 @@ static inline int call_step(Flow* fl, CallKind kind)
     }
     fl->cb = CB_EXEC;
     fl->out = OUT_NONE;
+    fl->add_fr = f;
     /* Single writer: a plain increment, published for other threads. */
     atomic_store_explicit(&fl->xepoch,
             atomic_load_explicit(&fl->xepoch, memory_order_relaxed) + 1, memory_order_release);
     switch (kind) {
     case CALL_EXEC:
-        f->f(&fl->iface, f->data, pin);
+        fn(&fl->iface, f->data, pin);
         break;
     case CALL_LOOP: {
         LoopSpec* l = f->ext;
@@ -807,6 +855,7 @@ static inline int call_step(Flow* fl, CallKind kind)
         return 0;
     }
     fl->cb = CB_NONE;
+    fl->add_fr = NULL;
     return 1;
 }
 
@@ -815,8 +864,7 @@ static inline int call_step(Flow* fl, CallKind kind)
 static void lock_acquired(Flow* fl, Frame* f)
 {
     f->flags = (uint8_t)((f->flags & ~(FR_LOCK_PHASE | FR_WAIT)) | FR_LOCKED);
-    frame_stop_timer(fl, f);
-    f->on_cancel = NULL;
+    frame_settle(fl, f);
 }
 
 /* Decides what happens after an execute callback of the top frame returned. */
@@ -843,8 +891,7 @@ static int exec_outcome(Flow* fl)
         if (f->flags & FR_LOCK_PHASE) {
             lock_acquired(fl, f);
         }
-        frame_stop_timer(fl, f);
-        f->on_cancel = NULL;
+        frame_settle(fl, f);
         f->flags &= (uint8_t)~FR_WAIT;
         return CONTINUE;
     default:
@@ -869,7 +916,7 @@ static int run_iteration(Flow* fl)
     LoopSpec* l = f->ext;
     /* Results of the previous iteration are not an input of the next. */
     futoin__results_drop(fl);
-    if (call_step(fl, l->loop_fn ? CALL_LOOP : CALL_REPEAT)) {
+    if (call_step(fl, l->loop_fn ? CALL_LOOP : CALL_REPEAT, NULL)) {
         return exec_outcome(fl);
     }
     return HANDLED;
@@ -878,12 +925,15 @@ static int run_iteration(Flow* fl)
 /* Per-iteration state of a loop frame is that of a fresh step. */
 static void iteration_reset(Flow* fl, Frame* f)
 {
-    frame_stop_timer(fl, f);
-    queue_free(fl->root->ctx, f->q_head);
-    f->q_head = f->q_tail = NULL;
-    f->on_cancel = NULL;
+    if (f->q_head) {
+        queue_free(fl->root->ctx, f->q_head);
+        f->q_head = NULL;
+    }
     f->flags &= (uint8_t)~FR_WAIT;
-    stack_free(fl->root->ctx, &f->stack);
+    if (f->x) {
+        frame_stop_timer(fl, f);
+        frame_x_release(fl->root->ctx, f);
+    }
 }
 
 static void yield_resume(void* data, uintptr_t depth)
@@ -891,7 +941,7 @@ static void yield_resume(void* data, uintptr_t depth)
     Flow* fl = data;
     Frame* f = &fl->frames[depth];
     f->flags &= (uint8_t)~(FR_TIMER | FR_WAIT);
-    f->timer.slot = 0;
+    f->x->timer.slot = 0;
     rq_push(fl);
 }
 
@@ -919,7 +969,7 @@ static void start_parallel(Flow* fl, Frame* f)
         flow_init(b, r, fresh);
         b->parent = fl;
         b->par = p;
-        futoin__queue_step(&b->frames[0], s);
+        futoin__queue_step(b, &b->frames[0], s);
         *tail = b;
         tail = &b->sib_next;
         ++p->pending;
@@ -937,13 +987,13 @@ static void start_parallel(Flow* fl, Frame* f)
 }
 
 /* Starts the frame just pushed: GO_ON, HANDLED or CONTINUE. */
-static int start_frame(Flow* fl)
+static int start_frame(Flow* fl, FutoInAsyncSteps_execute_callback fn)
 {
     Frame* f = &fl->frames[fl->depth];
     switch (f->kind) {
     case SK_PLAIN:
     case SK_OWNED:
-        return call_step(fl, CALL_EXEC) ? exec_outcome(fl) : HANDLED;
+        return call_step(fl, CALL_EXEC, fn) ? exec_outcome(fl) : HANDLED;
     case SK_LOOP: {
         LoopSpec* l = f->ext;
         if (l->repeat_fn && l->count == 0) {
@@ -959,7 +1009,7 @@ static int start_frame(Flow* fl)
         f->data = fl->results;
         fl->results = NULL;
         f->flags |= FR_LOCK_PHASE;
-        return call_step(fl, CALL_LOCK) ? exec_outcome(fl) : HANDLED;
+        return call_step(fl, CALL_LOCK, NULL) ? exec_outcome(fl) : HANDLED;
     }
     case SK_VALUE:
         futoin__results_drop(fl);
@@ -968,7 +1018,7 @@ static int start_frame(Flow* fl)
         return GO_ON;
     case SK_YIELD:
         f->flags |= FR_WAIT | FR_TIMER;
-        f->timer = futoin__loop_ref(
+        frame_x(fl, f)->timer = futoin__loop_ref(
                 futoin__loop_immediate2(fl->root->ctx->loop, fl, fl->depth, yield_resume));
         fl->state = FS_WAIT;
         return HANDLED;
@@ -999,7 +1049,7 @@ static int frame_complete(Flow* fl)
         futoin__results_drop(fl);
         fl->results = f->data;
         f->data = NULL;
-        futoin__queue_step(f, f->aux);
+        futoin__queue_step(fl, f, f->aux);
         f->aux = NULL;
         return GO_ON;
     }
@@ -1058,8 +1108,8 @@ static void root_finish(Root* r, const char* code)
 {
     Flow* fl = &r->main;
     queue_free(r->ctx, fl->frames[0].q_head);
-    fl->frames[0].q_head = fl->frames[0].q_tail = NULL;
-    stack_free(fl->root->ctx, &fl->frames[0].stack);
+    fl->frames[0].q_head = NULL;
+    frame_x_release(r->ctx, &fl->frames[0]);
     fl->state = FS_DONE;
     if (r->done) {
         RootDoneHook hook = r->done;
@@ -1096,11 +1146,12 @@ static void flow_failed(Flow* fl)
     }
     r->state = RS_FAILED;
     queue_free(r->ctx, fl->frames[0].q_head);
-    fl->frames[0].q_head = fl->frames[0].q_tail = NULL;
+    fl->frames[0].q_head = NULL;
     futoin__results_drop(fl);
     if (r->unhandled) {
         uint32_t gen = fl->gen;
         fl->cb = CB_FINAL;
+        fl->add_fr = NULL;
         r->unhandled(&fl->iface, r->unhandled_data, fl->code);
         if (gen != fl->gen) {
             return;
@@ -1135,14 +1186,37 @@ static void advance(Flow* fl)
     for (;;) {
         Frame* top = &fl->frames[fl->depth];
         int r;
-        if (top->q_head) {
-            Step* s = top->q_head;
+        Step* s = top->q_head;
+        if (s && s->kind == SK_PLAIN && fl->depth + 1 < fl->cap) {
+            /* The common step, started and completed with the fewest
+             * writes: a plain step whose callback neither waits nor leaves
+             * anything behind is popped at once. */
+            Frame* f = top + 1;
+            FutoInAsyncSteps_execute_callback fn = s->f;
             top->q_head = s->next;
-            if (!top->q_head) {
-                top->q_tail = NULL;
+            ++fl->depth;
+            f->q_head = NULL;
+            f->eh = s->eh;
+            f->data = s->data;
+            f->ext = NULL;
+            f->x = NULL;
+            f->kind = SK_PLAIN;
+            f->flags = 0;
+            futoin__pool_put(&ctx->steps, s);
+            if (!call_step(fl, CALL_EXEC, fn)) {
+                return;
             }
+            if (fl->out <= OUT_SUCCESS && !f->q_head && !f->x && !f->flags) {
+                --fl->depth;
+                r = CONTINUE;
+            } else {
+                r = exec_outcome(fl);
+            }
+        } else if (s) {
+            FutoInAsyncSteps_execute_callback fn = s->f;
+            top->q_head = s->next;
             frame_push(fl, s);
-            r = start_frame(fl);
+            r = start_frame(fl, fn);
         } else if (fl->depth == 0) {
             flow_finished(fl);
             return;
@@ -1181,7 +1255,9 @@ static int start_unwind(Flow* fl, uint32_t k, int own)
     Frame* f = &fl->frames[k];
     frame_stop_timer(fl, f);
     if (own) {
-        f->on_cancel = NULL;
+        if (f->x) {
+            f->x->on_cancel = NULL;
+        }
     } else {
         call_cancel(fl, f);
         if (gen != fl->gen) {
@@ -1197,7 +1273,7 @@ static int start_unwind(Flow* fl, uint32_t k, int own)
         f = &fl->frames[k];
     }
     queue_free(fl->root->ctx, f->q_head);
-    f->q_head = f->q_tail = NULL;
+    f->q_head = NULL;
     f->flags &= (uint8_t)~(FR_WAIT | FR_PAR_WAIT);
     futoin__results_drop(fl);
     fl->pending = PD_UNWIND;
@@ -1249,17 +1325,19 @@ static void unwind(Flow* fl)
          * with it: the error handler must see an empty queue, or it could
          * neither call success() nor tell its own added steps from them. */
         queue_free(fl->root->ctx, f->q_head);
-        f->q_head = f->q_tail = NULL;
-        if (!fl->ctl && f->eh && !(f->flags & FR_EH_USED)) {
+        f->q_head = NULL;
+        if (!fl->ctl && f->kind != SK_SYNC && f->eh && !(f->flags & FR_EH_USED)) {
             f->flags |= FR_EH_USED;
             uint32_t gen = fl->gen;
             fl->cb = CB_ERROR;
             fl->out = OUT_NONE;
+            fl->add_fr = f;
             f->eh(&fl->iface, f->data, fl->code);
             if (gen != fl->gen) {
                 return;
             }
             fl->cb = CB_NONE;
+            fl->add_fr = NULL;
             f = &fl->frames[fl->depth];
             switch (fl->out) {
             case OUT_SUCCESS:
@@ -1313,6 +1391,7 @@ void futoin__flow_success(Flow* fl, FutoInArgs* args)
     Frame* f = &fl->frames[fl->depth];
     if (fl->cb == CB_EXEC || fl->cb == CB_ERROR) {
         fl->out = OUT_SUCCESS;
+        fl->add_fr = NULL;
         futoin__results_set(fl, args);
         return;
     }
@@ -1320,8 +1399,7 @@ void futoin__flow_success(Flow* fl, FutoInArgs* args)
     if (f->flags & FR_LOCK_PHASE) {
         lock_acquired(fl, f);
     }
-    frame_stop_timer(fl, f);
-    f->on_cancel = NULL;
+    frame_settle(fl, f);
     f->flags &= (uint8_t)~FR_WAIT;
     futoin__results_set(fl, args);
     fl->pending = PD_NEXT;
@@ -1335,6 +1413,7 @@ void futoin__flow_error(Flow* fl, const char* code, const char* info)
     if (fl->cb == CB_EXEC || fl->cb == CB_ERROR) {
         fl->out = OUT_ERROR;
         fl->ctl = CTL_NONE;
+        fl->add_fr = NULL;
         return;
     }
     fl->ctl = CTL_NONE;
@@ -1349,7 +1428,7 @@ static void on_timeout(void* data, uintptr_t k)
     Root* r = fl->root;
     Frame* f = &fl->frames[k];
     f->flags &= (uint8_t)~FR_TIMER;
-    f->timer.slot = 0;
+    f->x->timer.slot = 0;
     root_enter(r);
     futoin__set_str(&fl->code, fl->code_inline, FUTOIN_TIMEOUT);
     futoin__set_info(r, "");
@@ -1365,7 +1444,7 @@ void futoin__flow_set_timeout(Flow* fl, uint32_t ms)
 {
     Frame* f = &fl->frames[fl->depth];
     frame_stop_timer(fl, f);
-    f->timer = futoin__loop_ref(
+    frame_x(fl, f)->timer = futoin__loop_ref(
             futoin__loop_deferred2(fl->root->ctx->loop, ms, fl, fl->depth, on_timeout));
     f->flags |= FR_TIMER | FR_WAIT;
 }
@@ -1373,8 +1452,9 @@ void futoin__flow_set_timeout(Flow* fl, uint32_t ms)
 void futoin__flow_set_cancel(Flow* fl, void* data, FutoInAsyncSteps_cancel_callback ch)
 {
     Frame* f = &fl->frames[fl->depth];
-    f->on_cancel = ch;
-    f->cancel_data = data;
+    FrameExtra* x = frame_x(fl, f);
+    x->on_cancel = ch;
+    x->cancel_data = data;
     f->flags |= FR_WAIT;
 }
 
@@ -1388,6 +1468,7 @@ void futoin__flow_ctl(Flow* fl, uint8_t ctl, const char* label)
     futoin__set_str(&fl->code, fl->code_inline, label ? label : "");
     futoin__set_info(fl->root, label ? label : "");
     fl->out = ctl == CTL_BREAK ? OUT_BREAK : OUT_CONTINUE;
+    fl->add_fr = NULL;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1405,6 +1486,7 @@ void futoin__root_execute(Flow* fl, void* data, FutoInAsyncSteps_error_callback 
     fl->pending = PD_NEXT;
     fl->out = OUT_NONE;
     fl->ctl = CTL_NONE;
+    fl->add_fr = NULL;
     rq_push(fl);
 }
 
@@ -1417,9 +1499,10 @@ static void flow_abort(Flow* fl)
         frame_pop(fl, 1);
     }
     queue_free(fl->root->ctx, fl->frames[0].q_head);
-    fl->frames[0].q_head = fl->frames[0].q_tail = NULL;
+    fl->frames[0].q_head = NULL;
     futoin__results_drop(fl);
     fl->state = FS_DONE;
+    fl->add_fr = NULL;
     fl->cb = CB_NONE;
     fl->out = OUT_NONE;
     fl->ctl = CTL_NONE;
@@ -1433,7 +1516,8 @@ static void flow_release(Flow* fl)
     Root* r = fl->root;
     rq_remove(fl);
     ++fl->gen;
-    stack_free(fl->root->ctx, &fl->frames[0].stack);
+    fl->add_fr = NULL;
+    frame_x_release(fl->root->ctx, &fl->frames[0]);
     if (fl->code != fl->code_inline) {
         free(fl->code);
         fl->code = fl->code_inline;
@@ -1451,7 +1535,7 @@ void futoin__root_cancel(Root* r)
     root_enter(r);
     r->cancelling = 1;
     flow_abort(&r->main);
-    stack_free(r->ctx, &r->main.frames[0].stack);
+    frame_x_release(r->ctx, &r->main.frames[0]);
     r->state = RS_CANCELLED;
     r->cancelling = 0;
     root_leave(r);
@@ -1462,7 +1546,7 @@ static void root_destroy(Root* r)
     Flow* fl = &r->main;
     EngineCtx* ctx = r->ctx;
     flow_abort(fl);
-    stack_free(fl->root->ctx, &fl->frames[0].stack);
+    frame_x_release(ctx, &fl->frames[0]);
     futoin__state_free(r);
     if (fl->code != fl->code_inline) {
         free(fl->code);
@@ -1483,6 +1567,7 @@ void futoin__root_free(Root* r)
         return;
     }
     r->free_pending = 1;
+    r->main.add_fr = NULL;
     root_enter(r);
     futoin__root_cancel(r); /* no-op if idle, finished or already cancelling */
     root_leave(r);          /* destroys now, or when the outermost callback returns */

@@ -69,20 +69,29 @@ enum FrameFlags {
     FR_TIMER = 32     /* timer holds a setTimeout() or relinquish handle */
 };
 
-struct Frame {
-    Step* q_head;
-    Step* q_tail;
-    union {
-        FutoInAsyncSteps_execute_callback f; /* PLAIN, OWNED */
-        Step* aux; /* SYNC: the critical-section step until it is queued */
-    };
-    FutoInAsyncSteps_error_callback eh;
-    void* data;
-    void* ext;
+/* What few frames need: a cancel handler, stack() memory or a timer. Kept
+ * out of line (pooled, allocated on first use) so that a frame is 40 bytes
+ * and starting a plain step writes a handful of words. */
+typedef struct FrameExtra {
     FutoInAsyncSteps_cancel_callback on_cancel;
     void* cancel_data;
     StackBlock* stack;
     FutoInLoopRef timer;
+} FrameExtra;
+
+/* A frame does not keep its step's execute callback: it is called once,
+ * straight from the queued step. Nor the tail of its sub-step queue: steps
+ * are only ever appended to the frame whose callback is running (or to an
+ * idle root's level 0), so the flow keeps that one tail (Flow.q_tail). */
+struct Frame {
+    Step* q_head;
+    union {
+        FutoInAsyncSteps_error_callback eh; /* every kind but SYNC */
+        Step* aux; /* SYNC: the critical-section step until it is queued */
+    };
+    void* data;
+    void* ext;
+    FrameExtra* x; /* NULL: no cancel handler, stack memory or timer */
     uint8_t kind;
     uint8_t flags;
 };
@@ -116,6 +125,11 @@ struct Flow {
     uint8_t out;
     uint8_t ctl;
     uint8_t in_rq;
+    /* Where add() appends without further checks (NULL: ask
+     * futoin__add_target_slow()): the frame of the running execute or error
+     * callback until it completes, or level 0 of an idle root. */
+    Frame* add_fr;
+    Step* q_tail; /* last step queued in the frame steps are appended to */
     char* code; /* current error code or break/continue label */
     char code_inline[FUTOIN_INLINE_STR];
     /* Results of the last success() waiting for the next step (NULL: none).
@@ -199,6 +213,7 @@ struct EngineCtx {
     FutoInPool loops;
     FutoInPool boxes;
     FutoInPool stacks; /* small stack() blocks */
+    FutoInPool extras; /* FrameExtra */
     Flow* free_flows;
     Flow* rq_head;
     Flow* rq_tail;
@@ -220,13 +235,11 @@ void futoin__misuse(Flow* fl, const char* fmt, ...);
 Frame* futoin__add_target_slow(Flow* fl, const char* what);
 
 /* Hot helpers used by every add(): kept inline so that adding a step costs
- * a context check, a pool pop and a queue append. */
+ * a cursor load, a pool pop and a queue append. */
 static inline Frame* futoin__add_target(Flow* fl, const char* what)
 {
-    if ((fl->cb == CB_EXEC || fl->cb == CB_ERROR) && fl->out == OUT_NONE) {
-        return &fl->frames[fl->depth];
-    }
-    return futoin__add_target_slow(fl, what);
+    Frame* fr = fl->add_fr;
+    return fr ? fr : futoin__add_target_slow(fl, what);
 }
 
 static inline Step* futoin__step_new(EngineCtx* ctx, uint8_t kind, void* data,
@@ -242,14 +255,15 @@ static inline Step* futoin__step_new(EngineCtx* ctx, uint8_t kind, void* data,
     return s;
 }
 
-static inline void futoin__queue_step(Frame* fr, Step* s)
+/* Appends to fr, which must be the frame add() targets (see Flow.q_tail). */
+static inline void futoin__queue_step(Flow* fl, Frame* fr, Step* s)
 {
-    if (fr->q_tail) {
-        fr->q_tail->next = s;
+    if (fr->q_head) {
+        fl->q_tail->next = s;
     } else {
         fr->q_head = s;
     }
-    fr->q_tail = s;
+    fl->q_tail = s;
 }
 void futoin__step_free(EngineCtx* ctx, Step* s);
 Step* futoin__step_copy(EngineCtx* ctx, const Step* s, Flow* owner, const char** err);
