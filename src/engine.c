@@ -271,12 +271,10 @@ static void box_free(EngineCtx* ctx, ArgsBox* b)
     futoin__pool_put(&ctx->boxes, b);
 }
 
-void futoin__results_drop(Flow* fl)
+void futoin__results_drop_slow(Flow* fl)
 {
-    if (fl->results) {
-        box_free(fl->root->ctx, fl->results);
-        fl->results = NULL;
-    }
+    box_free(fl->root->ctx, fl->results);
+    fl->results = NULL;
 }
 
 /* Takes ownership of args' values (none: the flow has no results). */
@@ -579,6 +577,7 @@ FutoInAsyncSteps* futoin_asyncsteps_new(FutoInLoop* loop)
     r->done_data = NULL;
     r->next_free = NULL;
     flow_init(&r->main, r, fresh);
+    r->main.add_fr = &r->main.frames[0]; /* idle: add() appends to level 0 */
     return &r->main.iface;
 }
 
@@ -669,13 +668,18 @@ static void stack_free(EngineCtx* ctx, StackBlock** head)
 
 /* Releases what a frame that is off the stack (or level 0 at the end of
  * a flow) still holds out of line: stack() memory, then the record. */
-static void frame_x_release(EngineCtx* ctx, Frame* f)
+static void frame_x_release_slow(EngineCtx* ctx, Frame* f)
 {
     FrameExtra* x = f->x;
-    if (x) {
-        f->x = NULL;
-        stack_free(ctx, &x->stack);
-        futoin__pool_put(&ctx->extras, x);
+    f->x = NULL;
+    stack_free(ctx, &x->stack);
+    futoin__pool_put(&ctx->extras, x);
+}
+
+static inline void frame_x_release(EngineCtx* ctx, Frame* f)
+{
+    if (f->x) {
+        frame_x_release_slow(ctx, f);
     }
 }
 
@@ -910,16 +914,51 @@ static int exec_outcome(Flow* fl)
     }
 }
 
+static int keep_turn(EngineCtx* ctx);
+
+/* Runs iterations of the loop on top of fl. While an iteration's body
+ * completes at once and leaves nothing behind (no sub-steps, results,
+ * timer, cancel handler or stack memory), the next one starts right here,
+ * for as long as the flow keeps its turn: the same order and budget as
+ * going round advance(), without its per-iteration bookkeeping. */
 static int run_iteration(Flow* fl)
 {
+    EngineCtx* ctx = fl->root->ctx;
     Frame* f = &fl->frames[fl->depth];
     LoopSpec* l = f->ext;
     /* Results of the previous iteration are not an input of the next. */
     futoin__results_drop(fl);
-    if (call_step(fl, l->loop_fn ? CALL_LOOP : CALL_REPEAT, NULL)) {
-        return exec_outcome(fl);
+    if (!call_step(fl, l->loop_fn ? CALL_LOOP : CALL_REPEAT, NULL)) {
+        return HANDLED;
     }
-    return HANDLED;
+    for (;;) {
+        if (fl->out != OUT_NONE || f->q_head || f->x || f->flags) {
+            return exec_outcome(fl);
+        }
+        /* The last iteration, or the turn ends: frame_complete() takes
+         * it from here (it counts the iteration just run). */
+        if ((l->repeat_fn && l->i + 1 >= l->count) || !keep_turn(ctx)) {
+            return CONTINUE;
+        }
+        ++l->i;
+        /* call_step() for a clean previous iteration: no results to pass
+         * or drop, and the outcome is already OUT_NONE. */
+        uint32_t gen = fl->gen;
+        fl->cb = CB_EXEC;
+        fl->add_fr = f;
+        atomic_store_explicit(&fl->xepoch,
+                atomic_load_explicit(&fl->xepoch, memory_order_relaxed) + 1, memory_order_release);
+        if (l->repeat_fn) {
+            l->repeat_fn(&fl->iface, l->data, l->i);
+        } else {
+            l->loop_fn(&fl->iface, l->data);
+        }
+        if (gen != fl->gen) {
+            return HANDLED;
+        }
+        fl->cb = CB_NONE;
+        fl->add_fr = NULL;
+    }
 }
 
 /* Per-iteration state of a loop frame is that of a fresh step. */
@@ -1547,7 +1586,9 @@ static void root_destroy(Root* r)
     EngineCtx* ctx = r->ctx;
     flow_abort(fl);
     frame_x_release(ctx, &fl->frames[0]);
-    futoin__state_free(r);
+    if (r->vars) {
+        futoin__state_free(r);
+    }
     if (fl->code != fl->code_inline) {
         free(fl->code);
     }

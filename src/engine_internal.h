@@ -294,7 +294,13 @@ void futoin__root_free(Root* r);
 void* futoin__flow_stack(Flow* fl, size_t size, void (*cleanup)(void*));
 
 /* Results waiting in a flow for its next step. */
-void futoin__results_drop(Flow* fl);
+void futoin__results_drop_slow(Flow* fl);
+static inline void futoin__results_drop(Flow* fl)
+{
+    if (fl->results) {
+        futoin__results_drop_slow(fl);
+    }
+}
 void futoin__results_set(Flow* fl, FutoInArgs* args);
 
 /* state.c */
