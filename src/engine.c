@@ -265,9 +265,21 @@ static void loopspec_free(EngineCtx* ctx, LoopSpec* l)
     futoin__pool_put(&ctx->loops, l);
 }
 
+/* Runs the cleanups of the values in a[0..n). The holders are left as
+ * they are: a box is written in full before it is used again. */
+static void args_release(FutoInArgs* a, uint8_t n)
+{
+    for (uint8_t i = 0; i < n; ++i) {
+        const FutoInType* tp = a->args[i].type;
+        if (tp && tp->cleanup) {
+            tp->cleanup(&a->args[i]);
+        }
+    }
+}
+
 static void box_free(EngineCtx* ctx, ArgsBox* b)
 {
-    futoin__args_clear(&b->args, &b->nargs);
+    args_release(&b->args, b->nargs);
     futoin__pool_put(&ctx->boxes, b);
 }
 
@@ -284,15 +296,20 @@ void futoin__results_set(Flow* fl, FutoInArgs* args)
     if (!args) {
         return;
     }
-    FutoInArgs taken;
-    memset(&taken, 0, sizeof(taken));
-    uint8_t n = futoin__args_take(&taken, args);
-    if (n) {
-        ArgsBox* b = futoin__pool_get(&fl->root->ctx->boxes);
-        b->args = taken;
-        b->nargs = n;
-        fl->results = b;
+    FutoInBinaryValue* a = args->args;
+    uint8_t n = a[3].type ? 4 : a[2].type ? 3 : a[1].type ? 2 : a[0].type ? 1 : 0;
+    if (!n) {
+        return;
     }
+    ArgsBox* b = futoin__pool_get(&fl->root->ctx->boxes);
+    b->args = *args;
+    for (uint8_t i = 0; i < n; ++i) {
+        if (!a[i].type) {
+            memset(&b->args.args[i], 0, sizeof(FutoInBinaryValue)); /* a gap */
+        }
+    }
+    b->nargs = n;
+    fl->results = b;
 }
 
 static void queue_free(EngineCtx* ctx, Step* s)
@@ -1428,6 +1445,13 @@ int futoin__find_loop(Flow* fl, const char* label)
 void futoin__flow_success(Flow* fl, FutoInArgs* args)
 {
     Frame* f = &fl->frames[fl->depth];
+    if (f->kind == SK_LOOP && args) {
+        /* A loop body's own results go nowhere: not into the next
+         * iteration, nor past the loop. Like results_set(), this takes
+         * the values over without clearing the caller's holders. */
+        args_release(args, 4);
+        args = NULL;
+    }
     if (fl->cb == CB_EXEC || fl->cb == CB_ERROR) {
         fl->out = OUT_SUCCESS;
         fl->add_fr = NULL;
