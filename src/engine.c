@@ -73,6 +73,7 @@ static void ctx_free(void* p)
     futoin__pool_destroy(&ctx->boxes);
     futoin__pool_destroy(&ctx->stacks);
     futoin__pool_destroy(&ctx->extras);
+    futoin__pool_destroy(&ctx->strs);
     free(ctx);
 }
 
@@ -98,6 +99,7 @@ EngineCtx* futoin__ctx_get(FutoInLoop* loop)
         futoin__pool_init(&ctx->boxes, sizeof(ArgsBox), 32);
         futoin__pool_init(&ctx->stacks, sizeof(StackBlock) + STACK_POOLED_SIZE, 32);
         futoin__pool_init(&ctx->extras, sizeof(FrameExtra), 64);
+        futoin__pool_init(&ctx->strs, FUTOIN_SMALL_STR, 64);
         *slot = ctx;
         futoin__loop_set_engine_free(loop, ctx_free);
     }
@@ -141,25 +143,45 @@ FutoInLoop* futoin_asyncsteps_loop(FutoInAsyncSteps* as)
 /* ------------------------------------------------------------------------ */
 /* Small helpers                                                             */
 
-void futoin__set_str(char** dst, char* inline_buf, const char* s)
+char futoin__no_code[1];
+
+/* Releases the flow's code buffer: it reads as "" again. */
+static void flow_code_release(Flow* fl)
+{
+    if (fl->code != futoin__no_code) {
+        if (fl->code_heap) {
+            free(fl->code);
+        } else {
+            futoin__pool_put(&fl->root->ctx->strs, fl->code);
+        }
+        fl->code = futoin__no_code;
+        fl->code_heap = 0;
+    }
+}
+
+void futoin__flow_set_code(Flow* fl, const char* s)
 {
     if (!s) {
         s = "";
     }
-    if (s == *dst) {
+    if (s == fl->code) {
         return; /* re-raising the code we handed out */
     }
     size_t len = strlen(s);
-    char* old_heap = (*dst && *dst != inline_buf) ? *dst : NULL;
-    if (len < FUTOIN_INLINE_STR) {
-        memmove(inline_buf, s, len + 1);
-        *dst = inline_buf;
-    } else {
-        char* p = futoin__xmalloc(len + 1);
-        memcpy(p, s, len + 1);
-        *dst = p;
+    if (len < FUTOIN_SMALL_STR && fl->code != futoin__no_code && !fl->code_heap) {
+        memmove(fl->code, s, len + 1);
+        return;
     }
-    free(old_heap);
+    if (len == 0 && fl->code == futoin__no_code) {
+        return;
+    }
+    /* s may point into the old buffer: copy before releasing it. */
+    char* p = len < FUTOIN_SMALL_STR ? futoin__pool_get(&fl->root->ctx->strs)
+                                     : futoin__xmalloc(len + 1);
+    memcpy(p, s, len + 1);
+    flow_code_release(fl);
+    fl->code = p;
+    fl->code_heap = len >= FUTOIN_SMALL_STR;
 }
 
 void futoin__set_info(Root* r, const char* info)
@@ -220,7 +242,7 @@ void futoin__misuse(Flow* fl, const char* fmt, ...)
     va_end(ap);
     if (fl && (fl->cb == CB_EXEC || fl->cb == CB_ERROR)) {
         /* The running step fails: the spec's InternalError. */
-        futoin__set_str(&fl->code, fl->code_inline, FUTOIN_INTERNAL_ERROR);
+        futoin__flow_set_code(fl, FUTOIN_INTERNAL_ERROR);
         futoin__set_info(fl->root, buf);
         fl->out = OUT_ERROR;
         fl->add_fr = NULL;
@@ -251,16 +273,23 @@ LoopSpec* futoin__loopspec_new(EngineCtx* ctx, const char* label)
 {
     LoopSpec* l = futoin__pool_get(&ctx->loops);
     memset(l, 0, sizeof(*l));
-    if (label) {
-        futoin__set_str(&l->label, l->label_inline, label);
+    if (label && *label) {
+        size_t len = strlen(label);
+        /* Set once and never changed: the length tells where it lives. */
+        l->label = len < FUTOIN_SMALL_STR ? futoin__pool_get(&ctx->strs) : futoin__xmalloc(len + 1);
+        memcpy(l->label, label, len + 1);
     }
     return l;
 }
 
 static void loopspec_free(EngineCtx* ctx, LoopSpec* l)
 {
-    if (l->label && l->label != l->label_inline) {
-        free(l->label);
+    if (l->label) {
+        if (strlen(l->label) < FUTOIN_SMALL_STR) {
+            futoin__pool_put(&ctx->strs, l->label);
+        } else {
+            free(l->label);
+        }
     }
     futoin__pool_put(&ctx->loops, l);
 }
@@ -469,8 +498,12 @@ static void flow_init(Flow* fl, Root* r, int fresh)
     fl->results = NULL;
     fl->add_fr = NULL;
     fl->q_tail = NULL;
-    fl->code = fl->code_inline;
-    fl->code_inline[0] = 0;
+    if (fresh) {
+        fl->code = futoin__no_code;
+        fl->code_heap = 0;
+    } else {
+        flow_code_release(fl);
+    }
     memset(&fl->frames[0], 0, sizeof(Frame));
 }
 
@@ -1145,7 +1178,7 @@ static void branch_failed(Flow* fl)
             break;
         }
     }
-    futoin__set_str(&parent->code, parent->code_inline, fl->code);
+    futoin__flow_set_code(parent, fl->code);
     parent->ctl = fl->ctl;
     flow_release(fl);
     uint32_t gen = parent->gen;
@@ -1197,7 +1230,7 @@ static void flow_failed(Flow* fl)
     Root* r = fl->root;
     if (fl->ctl) {
         /* Cannot happen for a validated break: report it as misuse. */
-        futoin__set_str(&fl->code, fl->code_inline, FUTOIN_INTERNAL_ERROR);
+        futoin__flow_set_code(fl, FUTOIN_INTERNAL_ERROR);
         fl->ctl = CTL_NONE;
     }
     r->state = RS_FAILED;
@@ -1471,7 +1504,7 @@ void futoin__flow_success(Flow* fl, FutoInArgs* args)
 
 void futoin__flow_error(Flow* fl, const char* code, const char* info)
 {
-    futoin__set_str(&fl->code, fl->code_inline, code);
+    futoin__flow_set_code(fl, code);
     futoin__set_info(fl->root, info);
     if (fl->cb == CB_EXEC || fl->cb == CB_ERROR) {
         fl->out = OUT_ERROR;
@@ -1493,7 +1526,7 @@ static void on_timeout(void* data, uintptr_t k)
     f->flags &= (uint8_t)~FR_TIMER;
     f->x->timer.slot = 0;
     root_enter(r);
-    futoin__set_str(&fl->code, fl->code_inline, FUTOIN_TIMEOUT);
+    futoin__flow_set_code(fl, FUTOIN_TIMEOUT);
     futoin__set_info(r, "");
     fl->ctl = CTL_NONE;
     rq_remove(fl);
@@ -1528,7 +1561,7 @@ void futoin__flow_wait(Flow* fl)
 
 void futoin__flow_ctl(Flow* fl, uint8_t ctl, const char* label)
 {
-    futoin__set_str(&fl->code, fl->code_inline, label ? label : "");
+    futoin__flow_set_code(fl, label ? label : "");
     futoin__set_info(fl->root, label ? label : "");
     fl->out = ctl == CTL_BREAK ? OUT_BREAK : OUT_CONTINUE;
     fl->add_fr = NULL;
@@ -1581,10 +1614,7 @@ static void flow_release(Flow* fl)
     ++fl->gen;
     fl->add_fr = NULL;
     frame_x_release(fl->root->ctx, &fl->frames[0]);
-    if (fl->code != fl->code_inline) {
-        free(fl->code);
-        fl->code = fl->code_inline;
-    }
+    flow_code_release(fl);
     fl->state = FS_DONE;
     fl->sib_next = r->zombies;
     r->zombies = fl;
@@ -1613,9 +1643,7 @@ static void root_destroy(Root* r)
     if (r->vars) {
         futoin__state_free(r);
     }
-    if (fl->code != fl->code_inline) {
-        free(fl->code);
-    }
+    flow_code_release(fl);
     while (r->zombies) {
         Flow* z = r->zombies;
         r->zombies = z->sib_next;

@@ -104,7 +104,10 @@ enum FlowState { FS_IDLE = 0, FS_READY, FS_WAIT, FS_DONE };
 enum Pending { PD_NEXT = 0, PD_UNWIND };
 enum Ctl { CTL_NONE = 0, CTL_BREAK, CTL_CONTINUE };
 
-#define FUTOIN_INLINE_STR 32
+/* Error codes and loop labels up to this size (with the NUL) live in
+ * pooled blocks, longer ones on the heap: a flow or loop without one pays
+ * a pointer. */
+#define FUTOIN_SMALL_STR 32
 #define FUTOIN_INLINE_FRAMES 3
 
 struct Flow {
@@ -125,13 +128,15 @@ struct Flow {
     uint8_t out;
     uint8_t ctl;
     uint8_t in_rq;
+    uint8_t code_heap; /* code is malloc()ed, not a pooled small block */
     /* Where add() appends without further checks (NULL: ask
      * futoin__add_target_slow()): the frame of the running execute or error
      * callback until it completes, or level 0 of an idle root. */
     Frame* add_fr;
     Step* q_tail; /* last step queued in the frame steps are appended to */
-    char* code; /* current error code or break/continue label */
-    char code_inline[FUTOIN_INLINE_STR];
+    /* Current error code or break/continue label: futoin__no_code (empty)
+     * until the flow first needs one, then a buffer it keeps. */
+    char* code;
     /* Results of the last success() waiting for the next step (NULL: none).
      * Pooled and moved by pointer, so results cost nothing when absent. */
     ArgsBox* results;
@@ -163,8 +168,7 @@ struct LoopSpec {
     void* data;
     size_t count;
     size_t i;
-    char* label; /* NULL, label_inline or heap */
-    char label_inline[FUTOIN_INLINE_STR];
+    char* label; /* NULL, a pooled small block or (when longer) heap */
 };
 
 struct ArgsBox {
@@ -214,6 +218,7 @@ struct EngineCtx {
     FutoInPool boxes;
     FutoInPool stacks; /* small stack() blocks */
     FutoInPool extras; /* FrameExtra */
+    FutoInPool strs;   /* FUTOIN_SMALL_STR blocks: codes and labels */
     Flow* free_flows;
     Flow* rq_head;
     Flow* rq_tail;
@@ -269,7 +274,8 @@ void futoin__step_free(EngineCtx* ctx, Step* s);
 Step* futoin__step_copy(EngineCtx* ctx, const Step* s, Flow* owner, const char** err);
 Parallel* futoin__parallel_new(EngineCtx* ctx, Flow* owner);
 LoopSpec* futoin__loopspec_new(EngineCtx* ctx, const char* label);
-void futoin__set_str(char** dst, char* inline_buf, const char* s);
+extern char futoin__no_code[1];
+void futoin__flow_set_code(Flow* fl, const char* s);
 void futoin__set_info(Root* r, const char* info);
 void futoin__args_reset(FutoInArgs* a, uint8_t n);
 static inline void futoin__args_clear(FutoInArgs* a, uint8_t* n)
