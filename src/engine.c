@@ -58,15 +58,15 @@ static void ctx_free(void* p)
         Flow* f = ctx->free_flows;
         ctx->free_flows = f->rq_next;
         flow_free_frames(f);
-        free(f);
     }
     while (ctx->free_roots) {
         Root* r = ctx->free_roots;
         ctx->free_roots = r->next_free;
         flow_free_frames(&r->main);
         free(r->info);
-        free(r);
     }
+    futoin__pool_destroy(&ctx->root_mem);
+    futoin__pool_destroy(&ctx->branch_mem);
     futoin__pool_destroy(&ctx->steps);
     futoin__pool_destroy(&ctx->pars);
     futoin__pool_destroy(&ctx->loops);
@@ -100,6 +100,8 @@ EngineCtx* futoin__ctx_get(FutoInLoop* loop)
         futoin__pool_init(&ctx->stacks, sizeof(StackBlock) + STACK_POOLED_SIZE, 32);
         futoin__pool_init(&ctx->extras, sizeof(FrameExtra), 64);
         futoin__pool_init(&ctx->strs, FUTOIN_SMALL_STR, 64);
+        futoin__pool_init(&ctx->root_mem, sizeof(Root), 64);
+        futoin__pool_init(&ctx->branch_mem, sizeof(Branch), 32);
         *slot = ctx;
         futoin__loop_set_engine_free(loop, ctx_free);
     }
@@ -460,7 +462,7 @@ static void root_leave(Root* r)
     }
     while (r->zombies) {
         Flow* z = r->zombies;
-        r->zombies = z->sib_next;
+        r->zombies = futoin__branch(z)->sib_next;
         flow_recycle(r->ctx, z);
     }
     if (r->free_pending) {
@@ -485,9 +487,7 @@ static void flow_init(Flow* fl, Root* r, int fresh)
     fl->root = r;
     fl->depth = 0;
     fl->rq_next = fl->rq_prev = NULL;
-    fl->parent = NULL;
-    fl->par = NULL;
-    fl->sib_next = NULL;
+    fl->is_branch = 0;
     ++fl->gen;
     fl->state = FS_IDLE;
     fl->pending = PD_NEXT;
@@ -603,7 +603,7 @@ FutoInAsyncSteps* futoin_asyncsteps_new(FutoInLoop* loop)
     if (r) {
         ctx->free_roots = r->next_free;
     } else {
-        r = malloc(sizeof(Root));
+        r = futoin__pool_try_get(&ctx->root_mem);
         if (!r) {
             return NULL;
         }
@@ -783,7 +783,7 @@ static void parallel_abort_branches(Parallel* p)
     p->pending = 0;
     while (p->branches) {
         Flow* b = p->branches;
-        p->branches = b->sib_next;
+        p->branches = futoin__branch(b)->sib_next;
         flow_abort(b);
         flow_release(b);
     }
@@ -1052,15 +1052,17 @@ static void start_parallel(Flow* fl, Frame* f)
         if (b) {
             ctx->free_flows = b->rq_next;
         } else {
-            b = futoin__xmalloc(sizeof(Flow));
+            b = futoin__pool_get(&ctx->branch_mem);
             fresh = 1;
         }
         flow_init(b, r, fresh);
-        b->parent = fl;
-        b->par = p;
+        b->is_branch = 1;
+        futoin__branch(b)->parent = fl;
+        futoin__branch(b)->par = p;
+        futoin__branch(b)->sib_next = NULL;
         futoin__queue_step(b, &b->frames[0], s);
         *tail = b;
-        tail = &b->sib_next;
+        tail = &futoin__branch(b)->sib_next;
         ++p->pending;
     }
     p->b_tail = NULL;
@@ -1070,7 +1072,7 @@ static void start_parallel(Flow* fl, Frame* f)
     }
     f->flags |= FR_PAR_WAIT;
     fl->state = FS_WAIT;
-    for (Flow* b = p->branches; b; b = b->sib_next) {
+    for (Flow* b = p->branches; b; b = futoin__branch(b)->sib_next) {
         rq_push(b);
     }
 }
@@ -1149,12 +1151,12 @@ static int frame_complete(Flow* fl)
 /* Branch flow finished with success. */
 static void branch_done(Flow* fl)
 {
-    Parallel* p = fl->par;
-    Flow* parent = fl->parent;
+    Parallel* p = futoin__branch(fl)->par;
+    Flow* parent = futoin__branch(fl)->parent;
     futoin__results_drop(fl);
-    for (Flow** pp = &p->branches; *pp; pp = &(*pp)->sib_next) {
+    for (Flow** pp = &p->branches; *pp; pp = &futoin__branch(*pp)->sib_next) {
         if (*pp == fl) {
-            *pp = fl->sib_next;
+            *pp = futoin__branch(fl)->sib_next;
             break;
         }
     }
@@ -1170,11 +1172,11 @@ static void branch_done(Flow* fl)
  * fails in the parent flow with the same error (or break/continue). */
 static void branch_failed(Flow* fl)
 {
-    Parallel* p = fl->par;
-    Flow* parent = fl->parent;
-    for (Flow** pp = &p->branches; *pp; pp = &(*pp)->sib_next) {
+    Parallel* p = futoin__branch(fl)->par;
+    Flow* parent = futoin__branch(fl)->parent;
+    for (Flow** pp = &p->branches; *pp; pp = &futoin__branch(*pp)->sib_next) {
         if (*pp == fl) {
-            *pp = fl->sib_next;
+            *pp = futoin__branch(fl)->sib_next;
             break;
         }
     }
@@ -1211,7 +1213,7 @@ static void root_finish(Root* r, const char* code)
 /* Level 0 is empty: the flow is complete. */
 static void flow_finished(Flow* fl)
 {
-    if (fl->par) {
+    if (fl->is_branch) {
         branch_done(fl);
         return;
     }
@@ -1223,7 +1225,7 @@ static void flow_finished(Flow* fl)
 /* An error (or break/continue) escaped level 0 of the flow. */
 static void flow_failed(Flow* fl)
 {
-    if (fl->par) {
+    if (fl->is_branch) {
         branch_failed(fl);
         return;
     }
@@ -1461,7 +1463,7 @@ int futoin__find_loop(Flow* fl, const char* label)
     if (label && !*label) {
         label = NULL;
     }
-    for (Flow* cur = fl; cur; cur = cur->parent) {
+    for (Flow* cur = fl; cur; cur = cur->is_branch ? futoin__branch(cur)->parent : NULL) {
         for (uint32_t d = cur->depth; d > 0; --d) {
             Frame* f = &cur->frames[d];
             if (f->kind == SK_LOOP && f->ext && label_matches(f->ext, label)) {
@@ -1616,7 +1618,7 @@ static void flow_release(Flow* fl)
     frame_x_release(fl->root->ctx, &fl->frames[0]);
     flow_code_release(fl);
     fl->state = FS_DONE;
-    fl->sib_next = r->zombies;
+    futoin__branch(fl)->sib_next = r->zombies;
     r->zombies = fl;
 }
 
@@ -1646,7 +1648,7 @@ static void root_destroy(Root* r)
     flow_code_release(fl);
     while (r->zombies) {
         Flow* z = r->zombies;
-        r->zombies = z->sib_next;
+        r->zombies = futoin__branch(z)->sib_next;
         flow_recycle(ctx, z);
     }
     /* Pooled with its frame array and info buffer for the next root. */

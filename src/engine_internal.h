@@ -118,10 +118,13 @@ struct Flow {
     uint32_t cap;
     Flow* rq_next;
     Flow* rq_prev;
-    Flow* parent;   /* branch flows: the flow holding the PARALLEL frame */
-    Parallel* par;  /* branch flows: the parallel they belong to */
-    Flow* sib_next; /* branch flows: next live branch of the same parallel */
     uint32_t gen;   /* bumped when the flow is aborted or released */
+    /* Cross-thread calls (xflow.c) read xepoch and loop from other
+     * threads. xepoch counts step callbacks started: a success()/error()
+     * from another thread carries the value it saw and is dropped if
+     * another step has started since. */
+    _Atomic uint32_t xepoch;
+    uint8_t is_branch; /* a Branch: a parallel() branch, not a root */
     uint8_t state;
     uint8_t pending;
     uint8_t cb;
@@ -140,17 +143,26 @@ struct Flow {
     /* Results of the last success() waiting for the next step (NULL: none).
      * Pooled and moved by pointer, so results cost nothing when absent. */
     ArgsBox* results;
-    /* Cross-thread calls (xflow.c) read these two from other threads.
-     * loop is set once, when the flow's memory is first used (flows are
-     * pooled per loop and never change loop). xepoch counts step callbacks
-     * started: a success()/error() from another thread carries the value
-     * it saw and is dropped if another step has started since. */
+    /* Set once, when the flow's memory is first used (flows are pooled per
+     * loop and never change loop). */
     FutoInLoop* loop;
-    _Atomic uint32_t xepoch;
     /* The first frames live in the flow itself: most flows never go deeper,
      * so a root or branch costs one allocation (none when pooled). */
     Frame inline_frames[FUTOIN_INLINE_FRAMES];
 };
+
+/* A parallel() branch: a flow with its place among its siblings. */
+typedef struct Branch {
+    Flow fl;        /* first: a Branch is used as its Flow */
+    Flow* parent;   /* the flow holding the PARALLEL frame */
+    Parallel* par;  /* the parallel it belongs to */
+    Flow* sib_next; /* next live branch of the same parallel; zombie link */
+} Branch;
+
+static inline Branch* futoin__branch(Flow* fl)
+{
+    return (Branch*)fl;
+}
 
 struct Parallel {
     FutoInAsyncSteps iface;
@@ -219,6 +231,12 @@ struct EngineCtx {
     FutoInPool stacks; /* small stack() blocks */
     FutoInPool extras; /* FrameExtra */
     FutoInPool strs;   /* FUTOIN_SMALL_STR blocks: codes and labels */
+    /* Memory of roots and branch flows: carved from slabs (no malloc
+     * header each) and never returned to the pool: once made, they are
+     * recycled through free_roots / free_flows, whose links leave the
+     * interface pointer alone. */
+    FutoInPool root_mem;
+    FutoInPool branch_mem;
     Flow* free_flows;
     Flow* rq_head;
     Flow* rq_tail;

@@ -17,6 +17,8 @@ void futoin__pool_destroy(FutoInPool* pool);
 /* Never returns NULL: aborts the process on out-of-memory, like the rest of
  * the engine's structural allocations (there is no flow to report to). */
 void* futoin__pool_refill_get(FutoInPool* pool);
+/* As futoin__pool_get(), but NULL when a new slab cannot be allocated. */
+void* futoin__pool_try_get(FutoInPool* pool);
 
 static inline void* futoin__pool_get(FutoInPool* pool)
 {
