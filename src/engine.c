@@ -1100,7 +1100,22 @@ static int start_frame(Flow* fl, FutoInAsyncSteps_execute_callback fn)
         f->data = fl->results;
         fl->results = NULL;
         f->flags |= FR_LOCK_PHASE;
-        return call_step(fl, CALL_LOCK, NULL) ? exec_outcome(fl) : HANDLED;
+        if (!call_step(fl, CALL_LOCK, NULL)) {
+            return HANDLED;
+        }
+        f = &fl->frames[fl->depth];
+        if (fl->out == OUT_NONE && !f->q_head && !(f->flags & FR_WAIT)) {
+            /* Admitted at once: the critical section is queued now, so the
+             * flow's next step (this turn or its next) is the section
+             * itself, as frame_complete() would have arranged. */
+            lock_acquired(fl, f);
+            fl->results = f->data;
+            f->data = NULL;
+            futoin__queue_step(fl, f, f->aux);
+            f->aux = NULL;
+            return CONTINUE;
+        }
+        return exec_outcome(fl);
     }
     case SK_VALUE:
         futoin__results_drop(fl);
@@ -1142,6 +1157,22 @@ static int frame_complete(Flow* fl)
         f->data = NULL;
         futoin__queue_step(fl, f, f->aux);
         f->aux = NULL;
+        return GO_ON;
+    } else if (f->kind == SK_SYNC && !f->x && !f->data) {
+        /* The critical section is done: pop the frame, then unlock() (it
+         * may wake other flows, never this one). */
+        FutoInSync* sync = f->ext;
+        uint8_t locked = f->flags & FR_LOCKED;
+        --fl->depth;
+        if (locked) {
+            uint8_t saved = fl->cb;
+            Frame* saved_fr = fl->add_fr;
+            fl->cb = CB_CANCEL;
+            fl->add_fr = NULL;
+            sync->api->unlock(&fl->iface, sync);
+            fl->cb = saved;
+            fl->add_fr = saved_fr;
+        }
         return GO_ON;
     }
     frame_pop(fl, 0);
