@@ -173,24 +173,9 @@ int futoin__timer_heap_remove(FutoInTimerHeap* heap, uint32_t id)
     return 1;
 }
 
-const FutoInTimerEntry* futoin__timer_heap_top(const FutoInTimerHeap* heap)
-{
-    return heap->size ? &heap->entries[0] : NULL;
-}
-
 uint32_t futoin__timer_heap_pop(FutoInTimerHeap* heap)
 {
     uint32_t id = heap->entries[0].id;
     remove_at(heap, 0);
     return id;
-}
-
-size_t futoin__timer_heap_size(const FutoInTimerHeap* heap)
-{
-    return heap->size;
-}
-
-uint64_t futoin__timer_heap_next_seq(const FutoInTimerHeap* heap)
-{
-    return heap->next_seq;
 }
