@@ -123,13 +123,14 @@ struct FutoInLoop {
      * up earlier than it planned; NULL when nobody drives the loop. */
     FutoInLoopWakeup wakeup;
     unsigned round_depth;
-    int stop_requested;
-
+    uint8_t stop_requested;
+    uint8_t embedded;    /* futoin_loop_wakeup_fd() handed the fd out */
     /* The real clock is read at most once per round, and only when a timer
      * needs it: rounds that only run immediates cost no clock read. */
-    int clock_fresh;
-    int is_virtual;
-    int embedded;        /* futoin_loop_wakeup_fd() handed the fd out */
+    uint8_t clock_fresh;
+    uint8_t is_virtual;
+    /* ---- end of the hot part ---- */
+
     uint64_t now_ns;
 
     LoopRecord* records; /* timers only */
@@ -188,7 +189,7 @@ static uint64_t round_now(FutoInLoop* loop)
 {
     if (!loop->is_virtual && !loop->clock_fresh) {
         loop->now_ns = monotonic_ns();
-        loop->clock_fresh = loop->round_depth > 0;
+        loop->clock_fresh = (uint8_t)(loop->round_depth > 0);
     }
     return loop->now_ns;
 }
@@ -1181,7 +1182,7 @@ static LOOP_INLINE int run_round(FutoInLoop* loop)
     loop->clock_fresh = 0;
     /* Other threads' work first: it was queued before this round began.
      * The common case (nothing queued, not embedded) costs two loads. */
-    int stopped = (loop->embedded || futoin__xq_nonempty(&loop->xq)) && drain_x(loop);
+    int stopped = (loop->embedded || futoin__xq_maybe_nonempty(&loop->xq)) && drain_x(loop);
     uint64_t seq_limit = futoin__timer_heap_next_seq(&loop->timers);
     stopped = stopped || run_immediate_batch(loop) || run_due_timers(loop, seq_limit);
     --loop->round_depth;
@@ -1237,8 +1238,9 @@ static void idle_wait(FutoInLoop* loop)
  * release is seen its message is seen too. */
 static LOOP_INLINE int has_work(FutoInLoop* loop)
 {
-    return atomic_load(&loop->refs) > 0 || loop->live_immediates > 0
-            || futoin__timer_heap_size(&loop->timers) > 0 || futoin__xq_nonempty(&loop->xq);
+    return atomic_load_explicit(&loop->refs, memory_order_acquire) > 0
+            || loop->live_immediates > 0 || futoin__timer_heap_size(&loop->timers) > 0
+            || futoin__xq_maybe_nonempty(&loop->xq);
 }
 
 /* Rounded up so that a poll() with this timeout never wakes too early. */
@@ -1363,7 +1365,7 @@ static FutoInLoop* loop_create(int is_virtual)
     }
     loop->free_head = NO_RECORD;
     futoin__timer_heap_init(&loop->timers);
-    loop->is_virtual = is_virtual;
+    loop->is_virtual = (uint8_t)is_virtual;
     loop->now_ns = is_virtual ? 0 : monotonic_ns();
     loop->head.owner = pthread_self();
     futoin__xq_init(&loop->xq);

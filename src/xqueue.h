@@ -107,6 +107,16 @@ static inline int futoin__xq_nonempty(FutoInXQueue* q)
             || atomic_load_explicit(&q->head, memory_order_seq_cst) != &q->stub;
 }
 
+/* Consumer only: futoin__xq_nonempty() as a relaxed read, for a loop that
+ * merely polls (it looks again before it sleeps, sequentially consistent).
+ * A push that happened before something the consumer has synchronised with
+ * (a release it acquired) is still seen. */
+static inline int futoin__xq_maybe_nonempty(FutoInXQueue* q)
+{
+    return q->tail != &q->stub
+            || atomic_load_explicit(&q->head, memory_order_relaxed) != &q->stub;
+}
+
 static inline uint64_t futoin__xq_gen(uint64_t state)
 {
     return state >> 2;
