@@ -217,7 +217,7 @@ static void sleep_until(uint64_t due_ns)
 
 /* ---- record pool ---- */
 
-static int grow_records(FutoInLoop* loop)
+static LOOP_NOINLINE int grow_records(FutoInLoop* loop)
 {
     uint32_t old = loop->record_capacity;
     uint32_t capacity = old ? old * 2 : MIN_POOL;
@@ -313,13 +313,10 @@ static FutoInHandle handle_none(void)
     return handle;
 }
 
-/* NO_RECORD unless the handle names a callback of this loop that is still
- * pending. */
-static uint32_t handle_lookup(const FutoInLoop* loop, const FutoInHandle* handle)
+/* NO_RECORD unless the handle (of this loop: the caller checked data1)
+ * names a timer that is still pending. */
+static LOOP_INLINE uint32_t handle_lookup(const FutoInLoop* loop, const FutoInHandle* handle)
 {
-    if (!loop || !handle || (const void*)handle->data1 != (const void*)loop) {
-        return NO_RECORD;
-    }
     uintptr_t slot = (uintptr_t)handle->data2;
     if (slot == 0 || slot > loop->record_capacity) {
         return NO_RECORD;
