@@ -31,6 +31,7 @@
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 #if defined(__linux__)
@@ -44,6 +45,7 @@
  * handle's ptrdiff_t even where it is 32 bits wide. */
 #define GENERATION_MASK UINT32_C(0x7fffffff)
 #define MIN_POOL 64u
+#define LOOP_LINE 64
 
 #if defined(__GNUC__) || defined(__clang__)
 #define LOOP_NOINLINE __attribute__((noinline))
@@ -69,6 +71,13 @@
 #define IMM_SEQ_MASK ((UINT64_C(1) << (30 + IMM_LO_BITS)) - 1u)
 
 enum RecordState { RECORD_FREE, RECORD_DEFERRED };
+
+/* Loop-side reasons to drain the cross-thread queue without looking at it:
+ * XPOLL_EMBEDDED, the wake-up fd is disarmed every round; XPOLL_BACKLOG,
+ * the last drain stopped before the queue was empty. Without them the
+ * queue's consumer end is at its stub (a pop only fails there), so the
+ * per-round check is one relaxed load of the word producers swing. */
+enum { XPOLL_EMBEDDED = 1, XPOLL_BACKLOG = 2 };
 
 /* What a ring slot holds: the immediate is stored in the ring itself. */
 enum ImmKind { IMM_DEAD, IMM_PLAIN, IMM_AUX };
@@ -125,6 +134,7 @@ struct FutoInLoop {
     unsigned round_depth;
     uint8_t stop_requested;
     uint8_t embedded;    /* futoin_loop_wakeup_fd() handed the fd out */
+    uint8_t xpoll;       /* XPOLL_* */
     /* The real clock is read at most once per round, and only when a timer
      * needs it: rounds that only run immediates cost no clock read. */
     uint8_t clock_fresh;
@@ -145,7 +155,7 @@ struct FutoInLoop {
     void* wakeup_data;
 
     /* ---- cross-thread ---- */
-    FutoInXQueue xq;
+    _Alignas(LOOP_LINE) FutoInXQueue xq;
     /* Set by the loop thread when it is about to wait on the wake-up fd
      * (or, embedded, between iterations); whoever flips it back to 0 owes
      * exactly one write to the fd, and the loop thread consumes exactly
@@ -165,7 +175,8 @@ struct FutoInLoop {
 
 /* ---- clock ---- */
 
-static uint64_t monotonic_ns(void)
+/* Out of line: a round that reads no clock needs no stack for it. */
+static LOOP_NOINLINE uint64_t monotonic_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -921,9 +932,11 @@ static int drain_x(FutoInLoop* loop)
     if (loop->embedded) {
         signal_disarm(loop);
     }
+    loop->xpoll |= XPOLL_BACKLOG;
     for (unsigned n = 0; n < XDRAIN_MAX; ++n) {
         FutoInXMsg* m = futoin__xq_pop(&loop->xq);
         if (!m) {
+            loop->xpoll &= (uint8_t)~XPOLL_BACKLOG;
             break;
         }
         if (!m->run(loop, m)) {
@@ -1103,6 +1116,7 @@ int futoin_loop_wakeup_fd(FutoInLoop* loop)
         return -1;
     }
     loop->embedded = 1;
+    loop->xpoll |= XPOLL_EMBEDDED;
     if (!loop->armed) {
         signal_arm(loop);
     }
@@ -1178,8 +1192,9 @@ static LOOP_INLINE int run_round(FutoInLoop* loop)
     ++loop->round_depth;
     loop->clock_fresh = 0;
     /* Other threads' work first: it was queued before this round began.
-     * The common case (nothing queued, not embedded) costs two loads. */
-    int stopped = (loop->embedded || futoin__xq_maybe_nonempty(&loop->xq)) && drain_x(loop);
+     * The common case (nothing queued, not embedded) costs a load of our
+     * own flags and one relaxed load of the queue's head. */
+    int stopped = (loop->xpoll || futoin__xq_head_moved(&loop->xq)) && drain_x(loop);
     uint64_t seq_limit = futoin__timer_heap_next_seq(&loop->timers);
     stopped = stopped || run_immediate_batch(loop) || run_due_timers(loop, seq_limit);
     --loop->round_depth;
@@ -1237,7 +1252,7 @@ static LOOP_INLINE int has_work(FutoInLoop* loop)
 {
     return atomic_load_explicit(&loop->refs, memory_order_acquire) > 0
             || loop->live_immediates > 0 || futoin__timer_heap_size(&loop->timers) > 0
-            || futoin__xq_maybe_nonempty(&loop->xq);
+            || (loop->xpoll & XPOLL_BACKLOG) || futoin__xq_head_moved(&loop->xq);
 }
 
 /* Rounded up so that a poll() with this timeout never wakes too early. */
@@ -1356,10 +1371,14 @@ int futoin_loop_is_same_thread(const FutoInLoop* loop)
 
 static FutoInLoop* loop_create(int is_virtual)
 {
-    FutoInLoop* loop = calloc(1, sizeof(*loop));
+    /* Cache-line aligned: the hot fields share the first line, and the
+     * queue's producer and consumer ends get lines of their own. */
+    size_t size = (sizeof(FutoInLoop) + LOOP_LINE - 1) / LOOP_LINE * LOOP_LINE;
+    FutoInLoop* loop = aligned_alloc(LOOP_LINE, size);
     if (!loop) {
         return NULL;
     }
+    memset(loop, 0, size);
     loop->free_head = NO_RECORD;
     futoin__timer_heap_init(&loop->timers);
     loop->is_virtual = (uint8_t)is_virtual;
