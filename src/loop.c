@@ -31,6 +31,7 @@
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 #if defined(__linux__)
@@ -44,8 +45,42 @@
  * handle's ptrdiff_t even where it is 32 bits wide. */
 #define GENERATION_MASK UINT32_C(0x7fffffff)
 #define MIN_POOL 64u
+#define LOOP_LINE 64
 
-enum RecordState { RECORD_FREE, RECORD_IMMEDIATE, RECORD_DEFERRED };
+#if defined(__GNUC__) || defined(__clang__)
+#define LOOP_NOINLINE __attribute__((noinline))
+#define LOOP_INLINE inline __attribute__((always_inline))
+#define LOOP_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define LOOP_NOINLINE
+#define LOOP_INLINE inline
+#define LOOP_UNLIKELY(x) (x)
+#endif
+
+/* Handle encoding. data2 says what a handle names:
+ *   [1, IMM_TAG)          a record (timer): index + 1; data3 = generation
+ *   IMM_TAG | seq >> 31   an immediate: data3 = seq & 0x7fffffff
+ *   XHANDLE_TAG | ...     a cross-thread schedule (see "Cross-thread")
+ * Both local kinds fit in 32 + 31 bits, which FutoInLoopRef relies on. */
+#define IMM_TAG ((uintptr_t)1 << 30)
+#define IMM_HI_MASK (IMM_TAG - 1u)
+#define IMM_LO_BITS 31
+#define IMM_LO_MASK UINT64_C(0x7fffffff)
+/* Bits of an immediate's sequence number a handle keeps: a stale handle
+ * could only match after 2^61 more immediates. */
+#define IMM_SEQ_MASK ((UINT64_C(1) << (30 + IMM_LO_BITS)) - 1u)
+
+enum RecordState { RECORD_FREE, RECORD_DEFERRED };
+
+/* Loop-side reasons to drain the cross-thread queue without looking at it:
+ * XPOLL_EMBEDDED, the wake-up fd is disarmed every round; XPOLL_BACKLOG,
+ * the last drain stopped before the queue was empty. Without them the
+ * queue's consumer end is at its stub (a pop only fails there), so the
+ * per-round check is one relaxed load of the word producers swing. */
+enum { XPOLL_EMBEDDED = 1, XPOLL_BACKLOG = 2 };
+
+/* What a ring slot holds: the immediate is stored in the ring itself. */
+enum ImmKind { IMM_DEAD, IMM_PLAIN, IMM_AUX };
 
 typedef union {
     FutoInLoopCallback plain;
@@ -70,45 +105,57 @@ typedef struct {
     uint8_t has_aux;
 } LoopRecord;
 
-/* The generation is captured with the index so that a slot whose record
- * was cancelled (and maybe reused) is recognised as dead when reached. */
+/* An immediate lives in its ring slot: scheduling one is a few stores,
+ * with no record. A cancelled one stays in the ring as IMM_DEAD until the
+ * loop reaches it, which keeps cancel O(1). */
 typedef struct {
-    uint32_t id;
-    uint32_t generation;
-} RingSlot;
+    LoopFn fn;
+    void* data;
+    uintptr_t aux;
+    uintptr_t kind; /* enum ImmKind */
+} ImmSlot;
 
 struct FutoInLoop {
     FutoInLoopHead head; /* first: futoin__loop_on_thread() reads it inline */
-    LoopRecord* records;
+
+    /* ---- hot: what an immediate and a round touch, one cache line ----
+     * Every immediate gets the next sequence number; the one numbered seq
+     * sits in ring[seq & (ring_capacity - 1)] while imm_head <= seq <
+     * imm_tail. Numbers are never reused, so the handle of an immediate
+     * that ran or was cancelled never names a later one. */
+    ImmSlot* ring;         /* capacity is a power of two */
+    uint64_t imm_head;     /* sequence number of the oldest slot */
+    uint64_t imm_tail;     /* sequence number the next immediate gets */
+    size_t ring_capacity;
+    size_t live_immediates; /* slots that are not IMM_DEAD */
+    /* Lets an outer event loop (the libuv backend) learn that it must wake
+     * up earlier than it planned; NULL when nobody drives the loop. */
+    FutoInLoopWakeup wakeup;
+    unsigned round_depth;
+    uint8_t stop_requested;
+    uint8_t embedded;    /* futoin_loop_wakeup_fd() handed the fd out */
+    uint8_t xpoll;       /* XPOLL_* */
+    /* The real clock is read at most once per round, and only when a timer
+     * needs it: rounds that only run immediates cost no clock read. */
+    uint8_t clock_fresh;
+    uint8_t is_virtual;
+    /* ---- end of the hot part ---- */
+
+    uint64_t now_ns;
+
+    LoopRecord* records; /* timers only */
     uint32_t record_capacity;
     uint32_t free_head;
 
-    RingSlot* ring; /* capacity is a power of two */
-    size_t ring_head;
-    size_t ring_len;
-    size_t ring_capacity;
-    size_t live_immediates;
-
     FutoInTimerHeap timers;
-
-    uint64_t now_ns;
-    /* The real clock is read at most once per round, and only when a timer
-     * needs it: rounds that only run immediates cost no clock read. */
-    int clock_fresh;
-    unsigned round_depth;
-    int is_virtual;
-    int stop_requested;
 
     void* engine_ctx;
     void (*engine_free)(void* engine_ctx);
 
-    /* Lets an outer event loop (the libuv backend) learn that it must wake
-     * up earlier than it planned; NULL when nobody drives the loop. */
-    FutoInLoopWakeup wakeup;
     void* wakeup_data;
 
     /* ---- cross-thread ---- */
-    FutoInXQueue xq;
+    _Alignas(LOOP_LINE) FutoInXQueue xq;
     /* Set by the loop thread when it is about to wait on the wake-up fd
      * (or, embedded, between iterations); whoever flips it back to 0 owes
      * exactly one write to the fd, and the loop thread consumes exactly
@@ -124,12 +171,12 @@ struct FutoInLoop {
     int wake_rfd;        /* -1 until the loop first needs to wait */
     int wake_wfd;
     int armed;           /* loop thread: need_signal was set by us */
-    int embedded;        /* futoin_loop_wakeup_fd() handed the fd out */
 };
 
 /* ---- clock ---- */
 
-static uint64_t monotonic_ns(void)
+/* Out of line: a round that reads no clock needs no stack for it. */
+static LOOP_NOINLINE uint64_t monotonic_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -153,7 +200,7 @@ static uint64_t round_now(FutoInLoop* loop)
 {
     if (!loop->is_virtual && !loop->clock_fresh) {
         loop->now_ns = monotonic_ns();
-        loop->clock_fresh = loop->round_depth > 0;
+        loop->clock_fresh = (uint8_t)(loop->round_depth > 0);
     }
     return loop->now_ns;
 }
@@ -181,14 +228,18 @@ static void sleep_until(uint64_t due_ns)
 
 /* ---- record pool ---- */
 
-static int grow_records(FutoInLoop* loop)
+static LOOP_NOINLINE int grow_records(FutoInLoop* loop)
 {
     uint32_t old = loop->record_capacity;
     uint32_t capacity = old ? old * 2 : MIN_POOL;
-    /* NO_RECORD is reserved, and ids must stay usable as heap ids. The
-     * byte limit only bites where size_t is 32 bits wide. */
+    /* A record handle's data2 (index + 1) stays below IMM_TAG, which also
+     * keeps ids usable as heap ids. The byte limit only bites where size_t
+     * is 32 bits wide. */
+    if (capacity >= IMM_TAG || capacity <= old) {
+        capacity = (uint32_t)(IMM_TAG - 1u);
+    }
     size_t max_records = SIZE_MAX / sizeof(LoopRecord);
-    if (capacity <= old || capacity >= NO_RECORD || (size_t)capacity > max_records) {
+    if (capacity <= old || (size_t)capacity > max_records) {
         return -1;
     }
     LoopRecord* records = realloc(loop->records, (size_t)capacity * sizeof(*records));
@@ -273,13 +324,10 @@ static FutoInHandle handle_none(void)
     return handle;
 }
 
-/* NO_RECORD unless the handle names a callback of this loop that is still
- * pending. */
-static uint32_t handle_lookup(const FutoInLoop* loop, const FutoInHandle* handle)
+/* NO_RECORD unless the handle (of this loop: the caller checked data1)
+ * names a timer that is still pending. */
+static LOOP_INLINE uint32_t handle_lookup(const FutoInLoop* loop, const FutoInHandle* handle)
 {
-    if (!loop || !handle || (const void*)handle->data1 != (const void*)loop) {
-        return NO_RECORD;
-    }
     uintptr_t slot = (uintptr_t)handle->data2;
     if (slot == 0 || slot > loop->record_capacity) {
         return NO_RECORD;
@@ -294,69 +342,132 @@ static uint32_t handle_lookup(const FutoInLoop* loop, const FutoInHandle* handle
 
 /* ---- immediate ring ---- */
 
-static int ring_grow(FutoInLoop* loop)
+static FutoInHandle imm_handle(FutoInLoop* loop, uint64_t seq)
+{
+    FutoInHandle handle;
+    handle.data1 = loop;
+    handle.data2 = (void*)(IMM_TAG | ((uintptr_t)(seq >> IMM_LO_BITS) & IMM_HI_MASK));
+    handle.data3 = (ptrdiff_t)(seq & IMM_LO_MASK);
+    return handle;
+}
+
+static int is_imm_handle(const FutoInHandle* handle)
+{
+    return ((uintptr_t)handle->data2 & ~IMM_HI_MASK) == IMM_TAG;
+}
+
+/* The pending (not cancelled, not yet run) immediate an immediate handle
+ * of this loop names, or NULL. */
+static ImmSlot* imm_lookup(const FutoInLoop* loop, const FutoInHandle* handle)
+{
+    if (handle->data3 < 0 || (uint64_t)handle->data3 > IMM_LO_MASK) {
+        return NULL;
+    }
+    uint64_t seq = ((uint64_t)((uintptr_t)handle->data2 & IMM_HI_MASK) << IMM_LO_BITS)
+            | (uint64_t)handle->data3;
+    uint64_t ahead = (seq - loop->imm_head) & IMM_SEQ_MASK;
+    if (ahead >= loop->imm_tail - loop->imm_head) {
+        return NULL;
+    }
+    ImmSlot* slot = &loop->ring[(loop->imm_head + ahead) & (loop->ring_capacity - 1)];
+    return slot->kind != IMM_DEAD ? slot : NULL;
+}
+
+/* Moves every slot to its place in a ring twice as large (a slot's place
+ * depends on the capacity). Kept out of line: the push stays small. */
+static LOOP_NOINLINE int ring_grow(FutoInLoop* loop)
 {
     size_t old = loop->ring_capacity;
     size_t capacity = old ? old * 2 : MIN_POOL;
-    if (capacity <= old || capacity > SIZE_MAX / sizeof(RingSlot)) {
+    if (capacity <= old || capacity > SIZE_MAX / sizeof(ImmSlot)) {
         return -1;
     }
-    RingSlot* ring = realloc(loop->ring, capacity * sizeof(*ring));
+    ImmSlot* ring = malloc(capacity * sizeof(*ring));
     if (!ring) {
         return -1;
     }
-    /* The ring is full, so a wrapped tail [0, wrapped) is shorter than old
-     * and fits right after the old end, restoring FIFO order. */
-    size_t wrapped = loop->ring_head + loop->ring_len > old
-            ? loop->ring_head + loop->ring_len - old
-            : 0;
-    for (size_t i = 0; i < wrapped; ++i) {
-        ring[old + i] = ring[i];
+    for (uint64_t seq = loop->imm_head; seq != loop->imm_tail; ++seq) {
+        ring[seq & (capacity - 1)] = loop->ring[seq & (old - 1)];
     }
+    free(loop->ring);
     loop->ring = ring;
     loop->ring_capacity = capacity;
     return 0;
 }
 
-static int ring_push(FutoInLoop* loop, RingSlot slot)
-{
-    if (loop->ring_len == loop->ring_capacity && ring_grow(loop) != 0) {
-        return -1;
-    }
-    size_t tail = (loop->ring_head + loop->ring_len) & (loop->ring_capacity - 1);
-    loop->ring[tail] = slot;
-    ++loop->ring_len;
-    return 0;
-}
-
-static RingSlot ring_pop(FutoInLoop* loop)
-{
-    RingSlot slot = loop->ring[loop->ring_head];
-    loop->ring_head = (loop->ring_head + 1) & (loop->ring_capacity - 1);
-    --loop->ring_len;
-    return slot;
-}
-
 /* ---- scheduling ---- */
 
-static FutoInHandle schedule_immediate(FutoInLoop* loop, const LoopCall* call)
+static LOOP_INLINE void imm_store(
+        FutoInLoop* loop, uint64_t seq, LoopFn fn, void* data, uintptr_t aux, uintptr_t kind)
 {
-    uint32_t id = record_alloc(loop, call, RECORD_IMMEDIATE);
-    if (id == NO_RECORD) {
-        return handle_none();
-    }
-    RingSlot slot = { id, loop->records[id].generation };
-    if (ring_push(loop, slot) != 0) {
-        record_release(loop, id);
-        return handle_none();
-    }
+    ImmSlot* slot = &loop->ring[seq & (loop->ring_capacity - 1)];
+    slot->fn = fn;
+    slot->data = data;
+    slot->aux = aux;
+    slot->kind = kind;
+    loop->imm_tail = seq + 1;
     ++loop->live_immediates;
+}
+
+/* schedule_immediate() when the ring is full or the driver must hear of
+ * it. Out of line so that the common case needs no stack frame. */
+static LOOP_NOINLINE FutoInHandle schedule_immediate_slow(
+        FutoInLoop* loop, LoopFn fn, void* data, uintptr_t aux, uintptr_t kind)
+{
+    uint64_t seq = loop->imm_tail;
+    if (seq - loop->imm_head == loop->ring_capacity && ring_grow(loop) != 0) {
+        return handle_none();
+    }
+    imm_store(loop, seq, fn, data, aux, kind);
     /* Only the first pending immediate can change the driver's plan: with
      * more already queued it is busy (or about to be) running them. */
     if (loop->wakeup && loop->live_immediates == 1) {
         loop->wakeup(loop->wakeup_data);
     }
-    return handle_make(loop, id);
+    return imm_handle(loop, seq);
+}
+
+/* The one way an immediate is scheduled (loop thread). */
+static LOOP_INLINE FutoInHandle schedule_immediate(
+        FutoInLoop* loop, LoopFn fn, void* data, uintptr_t aux, uintptr_t kind)
+{
+    uint64_t seq = loop->imm_tail;
+    if (LOOP_UNLIKELY(seq - loop->imm_head == loop->ring_capacity
+                || (loop->wakeup != NULL && loop->live_immediates == 0))) {
+        return schedule_immediate_slow(loop, fn, data, aux, kind);
+    }
+    imm_store(loop, seq, fn, data, aux, kind);
+    return imm_handle(loop, seq);
+}
+
+static FutoInHandle schedule_immediate_call(FutoInLoop* loop, const LoopCall* call)
+{
+    return schedule_immediate(
+            loop, call->fn, call->data, call->aux, call->has_aux ? IMM_AUX : IMM_PLAIN);
+}
+
+/* Runs the oldest slot (the ring must not be empty). The slot is left
+ * before the call, so the callback may schedule (and grow the ring) or
+ * cancel anything, itself included. Returns 1 if it was live and ran. */
+static LOOP_INLINE int run_ring_slot(FutoInLoop* loop)
+{
+    uint64_t seq = loop->imm_head;
+    const ImmSlot* slot = &loop->ring[seq & (loop->ring_capacity - 1)];
+    loop->imm_head = seq + 1;
+    uintptr_t kind = slot->kind;
+    if (kind == IMM_DEAD) {
+        return 0;
+    }
+    LoopFn fn = slot->fn;
+    void* data = slot->data;
+    uintptr_t aux = slot->aux;
+    --loop->live_immediates;
+    if (kind == IMM_AUX) {
+        fn.with_aux(data, aux);
+    } else {
+        fn.plain(data);
+    }
+    return 1;
 }
 
 static FutoInHandle schedule_deferred_at(FutoInLoop* loop, uint64_t due, const LoopCall* call)
@@ -665,7 +776,7 @@ static int xsched_arm_now(FutoInLoop* loop, FutoInXMsg* m)
         uint64_t due = x->due_rel ? add_saturating(round_now(loop), x->due) : x->due;
         x->carrier = schedule_deferred_at(loop, due, &carrier);
     } else {
-        x->carrier = schedule_immediate(loop, &carrier);
+        x->carrier = schedule_immediate_call(loop, &carrier);
     }
     if (!x->carrier.data1) {
         /* Out of memory: the callback cannot run, so resolve the handle
@@ -821,9 +932,11 @@ static int drain_x(FutoInLoop* loop)
     if (loop->embedded) {
         signal_disarm(loop);
     }
+    loop->xpoll |= XPOLL_BACKLOG;
     for (unsigned n = 0; n < XDRAIN_MAX; ++n) {
         FutoInXMsg* m = futoin__xq_pop(&loop->xq);
         if (!m) {
+            loop->xpoll &= (uint8_t)~XPOLL_BACKLOG;
             break;
         }
         if (!m->run(loop, m)) {
@@ -843,11 +956,13 @@ FutoInHandle futoin_loop_immediate(FutoInLoop* loop, void* data, FutoInLoopCallb
     if (!loop || !cb) {
         return handle_none();
     }
-    LoopCall call = call_plain(data, cb);
     if (!futoin__loop_on_thread(loop)) {
+        LoopCall call = call_plain(data, cb);
         return xsched_post(loop, &call, 0, 0);
     }
-    return schedule_immediate(loop, &call);
+    LoopFn fn;
+    fn.plain = cb;
+    return schedule_immediate(loop, fn, data, 0, IMM_PLAIN);
 }
 
 FutoInHandle futoin_loop_deferred(
@@ -865,8 +980,9 @@ FutoInHandle futoin_loop_deferred(
 
 FutoInHandle futoin__loop_immediate_local(FutoInLoop* loop, void* data, FutoInLoopCallback cb)
 {
-    LoopCall call = call_plain(data, cb);
-    return schedule_immediate(loop, &call);
+    LoopFn fn;
+    fn.plain = cb;
+    return schedule_immediate(loop, fn, data, 0, IMM_PLAIN);
 }
 
 FutoInHandle futoin__loop_immediate2(
@@ -875,8 +991,9 @@ FutoInHandle futoin__loop_immediate2(
     if (!loop || !cb) {
         return handle_none();
     }
-    LoopCall call = call_with_aux(data, aux, cb);
-    return schedule_immediate(loop, &call);
+    LoopFn fn;
+    fn.with_aux = cb;
+    return schedule_immediate(loop, fn, data, aux, IMM_AUX);
 }
 
 FutoInHandle futoin__loop_deferred2(FutoInLoop* loop, uint32_t delay_ms,
@@ -889,19 +1006,26 @@ FutoInHandle futoin__loop_deferred2(FutoInLoop* loop, uint32_t delay_ms,
     return schedule_deferred(loop, delay_ms, &call);
 }
 
-/* A cancelled immediate keeps its ring slot; the generation bump makes the
- * slot dead, which keeps cancel O(1). Returns 1 if it was pending. */
-static int cancel_record(FutoInLoop* loop, FutoInHandle* handle)
+/* A local (not cross-thread) handle of this loop, loop thread. A
+ * cancelled immediate keeps its ring slot, marked dead, which keeps cancel
+ * O(1). Returns 1 if it was pending. */
+static int cancel_local(FutoInLoop* loop, FutoInHandle* handle)
 {
-    uint32_t id = handle_lookup(loop, handle);
-    int was_pending = id != NO_RECORD;
-    if (was_pending) {
-        if (loop->records[id].state == RECORD_DEFERRED) {
-            futoin__timer_heap_remove(&loop->timers, id);
-        } else {
+    int was_pending = 0;
+    if (is_imm_handle(handle)) {
+        ImmSlot* slot = imm_lookup(loop, handle);
+        if (slot) {
+            slot->kind = IMM_DEAD;
             --loop->live_immediates;
+            was_pending = 1;
         }
-        record_release(loop, id);
+    } else {
+        uint32_t id = handle_lookup(loop, handle);
+        if (id != NO_RECORD) {
+            futoin__timer_heap_remove(&loop->timers, id);
+            record_release(loop, id);
+            was_pending = 1;
+        }
     }
     *handle = handle_none();
     return was_pending;
@@ -910,7 +1034,7 @@ static int cancel_record(FutoInLoop* loop, FutoInHandle* handle)
 void futoin__loop_cancel_local(FutoInLoop* loop, FutoInHandle* handle)
 {
     if (handle && (const void*)handle->data1 == (const void*)loop) {
-        cancel_record(loop, handle);
+        cancel_local(loop, handle);
     }
 }
 
@@ -928,7 +1052,7 @@ int futoin_loop_try_cancel(FutoInLoop* loop, FutoInHandle* handle)
     if (is_xhandle(handle)) {
         rc = xsched_cancel(loop, handle);
     } else if (futoin__loop_on_thread(loop)) {
-        return cancel_record(loop, handle);
+        return cancel_local(loop, handle);
     } else {
         /* Records belong to the loop thread: the cancel is queued, and
          * decided there (pending at that point: it never runs). */
@@ -965,6 +1089,9 @@ int futoin_loop_is_valid(const FutoInLoop* loop, const FutoInHandle* handle)
     if (!futoin__loop_on_thread(loop)) {
         return 0; /* the records may be moving under us: unknown, see header */
     }
+    if (is_imm_handle(handle)) {
+        return imm_lookup(loop, handle) != NULL;
+    }
     return handle_lookup(loop, handle) != NO_RECORD;
 }
 
@@ -989,6 +1116,7 @@ int futoin_loop_wakeup_fd(FutoInLoop* loop)
         return -1;
     }
     loop->embedded = 1;
+    loop->xpoll |= XPOLL_EMBEDDED;
     if (!loop->armed) {
         signal_arm(loop);
     }
@@ -1005,23 +1133,9 @@ uint64_t futoin__monotonic_ms(void)
 
 /* ---- running ---- */
 
-/* Returns 1 if the slot was live and its callback ran. */
-static int run_ring_slot(FutoInLoop* loop)
-{
-    RingSlot slot = ring_pop(loop);
-    const LoopRecord* rec = &loop->records[slot.id];
-    if (rec->state != RECORD_IMMEDIATE || rec->generation != slot.generation) {
-        return 0;
-    }
-    --loop->live_immediates;
-    LoopCall call = record_take(loop, slot.id);
-    call_invoke(&call);
-    return 1;
-}
-
 static int run_first_immediate(FutoInLoop* loop)
 {
-    while (loop->live_immediates > 0 && loop->ring_len > 0) {
+    while (loop->live_immediates > 0 && loop->imm_head != loop->imm_tail) {
         if (run_ring_slot(loop)) {
             return 1;
         }
@@ -1039,9 +1153,10 @@ static void run_top_timer(FutoInLoop* loop)
 /* Only the slots present at round start are consumed: anything queued by
  * the callbacks lands behind them and waits for the next round. Returns 1
  * when stopped. */
-static int run_immediate_batch(FutoInLoop* loop)
+static LOOP_INLINE int run_immediate_batch(FutoInLoop* loop)
 {
-    for (size_t left = loop->ring_len; left > 0 && loop->ring_len > 0; --left) {
+    uint64_t end = loop->imm_tail;
+    while (loop->imm_head < end) {
         if (run_ring_slot(loop) && loop->stop_requested) {
             return 1;
         }
@@ -1054,8 +1169,11 @@ static int run_immediate_batch(FutoInLoop* loop)
  * older one, which wins on seq, so every older due timer comes before it.
  * Without the limit a callback re-arming itself with delay 0 would keep
  * the round going forever. Returns 1 when stopped. */
-static int run_due_timers(FutoInLoop* loop, uint64_t seq_limit)
+static LOOP_INLINE int run_due_timers(FutoInLoop* loop, uint64_t seq_limit)
 {
+    if (futoin__timer_heap_size(&loop->timers) == 0) {
+        return 0;
+    }
     for (;;) {
         const FutoInTimerEntry* top = futoin__timer_heap_top(&loop->timers);
         if (!top || top->seq >= seq_limit || top->due > round_now(loop)) {
@@ -1069,13 +1187,14 @@ static int run_due_timers(FutoInLoop* loop, uint64_t seq_limit)
 }
 
 /* Returns 1 when futoin_loop_stop() was called during the round. */
-static int run_round(FutoInLoop* loop)
+static LOOP_INLINE int run_round(FutoInLoop* loop)
 {
     ++loop->round_depth;
     loop->clock_fresh = 0;
     /* Other threads' work first: it was queued before this round began.
-     * The common case (nothing queued, not embedded) costs two loads. */
-    int stopped = (loop->embedded || futoin__xq_nonempty(&loop->xq)) && drain_x(loop);
+     * The common case (nothing queued, not embedded) costs a load of our
+     * own flags and one relaxed load of the queue's head. */
+    int stopped = (loop->xpoll || futoin__xq_head_moved(&loop->xq)) && drain_x(loop);
     uint64_t seq_limit = futoin__timer_heap_next_seq(&loop->timers);
     stopped = stopped || run_immediate_batch(loop) || run_due_timers(loop, seq_limit);
     --loop->round_depth;
@@ -1129,10 +1248,11 @@ static void idle_wait(FutoInLoop* loop)
 /* Work that keeps run() going: callbacks, queued messages, holds. The
  * hold count is read first: a thread posts, then releases, so once the
  * release is seen its message is seen too. */
-static int has_work(FutoInLoop* loop)
+static LOOP_INLINE int has_work(FutoInLoop* loop)
 {
-    return atomic_load(&loop->refs) > 0 || loop->live_immediates > 0
-            || futoin__timer_heap_size(&loop->timers) > 0 || futoin__xq_nonempty(&loop->xq);
+    return atomic_load_explicit(&loop->refs, memory_order_acquire) > 0
+            || loop->live_immediates > 0 || futoin__timer_heap_size(&loop->timers) > 0
+            || (loop->xpoll & XPOLL_BACKLOG) || futoin__xq_head_moved(&loop->xq);
 }
 
 /* Rounded up so that a poll() with this timeout never wakes too early. */
@@ -1251,13 +1371,17 @@ int futoin_loop_is_same_thread(const FutoInLoop* loop)
 
 static FutoInLoop* loop_create(int is_virtual)
 {
-    FutoInLoop* loop = calloc(1, sizeof(*loop));
+    /* Cache-line aligned: the hot fields share the first line, and the
+     * queue's producer and consumer ends get lines of their own. */
+    size_t size = (sizeof(FutoInLoop) + LOOP_LINE - 1) / LOOP_LINE * LOOP_LINE;
+    FutoInLoop* loop = aligned_alloc(LOOP_LINE, size);
     if (!loop) {
         return NULL;
     }
+    memset(loop, 0, size);
     loop->free_head = NO_RECORD;
     futoin__timer_heap_init(&loop->timers);
-    loop->is_virtual = is_virtual;
+    loop->is_virtual = (uint8_t)is_virtual;
     loop->now_ns = is_virtual ? 0 : monotonic_ns();
     loop->head.owner = pthread_self();
     futoin__xq_init(&loop->xq);
@@ -1288,8 +1412,7 @@ static void drop_pending(FutoInLoop* loop)
         }
     }
     futoin__timer_heap_clear(&loop->timers);
-    loop->ring_head = 0;
-    loop->ring_len = 0;
+    loop->imm_head = loop->imm_tail; /* every immediate handle goes stale */
     loop->live_immediates = 0;
 }
 

@@ -2,6 +2,14 @@
 
 #include <stdlib.h>
 
+#if defined(__GNUC__) || defined(__clang__)
+#define HEAP_NOINLINE __attribute__((noinline))
+#define HEAP_INLINE inline __attribute__((always_inline))
+#else
+#define HEAP_NOINLINE
+#define HEAP_INLINE inline
+#endif
+
 /* Four children per node: a shallower tree than a binary heap, and with
  * 24-byte entries a node's children span about one and a half cache lines,
  * which pays off once the heap no longer fits in cache. */
@@ -70,7 +78,8 @@ static void sift_down(FutoInTimerHeap* heap, size_t index, FutoInTimerEntry movi
     place(heap, index, moving);
 }
 
-static int grow_entries(FutoInTimerHeap* heap)
+/* The growth paths are out of line: a push that needs none stays small. */
+static HEAP_NOINLINE int grow_entries(FutoInTimerHeap* heap)
 {
     size_t capacity = heap->capacity ? heap->capacity * 2 : MIN_CAPACITY;
     if (capacity < heap->capacity || capacity > SIZE_MAX / sizeof(FutoInTimerEntry)) {
@@ -85,7 +94,7 @@ static int grow_entries(FutoInTimerHeap* heap)
     return 0;
 }
 
-static int grow_pos(FutoInTimerHeap* heap, uint32_t id)
+static HEAP_NOINLINE int grow_pos(FutoInTimerHeap* heap, uint32_t id)
 {
     size_t capacity = heap->pos_capacity ? heap->pos_capacity : MIN_CAPACITY;
     while (capacity <= id) {
@@ -106,7 +115,7 @@ static int grow_pos(FutoInTimerHeap* heap, uint32_t id)
     return 0;
 }
 
-static void remove_at(FutoInTimerHeap* heap, size_t index)
+static HEAP_INLINE void remove_at(FutoInTimerHeap* heap, size_t index)
 {
     heap->pos[heap->entries[index].id] = FUTOIN_TIMER_ABSENT;
     --heap->size;
@@ -173,24 +182,9 @@ int futoin__timer_heap_remove(FutoInTimerHeap* heap, uint32_t id)
     return 1;
 }
 
-const FutoInTimerEntry* futoin__timer_heap_top(const FutoInTimerHeap* heap)
-{
-    return heap->size ? &heap->entries[0] : NULL;
-}
-
 uint32_t futoin__timer_heap_pop(FutoInTimerHeap* heap)
 {
     uint32_t id = heap->entries[0].id;
     remove_at(heap, 0);
     return id;
-}
-
-size_t futoin__timer_heap_size(const FutoInTimerHeap* heap)
-{
-    return heap->size;
-}
-
-uint64_t futoin__timer_heap_next_seq(const FutoInTimerHeap* heap)
-{
-    return heap->next_seq;
 }

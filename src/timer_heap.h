@@ -46,16 +46,27 @@ int futoin__timer_heap_push(FutoInTimerHeap* heap, uint32_t id, uint64_t due);
 /* Returns 1 if id was in the heap and is now removed, else 0. */
 int futoin__timer_heap_remove(FutoInTimerHeap* heap, uint32_t id);
 
-/* The earliest timer, or NULL when empty. Invalidated by any mutation. */
-const FutoInTimerEntry* futoin__timer_heap_top(const FutoInTimerHeap* heap);
-
 /* Removes the earliest timer and returns its id (heap must not be empty). */
 uint32_t futoin__timer_heap_pop(FutoInTimerHeap* heap);
 
-size_t futoin__timer_heap_size(const FutoInTimerHeap* heap);
+/* Inline: the loop asks these every round. */
+
+/* The earliest timer, or NULL when empty. Invalidated by any mutation. */
+static inline const FutoInTimerEntry* futoin__timer_heap_top(const FutoInTimerHeap* heap)
+{
+    return heap->size ? &heap->entries[0] : NULL;
+}
+
+static inline size_t futoin__timer_heap_size(const FutoInTimerHeap* heap)
+{
+    return heap->size;
+}
 
 /* The seq the next push will get: a timer with seq below it already exists
  * (or existed) when this was read. */
-uint64_t futoin__timer_heap_next_seq(const FutoInTimerHeap* heap);
+static inline uint64_t futoin__timer_heap_next_seq(const FutoInTimerHeap* heap)
+{
+    return heap->next_seq;
+}
 
 #endif

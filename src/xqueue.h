@@ -107,6 +107,16 @@ static inline int futoin__xq_nonempty(FutoInXQueue* q)
             || atomic_load_explicit(&q->head, memory_order_seq_cst) != &q->stub;
 }
 
+/* Consumer only, and only while its end of the queue is at the stub,
+ * which is where every pop that returned NULL leaves it: 1 when something
+ * was pushed since. A relaxed read, for a loop that merely polls (it looks
+ * again, sequentially consistent, before it sleeps); a push that happened
+ * before something the consumer has synchronised with is still seen. */
+static inline int futoin__xq_head_moved(FutoInXQueue* q)
+{
+    return atomic_load_explicit(&q->head, memory_order_relaxed) != &q->stub;
+}
+
 static inline uint64_t futoin__xq_gen(uint64_t state)
 {
     return state >> 2;
