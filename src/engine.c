@@ -84,7 +84,7 @@ static void default_misuse(void* data, FutoInAsyncSteps* as, const char* info)
     fprintf(stderr, "futoin: API misuse: %s\n", info);
 }
 
-EngineCtx* futoin__ctx_get(FutoInLoop* loop)
+EngineCtx* futoin__ctx_create(FutoInLoop* loop)
 {
     void** slot = futoin__loop_engine_slot(loop);
     if (!*slot) {
@@ -455,11 +455,10 @@ static void flow_recycle(EngineCtx* ctx, Flow* f)
 
 static void root_destroy(Root* r);
 
-static void root_leave(Root* r)
+/* The last engine frame of r left the C stack: released branch flows are
+ * recycled and a free() that came meanwhile is carried out. */
+static void root_left(Root* r)
 {
-    if (--r->busy) {
-        return;
-    }
     while (r->zombies) {
         Flow* z = r->zombies;
         r->zombies = futoin__branch(z)->sib_next;
@@ -467,6 +466,13 @@ static void root_leave(Root* r)
     }
     if (r->free_pending) {
         root_destroy(r);
+    }
+}
+
+static inline void root_leave(Root* r)
+{
+    if (--r->busy == 0 && (r->zombies || r->free_pending)) {
+        root_left(r);
     }
 }
 
@@ -520,7 +526,7 @@ static void schedule_dispatch(EngineCtx* ctx)
 {
     if (!ctx->dispatch_scheduled) {
         ctx->dispatch_scheduled = 1;
-        ctx->dispatch_handle = futoin__loop_immediate_local(ctx->loop, ctx, dispatch);
+        futoin__loop_post_local(ctx->loop, ctx, dispatch);
     }
 }
 
@@ -572,8 +578,16 @@ static void dispatch(void* data)
     ++ctx->dispatching;
     ctx->budget = ctx->burst;
     while (ctx->budget && ctx->rq_head) {
+        /* Pop the head (rq_remove() for the first element). */
         Flow* fl = ctx->rq_head;
-        rq_remove(fl);
+        ctx->rq_head = fl->rq_next;
+        if (fl->rq_next) {
+            fl->rq_next->rq_prev = NULL;
+            fl->rq_next = NULL;
+        } else {
+            ctx->rq_tail = NULL;
+        }
+        fl->in_rq = 0;
         Root* r = fl->root;
         root_enter(r);
         if (fl->pending == PD_UNWIND) {
@@ -1694,6 +1708,10 @@ void futoin__root_free(Root* r)
     }
     r->free_pending = 1;
     r->main.add_fr = NULL;
+    if (!r->busy && r->state != RS_RUNNING) {
+        root_destroy(r); /* nothing of it runs or is on the C stack */
+        return;
+    }
     root_enter(r);
     futoin__root_cancel(r); /* no-op if idle, finished or already cancelling */
     root_leave(r);          /* destroys now, or when the outermost callback returns */

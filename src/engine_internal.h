@@ -240,7 +240,6 @@ struct EngineCtx {
     Flow* free_flows;
     Flow* rq_head;
     Flow* rq_tail;
-    FutoInHandle dispatch_handle;
     unsigned burst;
     uint8_t dispatch_scheduled;
     uint32_t dispatching; /* nesting depth of the dispatcher */
@@ -252,7 +251,13 @@ extern const FutoInAsyncStepsAPI futoin__flow_api;
 extern const FutoInAsyncStepsAPI futoin__par_api;
 
 /* engine.c */
-EngineCtx* futoin__ctx_get(FutoInLoop* loop);
+EngineCtx* futoin__ctx_create(FutoInLoop* loop);
+/* The loop's engine context, created on first use. */
+static inline EngineCtx* futoin__ctx_get(FutoInLoop* loop)
+{
+    EngineCtx* ctx = *futoin__loop_engine_slot(loop);
+    return ctx ? ctx : futoin__ctx_create(loop);
+}
 Flow* futoin__flow_of(FutoInAsyncSteps* bsi); /* NULL for a foreign interface */
 void futoin__misuse(Flow* fl, const char* fmt, ...);
 Frame* futoin__add_target_slow(Flow* fl, const char* what);
