@@ -1634,16 +1634,24 @@ void futoin__root_execute(Flow* fl, void* data, FutoInAsyncSteps_error_callback 
 }
 
 /* Stops a flow where it is: every frame is aborted innermost first. */
-static void flow_abort(Flow* fl)
+static void flow_abort_frames(Flow* fl)
 {
-    rq_remove(fl);
-    ++fl->gen;
     while (fl->depth > 0) {
         frame_pop(fl, 1);
     }
     queue_free(fl->root->ctx, fl->frames[0].q_head);
     fl->frames[0].q_head = NULL;
     futoin__results_drop(fl);
+}
+
+static void flow_abort(Flow* fl)
+{
+    rq_remove(fl);
+    ++fl->gen;
+    /* A finished flow (what free() mostly meets) has nothing to release. */
+    if (fl->depth || fl->frames[0].q_head || fl->results) {
+        flow_abort_frames(fl);
+    }
     fl->state = FS_DONE;
     fl->add_fr = NULL;
     fl->cb = CB_NONE;
