@@ -25,6 +25,9 @@
 #include "loop_internal.h"
 #include "pool.h"
 
+/* Internal to the library: not exported from the shared object. */
+#pragma GCC visibility push(hidden)
+
 typedef struct Root Root;
 typedef struct Flow Flow;
 typedef struct Frame Frame;
@@ -337,5 +340,7 @@ void* futoin__state_var(Root* r, void* data, const char* name,
         void* (*allocate)(void*), void (*cleanup)(void*, void*));
 void futoin__state_copy(Root* dst, const Root* src);
 void futoin__state_free(Root* r);
+
+#pragma GCC visibility pop
 
 #endif

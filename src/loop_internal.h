@@ -8,6 +8,9 @@
 
 #include "xqueue.h"
 
+/* Internal to the library: not exported from the shared object. */
+#pragma GCC visibility push(hidden)
+
 /* The first member of struct FutoInLoop, so that the thread check of the
  * ABI entry points can be inlined: it is the one check the single-thread
  * hot path pays for cross-thread support. owner never changes. */
@@ -115,5 +118,7 @@ void futoin__loop_settle(FutoInLoop* loop);
 
 /* CLOCK_MONOTONIC in milliseconds (the real loops' clock). */
 uint64_t futoin__monotonic_ms(void);
+
+#pragma GCC visibility pop
 
 #endif

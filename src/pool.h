@@ -5,6 +5,9 @@
 
 #include <stddef.h>
 
+/* Internal to the library: not exported from the shared object. */
+#pragma GCC visibility push(hidden)
+
 typedef struct FutoInPool {
     size_t elem_size;
     size_t per_slab;
@@ -39,5 +42,7 @@ static inline void futoin__pool_put(FutoInPool* pool, void* p)
 /* malloc/realloc that abort with a message instead of returning NULL. */
 void* futoin__xmalloc(size_t size);
 void* futoin__xrealloc(void* p, size_t size);
+
+#pragma GCC visibility pop
 
 #endif
