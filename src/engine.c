@@ -454,6 +454,27 @@ static void flow_recycle(EngineCtx* ctx, Flow* f)
 }
 
 static void root_destroy(Root* r);
+static void flow_init(Flow* fl, Root* r, int fresh);
+
+/* Gives r the state futoin_asyncsteps_new() hands out, but for
+ * free_pending, next_free and add_fr. Done when a root is first made and
+ * when it is destroyed, so that taking one from the pool is a pop. */
+static void root_reset(Root* r, int fresh)
+{
+    r->busy = 0;
+    r->state = RS_IDLE;
+    r->cancelling = 0;
+    r->unhandled = NULL;
+    r->unhandled_data = NULL;
+    r->nvars = r->cap_vars = 0; /* vars is NULL: state_free() leaves it so */
+    if (r->info) {
+        r->info[0] = 0;
+    }
+    r->zombies = NULL;
+    r->done = NULL;
+    r->done_data = NULL;
+    flow_init(&r->main, r, fresh);
+}
 
 /* The last engine frame of r left the C stack: released branch flows are
  * recycled and a free() that came meanwhile is carried out. */
@@ -613,34 +634,21 @@ FutoInAsyncSteps* futoin_asyncsteps_new(FutoInLoop* loop)
     }
     EngineCtx* ctx = futoin__ctx_get(loop);
     Root* r = ctx->free_roots;
-    int fresh = !r;
     if (r) {
-        ctx->free_roots = r->next_free;
+        ctx->free_roots = r->next_free; /* reset when it was destroyed */
     } else {
         r = futoin__pool_try_get(&ctx->root_mem);
         if (!r) {
             return NULL;
         }
+        r->ctx = ctx;
         r->info = NULL;
         r->info_cap = 0;
+        r->vars = NULL;
+        root_reset(r, 1);
     }
-    r->ctx = ctx;
-    r->busy = 0;
-    r->state = RS_IDLE;
-    r->cancelling = 0;
     r->free_pending = 0;
-    r->unhandled = NULL;
-    r->unhandled_data = NULL;
-    r->vars = NULL;
-    r->nvars = r->cap_vars = 0;
-    if (r->info) {
-        r->info[0] = 0;
-    }
-    r->zombies = NULL;
-    r->done = NULL;
-    r->done_data = NULL;
     r->next_free = NULL;
-    flow_init(&r->main, r, fresh);
     r->main.add_fr = &r->main.frames[0]; /* idle: add() appends to level 0 */
     return &r->main.iface;
 }
@@ -1704,7 +1712,12 @@ static void root_destroy(Root* r)
         r->zombies = futoin__branch(z)->sib_next;
         flow_recycle(ctx, z);
     }
-    /* Pooled with its frame array and info buffer for the next root. */
+    /* Pooled with its frame array and info buffer for the next root. Its
+     * stale handle keeps being refused: free_pending stays set until the
+     * root is handed out again, and add_fr is NULL. */
+    root_reset(r, 0);
+    r->free_pending = 1;
+    r->main.add_fr = NULL;
     r->next_free = ctx->free_roots;
     ctx->free_roots = r;
 }
