@@ -797,6 +797,19 @@ static void call_cancel(Flow* fl, Frame* f)
 
 static void flow_release(Flow* fl);
 
+/* The engine owes unlock() once lock() succeeded; it runs in the CANCEL
+ * context (nothing may be added to the flow from inside it). */
+static void call_unlock(Flow* fl, FutoInSync* sync)
+{
+    uint8_t saved = fl->cb;
+    Frame* saved_fr = fl->add_fr;
+    fl->cb = CB_CANCEL;
+    fl->add_fr = NULL;
+    sync->api->unlock(&fl->iface, sync);
+    fl->cb = saved;
+    fl->add_fr = saved_fr;
+}
+
 /* Aborts every live branch of a parallel step, innermost frames first. */
 static void parallel_abort_branches(Parallel* p)
 {
@@ -850,14 +863,7 @@ static void frame_pop_slow(Flow* fl, int aborted)
             box_free(ctx, f.data);
         }
         if (f.flags & FR_LOCKED) {
-            FutoInSync* sync = f.ext;
-            uint8_t saved = fl->cb;
-            Frame* saved_fr = fl->add_fr;
-            fl->cb = CB_CANCEL;
-            fl->add_fr = NULL;
-            sync->api->unlock(&fl->iface, sync);
-            fl->cb = saved;
-            fl->add_fr = saved_fr;
+            call_unlock(fl, f.ext);
         }
         break;
     case SK_OWNED:
@@ -1187,13 +1193,7 @@ static int frame_complete(Flow* fl)
         uint8_t locked = f->flags & FR_LOCKED;
         --fl->depth;
         if (locked) {
-            uint8_t saved = fl->cb;
-            Frame* saved_fr = fl->add_fr;
-            fl->cb = CB_CANCEL;
-            fl->add_fr = NULL;
-            sync->api->unlock(&fl->iface, sync);
-            fl->cb = saved;
-            fl->add_fr = saved_fr;
+            call_unlock(fl, sync);
         }
         return GO_ON;
     }
