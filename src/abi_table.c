@@ -351,12 +351,7 @@ static void add_loop(Flow* fl, void* data, size_t count,
         return;
     }
     EngineCtx* ctx = fl->root->ctx;
-    LoopSpec* l = futoin__loopspec_new(ctx, label);
-    l->loop_fn = loop_fn;
-    l->repeat_fn = repeat_fn;
-    l->data = data;
-    l->count = count;
-    futoin__queue_step(fl, fr, futoin__step_new(ctx, SK_LOOP, data, NULL, NULL, l));
+    futoin__queue_step(fl, fr, futoin__loopspec_new(ctx, label, data, count, loop_fn, repeat_fn));
 }
 
 static void flow_loop(FutoInAsyncSteps* bsi, void* data, void (*f)(FutoInAsyncSteps*, void*),
@@ -610,12 +605,7 @@ static void par_loop_branch(Parallel* p, void* data, size_t count,
         return;
     }
     EngineCtx* ctx = p->owner->root->ctx;
-    LoopSpec* l = futoin__loopspec_new(ctx, label);
-    l->loop_fn = loop_fn;
-    l->repeat_fn = repeat_fn;
-    l->data = data;
-    l->count = count;
-    par_branch(p, futoin__step_new(ctx, SK_LOOP, data, NULL, NULL, l));
+    par_branch(p, futoin__loopspec_new(ctx, label, data, count, loop_fn, repeat_fn));
 }
 
 static void par_loop(FutoInAsyncSteps* bsi, void* data, void (*f)(FutoInAsyncSteps*, void*),

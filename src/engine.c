@@ -68,11 +68,8 @@ static void ctx_free(void* p)
     futoin__pool_destroy(&ctx->root_mem);
     futoin__pool_destroy(&ctx->branch_mem);
     futoin__pool_destroy(&ctx->steps);
-    futoin__pool_destroy(&ctx->pars);
-    futoin__pool_destroy(&ctx->loops);
     futoin__pool_destroy(&ctx->boxes);
     futoin__pool_destroy(&ctx->stacks);
-    futoin__pool_destroy(&ctx->extras);
     futoin__pool_destroy(&ctx->strs);
     free(ctx);
 }
@@ -93,12 +90,12 @@ EngineCtx* futoin__ctx_create(FutoInLoop* loop)
         ctx->loop = loop;
         ctx->burst = DEFAULT_BURST;
         ctx->misuse = default_misuse;
+        /* Steps, loop specs and parallels share one pool of 48-byte nodes
+         * (and frame extras the small-string pool), so memory freed by one
+         * kind serves the others. */
         futoin__pool_init(&ctx->steps, sizeof(Step), 256);
-        futoin__pool_init(&ctx->pars, sizeof(Parallel), 32);
-        futoin__pool_init(&ctx->loops, sizeof(LoopSpec), 32);
         futoin__pool_init(&ctx->boxes, sizeof(ArgsBox), 32);
         futoin__pool_init(&ctx->stacks, sizeof(StackBlock) + STACK_POOLED_SIZE, 32);
-        futoin__pool_init(&ctx->extras, sizeof(FrameExtra), 64);
         futoin__pool_init(&ctx->strs, FUTOIN_SMALL_STR, 64);
         futoin__pool_init(&ctx->root_mem, sizeof(Root), 64);
         futoin__pool_init(&ctx->branch_mem, sizeof(Branch), 32);
@@ -264,17 +261,29 @@ void futoin__misuse(Flow* fl, const char* fmt, ...)
 
 Parallel* futoin__parallel_new(EngineCtx* ctx, Flow* owner)
 {
-    Parallel* p = futoin__pool_get(&ctx->pars);
+    Parallel* p = futoin__pool_get(&ctx->steps);
     memset(p, 0, sizeof(*p));
     *(const FutoInAsyncStepsAPI**)&p->iface.api = &futoin__par_api;
     p->owner = owner;
     return p;
 }
 
-LoopSpec* futoin__loopspec_new(EngineCtx* ctx, const char* label)
+LoopSpec* futoin__loopspec_new(EngineCtx* ctx, const char* label, void* data, size_t count,
+        void (*loop_fn)(FutoInAsyncSteps*, void*),
+        void (*repeat_fn)(FutoInAsyncSteps*, void*, size_t))
 {
-    LoopSpec* l = futoin__pool_get(&ctx->loops);
-    memset(l, 0, sizeof(*l));
+    LoopSpec* l = futoin__pool_get(&ctx->steps);
+    l->next = NULL;
+    l->kind = SK_LOOP;
+    l->repeat = repeat_fn != NULL;
+    if (repeat_fn) {
+        l->repeat_fn = repeat_fn;
+    } else {
+        l->loop_fn = loop_fn;
+    }
+    l->count = count;
+    l->loop_data = data;
+    l->label = NULL;
     if (label && *label) {
         size_t len = strlen(label);
         /* Set once and never changed: the length tells where it lives. */
@@ -293,7 +302,7 @@ static void loopspec_free(EngineCtx* ctx, LoopSpec* l)
             free(l->label);
         }
     }
-    futoin__pool_put(&ctx->loops, l);
+    futoin__pool_put(&ctx->steps, l);
 }
 
 /* Runs the cleanups of the values in a[0..n). The holders are left as
@@ -355,7 +364,7 @@ static void queue_free(EngineCtx* ctx, Step* s)
 static void parallel_free(EngineCtx* ctx, Parallel* p)
 {
     queue_free(ctx, p->b_head);
-    futoin__pool_put(&ctx->pars, p);
+    futoin__pool_put(&ctx->steps, p);
 }
 
 /* Releases a step that never started, with whatever it owns. */
@@ -366,8 +375,8 @@ void futoin__step_free(EngineCtx* ctx, Step* s)
         parallel_free(ctx, s->ext);
         break;
     case SK_LOOP:
-        loopspec_free(ctx, s->ext);
-        break;
+        loopspec_free(ctx, s); /* the node itself */
+        return;
     case SK_VALUE:
         if (s->ext) {
             box_free(ctx, s->ext);
@@ -407,16 +416,9 @@ Step* futoin__step_copy(EngineCtx* ctx, const Step* s, Flow* owner, const char**
         ext = p;
         break;
     }
-    case SK_LOOP: {
-        const LoopSpec* src = s->ext;
-        LoopSpec* l = futoin__loopspec_new(ctx, src->label);
-        l->loop_fn = src->loop_fn;
-        l->repeat_fn = src->repeat_fn;
-        l->data = src->data;
-        l->count = src->count;
-        ext = l;
-        break;
-    }
+    case SK_LOOP:
+        return futoin__loopspec_new(ctx, s->label, s->loop_data, s->count,
+                s->repeat ? NULL : s->loop_fn, s->repeat ? s->repeat_fn : NULL);
     case SK_VALUE:
         if (s->ext) {
             const ArgsBox* src = s->ext;
@@ -677,7 +679,13 @@ static Frame* frame_push(Flow* fl, Step* s)
     f->x = NULL;
     f->kind = s->kind;
     f->flags = 0;
-    if (s->kind == SK_SYNC) {
+    if (s->kind == SK_LOOP) {
+        /* The node is the loop's spec: it stays, as the frame's ext. */
+        f->ext = s;
+        f->eh = NULL;
+        f->data = NULL;
+        s->i = 0;
+    } else if (s->kind == SK_SYNC) {
         /* The step node becomes the critical section, queued after lock();
          * the sync frame itself has no callbacks of its own. */
         s->kind = SK_PLAIN;
@@ -695,7 +703,7 @@ static Frame* frame_push(Flow* fl, Step* s)
 static FrameExtra* frame_x(Flow* fl, Frame* f)
 {
     if (!f->x) {
-        FrameExtra* x = futoin__pool_get(&fl->root->ctx->extras);
+        FrameExtra* x = futoin__pool_get(&fl->root->ctx->strs);
         memset(x, 0, sizeof(*x));
         f->x = x;
     }
@@ -745,7 +753,7 @@ static void frame_x_release_slow(EngineCtx* ctx, Frame* f)
     FrameExtra* x = f->x;
     f->x = NULL;
     stack_free(ctx, &x->stack);
-    futoin__pool_put(&ctx->extras, x);
+    futoin__pool_put(&ctx->strs, x);
 }
 
 static inline void frame_x_release(EngineCtx* ctx, Frame* f)
@@ -916,12 +924,12 @@ static inline int call_step(Flow* fl, CallKind kind, FutoInAsyncSteps_execute_ca
         break;
     case CALL_LOOP: {
         LoopSpec* l = f->ext;
-        l->loop_fn(&fl->iface, l->data);
+        l->loop_fn(&fl->iface, l->loop_data);
         break;
     }
     case CALL_REPEAT: {
         LoopSpec* l = f->ext;
-        l->repeat_fn(&fl->iface, l->data, l->i);
+        l->repeat_fn(&fl->iface, l->loop_data, l->i);
         break;
     }
     case CALL_LOCK: {
@@ -1006,7 +1014,7 @@ static int run_iteration(Flow* fl)
     LoopSpec* l = f->ext;
     /* Results of the previous iteration are not an input of the next. */
     futoin__results_drop(fl);
-    if (!call_step(fl, l->loop_fn ? CALL_LOOP : CALL_REPEAT, NULL)) {
+    if (!call_step(fl, l->repeat ? CALL_REPEAT : CALL_LOOP, NULL)) {
         return HANDLED;
     }
     for (;;) {
@@ -1015,7 +1023,7 @@ static int run_iteration(Flow* fl)
         }
         /* The last iteration, or the turn ends: frame_complete() takes
          * it from here (it counts the iteration just run). */
-        if ((l->repeat_fn && l->i + 1 >= l->count) || !keep_turn(ctx)) {
+        if ((l->repeat && l->i + 1 >= l->count) || !keep_turn(ctx)) {
             return CONTINUE;
         }
         ++l->i;
@@ -1026,10 +1034,10 @@ static int run_iteration(Flow* fl)
         fl->add_fr = f;
         atomic_store_explicit(&fl->xepoch,
                 atomic_load_explicit(&fl->xepoch, memory_order_relaxed) + 1, memory_order_release);
-        if (l->repeat_fn) {
-            l->repeat_fn(&fl->iface, l->data, l->i);
+        if (l->repeat) {
+            l->repeat_fn(&fl->iface, l->loop_data, l->i);
         } else {
-            l->loop_fn(&fl->iface, l->data);
+            l->loop_fn(&fl->iface, l->loop_data);
         }
         if (gen != fl->gen) {
             return HANDLED;
@@ -1115,7 +1123,7 @@ static int start_frame(Flow* fl, FutoInAsyncSteps_execute_callback fn)
         return call_step(fl, CALL_EXEC, fn) ? exec_outcome(fl) : HANDLED;
     case SK_LOOP: {
         LoopSpec* l = f->ext;
-        if (l->repeat_fn && l->count == 0) {
+        if (l->repeat && l->count == 0) {
             return GO_ON; /* completes at once */
         }
         return run_iteration(fl);
@@ -1170,7 +1178,7 @@ static int frame_complete(Flow* fl)
         LoopSpec* l = f->ext;
         iteration_reset(fl, f);
         ++l->i;
-        if (!l->repeat_fn || l->i < l->count) {
+        if (!l->repeat || l->i < l->count) {
             return run_iteration(fl);
         }
         futoin__results_drop(fl);

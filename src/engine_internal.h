@@ -33,7 +33,7 @@ typedef struct Flow Flow;
 typedef struct Frame Frame;
 typedef struct Step Step;
 typedef struct Parallel Parallel;
-typedef struct LoopSpec LoopSpec;
+typedef struct Step LoopSpec; /* a loop step's node is its own spec */
 typedef struct ArgsBox ArgsBox;
 typedef struct EngineCtx EngineCtx;
 typedef struct StackBlock StackBlock;
@@ -41,7 +41,7 @@ typedef struct StackBlock StackBlock;
 enum StepKind {
     SK_PLAIN = 0,
     SK_PARALLEL, /* ext: Parallel* */
-    SK_LOOP,     /* ext: LoopSpec* */
+    SK_LOOP,     /* the node is a LoopSpec; once started, its frame's ext */
     SK_SYNC,     /* ext: FutoInSync*; f/eh/data are the critical section's */
     SK_VALUE,    /* ext: ArgsBox* or NULL: successStep() */
     SK_YIELD,    /* relinquish(): one trip through the loop */
@@ -55,12 +55,31 @@ typedef struct StepOwner {
 } StepOwner;
 
 struct Step {
-    Step* next;
-    FutoInAsyncSteps_execute_callback f;
-    FutoInAsyncSteps_error_callback eh;
-    void* data;
-    void* ext;
+    union {
+        Step* next; /* queue link while the step waits */
+        size_t i;   /* SK_LOOP, once started: the current iteration */
+    };
+    union {
+        struct { /* every kind but SK_LOOP */
+            FutoInAsyncSteps_execute_callback f;
+            FutoInAsyncSteps_error_callback eh;
+            void* data;
+            void* ext;
+        };
+        /* SK_LOOP: the loop's spec lives in its step node, which becomes
+         * its frame's ext when the loop starts: one node per loop. */
+        struct {
+            union {
+                void (*loop_fn)(FutoInAsyncSteps* bsi, void* data);
+                void (*repeat_fn)(FutoInAsyncSteps* bsi, void* data, size_t i);
+            };
+            size_t count;
+            void* loop_data;
+            char* label; /* NULL, a pooled small block or (when longer) heap */
+        };
+    };
     uint8_t kind;
+    uint8_t repeat; /* SK_LOOP: counted, repeat_fn (else loop_fn) */
 };
 
 enum FrameFlags {
@@ -177,15 +196,6 @@ struct Parallel {
     uint8_t started;
 };
 
-struct LoopSpec {
-    void (*loop_fn)(FutoInAsyncSteps* bsi, void* data);
-    void (*repeat_fn)(FutoInAsyncSteps* bsi, void* data, size_t i);
-    void* data;
-    size_t count;
-    size_t i;
-    char* label; /* NULL, a pooled small block or (when longer) heap */
-};
-
 struct ArgsBox {
     FutoInArgs args;
     uint8_t nargs;
@@ -227,13 +237,10 @@ struct EngineCtx {
     FutoInLoop* loop;
     Root* free_roots;
     unsigned budget; /* step callbacks left in the current dispatch */
-    FutoInPool steps;
-    FutoInPool pars;
-    FutoInPool loops;
+    FutoInPool steps;  /* 48-byte nodes: Step, LoopSpec, Parallel */
     FutoInPool boxes;
     FutoInPool stacks; /* small stack() blocks */
-    FutoInPool extras; /* FrameExtra */
-    FutoInPool strs;   /* FUTOIN_SMALL_STR blocks: codes and labels */
+    FutoInPool strs;   /* FUTOIN_SMALL_STR blocks: codes, labels, FrameExtra */
     /* Memory of roots and branch flows: carved from slabs (no malloc
      * header each) and never returned to the pool: once made, they are
      * recycled through free_roots / free_flows, whose links leave the
@@ -299,7 +306,10 @@ static inline void futoin__queue_step(Flow* fl, Frame* fr, Step* s)
 void futoin__step_free(EngineCtx* ctx, Step* s);
 Step* futoin__step_copy(EngineCtx* ctx, const Step* s, Flow* owner, const char** err);
 Parallel* futoin__parallel_new(EngineCtx* ctx, Flow* owner);
-LoopSpec* futoin__loopspec_new(EngineCtx* ctx, const char* label);
+/* A loop step: repeat_fn != NULL makes it counted (count iterations). */
+LoopSpec* futoin__loopspec_new(EngineCtx* ctx, const char* label, void* data, size_t count,
+        void (*loop_fn)(FutoInAsyncSteps*, void*),
+        void (*repeat_fn)(FutoInAsyncSteps*, void*, size_t));
 extern char futoin__no_code[1];
 void futoin__flow_set_code(Flow* fl, const char* s);
 void futoin__set_info(Root* r, const char* info);
@@ -340,6 +350,10 @@ void* futoin__state_var(Root* r, void* data, const char* name,
         void* (*allocate)(void*), void (*cleanup)(void*, void*));
 void futoin__state_copy(Root* dst, const Root* src);
 void futoin__state_free(Root* r);
+
+/* Pools shared between kinds (see futoin__ctx_create()). */
+_Static_assert(sizeof(Parallel) <= sizeof(Step), "Parallel must fit a step node");
+_Static_assert(sizeof(FrameExtra) <= FUTOIN_SMALL_STR, "FrameExtra must fit a small block");
 
 #pragma GCC visibility pop
 
