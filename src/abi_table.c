@@ -43,7 +43,9 @@ Frame* futoin__add_target_slow(Flow* fl, const char* what)
         if (r->state != RS_IDLE) {
             r->state = RS_IDLE; /* a finished root is being reused */
         }
-        return &fl->frames[0];
+        /* Further adds before execute() take the fast path. */
+        fl->add_fr = &fl->frames[0];
+        return fl->add_fr;
     }
     futoin__misuse(fl, "%s() called from %s of a %s instance", what, cb_name(fl->cb),
             r->state == RS_RUNNING ? "running" : "finished");
@@ -189,7 +191,7 @@ static void flow_add(FutoInAsyncSteps* bsi, void* data, FutoInAsyncSteps_execute
     }
     Frame* fr = futoin__add_target(fl, "add");
     if (fr) {
-        futoin__queue_step(fr, futoin__step_new(fl->root->ctx, SK_PLAIN, data, f, eh, NULL));
+        futoin__queue_step(fl, fr, futoin__step_new(fl->root->ctx, SK_PLAIN, data, f, eh, NULL));
     }
 }
 
@@ -202,7 +204,7 @@ static FutoInAsyncSteps* flow_parallel(FutoInAsyncSteps* bsi, void* data, FutoIn
     }
     EngineCtx* ctx = fl->root->ctx;
     Parallel* p = futoin__parallel_new(ctx, fl);
-    futoin__queue_step(fr, futoin__step_new(ctx, SK_PARALLEL, data, NULL, eh, p));
+    futoin__queue_step(fl, fr, futoin__step_new(ctx, SK_PARALLEL, data, NULL, eh, p));
     return &p->iface;
 }
 
@@ -349,12 +351,7 @@ static void add_loop(Flow* fl, void* data, size_t count,
         return;
     }
     EngineCtx* ctx = fl->root->ctx;
-    LoopSpec* l = futoin__loopspec_new(ctx, label);
-    l->loop_fn = loop_fn;
-    l->repeat_fn = repeat_fn;
-    l->data = data;
-    l->count = count;
-    futoin__queue_step(fr, futoin__step_new(ctx, SK_LOOP, data, NULL, NULL, l));
+    futoin__queue_step(fl, fr, futoin__loopspec_new(ctx, label, data, count, loop_fn, repeat_fn));
 }
 
 static void flow_loop(FutoInAsyncSteps* bsi, void* data, void (*f)(FutoInAsyncSteps*, void*),
@@ -450,7 +447,7 @@ static void flow_add_sync(FutoInAsyncSteps* bsi, FutoInSync* sync, void* data,
     }
     Frame* fr = futoin__add_target(fl, "addSync");
     if (fr) {
-        futoin__queue_step(fr, futoin__step_new(fl->root->ctx, SK_SYNC, data, f, eh, sync));
+        futoin__queue_step(fl, fr, futoin__step_new(fl->root->ctx, SK_SYNC, data, f, eh, sync));
     }
 }
 
@@ -608,12 +605,7 @@ static void par_loop_branch(Parallel* p, void* data, size_t count,
         return;
     }
     EngineCtx* ctx = p->owner->root->ctx;
-    LoopSpec* l = futoin__loopspec_new(ctx, label);
-    l->loop_fn = loop_fn;
-    l->repeat_fn = repeat_fn;
-    l->data = data;
-    l->count = count;
-    par_branch(p, futoin__step_new(ctx, SK_LOOP, data, NULL, NULL, l));
+    par_branch(p, futoin__loopspec_new(ctx, label, data, count, loop_fn, repeat_fn));
 }
 
 static void par_loop(FutoInAsyncSteps* bsi, void* data, void (*f)(FutoInAsyncSteps*, void*),

@@ -177,7 +177,7 @@ void futoin_await(FutoInAsyncSteps* as, FutoInCompletion* c,
     c->registered = 1;
     c->user_eh = eh;
     c->user_data = data;
-    futoin__queue_step(fr, futoin__step_new(fl->root->ctx, SK_OWNED, c, await_step,
+    futoin__queue_step(fl, fr, futoin__step_new(fl->root->ctx, SK_OWNED, c, await_step,
                                    eh ? await_eh : NULL, &c->owner));
 }
 

@@ -31,7 +31,19 @@ struct StackBlock {
 
 static void advance(Flow* fl);
 static void unwind(Flow* fl);
-static void frame_pop(Flow* fl, int aborted);
+static void frame_pop_slow(Flow* fl, int aborted);
+
+/* The step on top of fl ends; see frame_pop_slow(). Inline for the common
+ * case of a plain step that holds nothing to release. */
+static inline void frame_pop(Flow* fl, int aborted)
+{
+    Frame* top = &fl->frames[fl->depth];
+    if (!aborted && top->kind == SK_PLAIN && !top->x && !top->q_head) {
+        --fl->depth;
+        return;
+    }
+    frame_pop_slow(fl, aborted);
+}
 static void flow_abort(Flow* fl);
 static int start_unwind(Flow* fl, uint32_t k, int own);
 static void flow_free_frames(Flow* fl);
@@ -46,20 +58,19 @@ static void ctx_free(void* p)
         Flow* f = ctx->free_flows;
         ctx->free_flows = f->rq_next;
         flow_free_frames(f);
-        free(f);
     }
     while (ctx->free_roots) {
         Root* r = ctx->free_roots;
         ctx->free_roots = r->next_free;
         flow_free_frames(&r->main);
         free(r->info);
-        free(r);
     }
+    futoin__pool_destroy(&ctx->root_mem);
+    futoin__pool_destroy(&ctx->branch_mem);
     futoin__pool_destroy(&ctx->steps);
-    futoin__pool_destroy(&ctx->pars);
-    futoin__pool_destroy(&ctx->loops);
     futoin__pool_destroy(&ctx->boxes);
     futoin__pool_destroy(&ctx->stacks);
+    futoin__pool_destroy(&ctx->strs);
     free(ctx);
 }
 
@@ -70,7 +81,7 @@ static void default_misuse(void* data, FutoInAsyncSteps* as, const char* info)
     fprintf(stderr, "futoin: API misuse: %s\n", info);
 }
 
-EngineCtx* futoin__ctx_get(FutoInLoop* loop)
+EngineCtx* futoin__ctx_create(FutoInLoop* loop)
 {
     void** slot = futoin__loop_engine_slot(loop);
     if (!*slot) {
@@ -79,11 +90,15 @@ EngineCtx* futoin__ctx_get(FutoInLoop* loop)
         ctx->loop = loop;
         ctx->burst = DEFAULT_BURST;
         ctx->misuse = default_misuse;
+        /* Steps, loop specs and parallels share one pool of 48-byte nodes
+         * (and frame extras the small-string pool), so memory freed by one
+         * kind serves the others. */
         futoin__pool_init(&ctx->steps, sizeof(Step), 256);
-        futoin__pool_init(&ctx->pars, sizeof(Parallel), 32);
-        futoin__pool_init(&ctx->loops, sizeof(LoopSpec), 32);
         futoin__pool_init(&ctx->boxes, sizeof(ArgsBox), 32);
         futoin__pool_init(&ctx->stacks, sizeof(StackBlock) + STACK_POOLED_SIZE, 32);
+        futoin__pool_init(&ctx->strs, FUTOIN_SMALL_STR, 64);
+        futoin__pool_init(&ctx->root_mem, sizeof(Root), 64);
+        futoin__pool_init(&ctx->branch_mem, sizeof(Branch), 32);
         *slot = ctx;
         futoin__loop_set_engine_free(loop, ctx_free);
     }
@@ -127,25 +142,45 @@ FutoInLoop* futoin_asyncsteps_loop(FutoInAsyncSteps* as)
 /* ------------------------------------------------------------------------ */
 /* Small helpers                                                             */
 
-void futoin__set_str(char** dst, char* inline_buf, const char* s)
+char futoin__no_code[1];
+
+/* Releases the flow's code buffer: it reads as "" again. */
+static void flow_code_release(Flow* fl)
+{
+    if (fl->code != futoin__no_code) {
+        if (fl->code_heap) {
+            free(fl->code);
+        } else {
+            futoin__pool_put(&fl->root->ctx->strs, fl->code);
+        }
+        fl->code = futoin__no_code;
+        fl->code_heap = 0;
+    }
+}
+
+void futoin__flow_set_code(Flow* fl, const char* s)
 {
     if (!s) {
         s = "";
     }
-    if (s == *dst) {
+    if (s == fl->code) {
         return; /* re-raising the code we handed out */
     }
     size_t len = strlen(s);
-    char* old_heap = (*dst && *dst != inline_buf) ? *dst : NULL;
-    if (len < FUTOIN_INLINE_STR) {
-        memmove(inline_buf, s, len + 1);
-        *dst = inline_buf;
-    } else {
-        char* p = futoin__xmalloc(len + 1);
-        memcpy(p, s, len + 1);
-        *dst = p;
+    if (len < FUTOIN_SMALL_STR && fl->code != futoin__no_code && !fl->code_heap) {
+        memmove(fl->code, s, len + 1);
+        return;
     }
-    free(old_heap);
+    if (len == 0 && fl->code == futoin__no_code) {
+        return;
+    }
+    /* s may point into the old buffer: copy before releasing it. */
+    char* p = len < FUTOIN_SMALL_STR ? futoin__pool_get(&fl->root->ctx->strs)
+                                     : futoin__xmalloc(len + 1);
+    memcpy(p, s, len + 1);
+    flow_code_release(fl);
+    fl->code = p;
+    fl->code_heap = len >= FUTOIN_SMALL_STR;
 }
 
 void futoin__set_info(Root* r, const char* info)
@@ -206,9 +241,10 @@ void futoin__misuse(Flow* fl, const char* fmt, ...)
     va_end(ap);
     if (fl && (fl->cb == CB_EXEC || fl->cb == CB_ERROR)) {
         /* The running step fails: the spec's InternalError. */
-        futoin__set_str(&fl->code, fl->code_inline, FUTOIN_INTERNAL_ERROR);
+        futoin__flow_set_code(fl, FUTOIN_INTERNAL_ERROR);
         futoin__set_info(fl->root, buf);
         fl->out = OUT_ERROR;
+        fl->add_fr = NULL;
         fl->ctl = CTL_NONE;
         return;
     }
@@ -225,43 +261,72 @@ void futoin__misuse(Flow* fl, const char* fmt, ...)
 
 Parallel* futoin__parallel_new(EngineCtx* ctx, Flow* owner)
 {
-    Parallel* p = futoin__pool_get(&ctx->pars);
+    Parallel* p = futoin__pool_get(&ctx->steps);
     memset(p, 0, sizeof(*p));
     *(const FutoInAsyncStepsAPI**)&p->iface.api = &futoin__par_api;
     p->owner = owner;
     return p;
 }
 
-LoopSpec* futoin__loopspec_new(EngineCtx* ctx, const char* label)
+LoopSpec* futoin__loopspec_new(EngineCtx* ctx, const char* label, void* data, size_t count,
+        void (*loop_fn)(FutoInAsyncSteps*, void*),
+        void (*repeat_fn)(FutoInAsyncSteps*, void*, size_t))
 {
-    LoopSpec* l = futoin__pool_get(&ctx->loops);
-    memset(l, 0, sizeof(*l));
-    if (label) {
-        futoin__set_str(&l->label, l->label_inline, label);
+    LoopSpec* l = futoin__pool_get(&ctx->steps);
+    l->next = NULL;
+    l->kind = SK_LOOP;
+    l->repeat = repeat_fn != NULL;
+    if (repeat_fn) {
+        l->repeat_fn = repeat_fn;
+    } else {
+        l->loop_fn = loop_fn;
+    }
+    l->count = count;
+    l->loop_data = data;
+    l->label = NULL;
+    if (label && *label) {
+        size_t len = strlen(label);
+        /* Set once and never changed: the length tells where it lives. */
+        l->label = len < FUTOIN_SMALL_STR ? futoin__pool_get(&ctx->strs) : futoin__xmalloc(len + 1);
+        memcpy(l->label, label, len + 1);
     }
     return l;
 }
 
 static void loopspec_free(EngineCtx* ctx, LoopSpec* l)
 {
-    if (l->label && l->label != l->label_inline) {
-        free(l->label);
+    if (l->label) {
+        if (strlen(l->label) < FUTOIN_SMALL_STR) {
+            futoin__pool_put(&ctx->strs, l->label);
+        } else {
+            free(l->label);
+        }
     }
-    futoin__pool_put(&ctx->loops, l);
+    futoin__pool_put(&ctx->steps, l);
+}
+
+/* Runs the cleanups of the values in a[0..n). The holders are left as
+ * they are: a box is written in full before it is used again. */
+static void args_release(FutoInArgs* a, uint8_t n)
+{
+    for (uint8_t i = 0; i < n; ++i) {
+        const FutoInType* tp = a->args[i].type;
+        if (tp && tp->cleanup) {
+            tp->cleanup(&a->args[i]);
+        }
+    }
 }
 
 static void box_free(EngineCtx* ctx, ArgsBox* b)
 {
-    futoin__args_clear(&b->args, &b->nargs);
+    args_release(&b->args, b->nargs);
     futoin__pool_put(&ctx->boxes, b);
 }
 
-void futoin__results_drop(Flow* fl)
+void futoin__results_drop_slow(Flow* fl)
 {
-    if (fl->results) {
-        box_free(fl->root->ctx, fl->results);
-        fl->results = NULL;
-    }
+    box_free(fl->root->ctx, fl->results);
+    fl->results = NULL;
 }
 
 /* Takes ownership of args' values (none: the flow has no results). */
@@ -271,15 +336,20 @@ void futoin__results_set(Flow* fl, FutoInArgs* args)
     if (!args) {
         return;
     }
-    FutoInArgs taken;
-    memset(&taken, 0, sizeof(taken));
-    uint8_t n = futoin__args_take(&taken, args);
-    if (n) {
-        ArgsBox* b = futoin__pool_get(&fl->root->ctx->boxes);
-        b->args = taken;
-        b->nargs = n;
-        fl->results = b;
+    FutoInBinaryValue* a = args->args;
+    uint8_t n = a[3].type ? 4 : a[2].type ? 3 : a[1].type ? 2 : a[0].type ? 1 : 0;
+    if (!n) {
+        return;
     }
+    ArgsBox* b = futoin__pool_get(&fl->root->ctx->boxes);
+    b->args = *args;
+    for (uint8_t i = 0; i < n; ++i) {
+        if (!a[i].type) {
+            memset(&b->args.args[i], 0, sizeof(FutoInBinaryValue)); /* a gap */
+        }
+    }
+    b->nargs = n;
+    fl->results = b;
 }
 
 static void queue_free(EngineCtx* ctx, Step* s)
@@ -294,7 +364,7 @@ static void queue_free(EngineCtx* ctx, Step* s)
 static void parallel_free(EngineCtx* ctx, Parallel* p)
 {
     queue_free(ctx, p->b_head);
-    futoin__pool_put(&ctx->pars, p);
+    futoin__pool_put(&ctx->steps, p);
 }
 
 /* Releases a step that never started, with whatever it owns. */
@@ -305,8 +375,8 @@ void futoin__step_free(EngineCtx* ctx, Step* s)
         parallel_free(ctx, s->ext);
         break;
     case SK_LOOP:
-        loopspec_free(ctx, s->ext);
-        break;
+        loopspec_free(ctx, s); /* the node itself */
+        return;
     case SK_VALUE:
         if (s->ext) {
             box_free(ctx, s->ext);
@@ -346,16 +416,9 @@ Step* futoin__step_copy(EngineCtx* ctx, const Step* s, Flow* owner, const char**
         ext = p;
         break;
     }
-    case SK_LOOP: {
-        const LoopSpec* src = s->ext;
-        LoopSpec* l = futoin__loopspec_new(ctx, src->label);
-        l->loop_fn = src->loop_fn;
-        l->repeat_fn = src->repeat_fn;
-        l->data = src->data;
-        l->count = src->count;
-        ext = l;
-        break;
-    }
+    case SK_LOOP:
+        return futoin__loopspec_new(ctx, s->label, s->loop_data, s->count,
+                s->repeat ? NULL : s->loop_fn, s->repeat ? s->repeat_fn : NULL);
     case SK_VALUE:
         if (s->ext) {
             const ArgsBox* src = s->ext;
@@ -393,19 +456,46 @@ static void flow_recycle(EngineCtx* ctx, Flow* f)
 }
 
 static void root_destroy(Root* r);
+static void flow_init(Flow* fl, Root* r, int fresh);
 
-static void root_leave(Root* r)
+/* Gives r the state futoin_asyncsteps_new() hands out, but for
+ * free_pending, next_free and add_fr. Done when a root is first made and
+ * when it is destroyed, so that taking one from the pool is a pop. */
+static void root_reset(Root* r, int fresh)
 {
-    if (--r->busy) {
-        return;
+    r->busy = 0;
+    r->state = RS_IDLE;
+    r->cancelling = 0;
+    r->unhandled = NULL;
+    r->unhandled_data = NULL;
+    r->nvars = r->cap_vars = 0; /* vars is NULL: state_free() leaves it so */
+    if (r->info) {
+        r->info[0] = 0;
     }
+    r->zombies = NULL;
+    r->done = NULL;
+    r->done_data = NULL;
+    flow_init(&r->main, r, fresh);
+}
+
+/* The last engine frame of r left the C stack: released branch flows are
+ * recycled and a free() that came meanwhile is carried out. */
+static void root_left(Root* r)
+{
     while (r->zombies) {
         Flow* z = r->zombies;
-        r->zombies = z->sib_next;
+        r->zombies = futoin__branch(z)->sib_next;
         flow_recycle(r->ctx, z);
     }
     if (r->free_pending) {
         root_destroy(r);
+    }
+}
+
+static inline void root_leave(Root* r)
+{
+    if (--r->busy == 0 && (r->zombies || r->free_pending)) {
+        root_left(r);
     }
 }
 
@@ -426,9 +516,7 @@ static void flow_init(Flow* fl, Root* r, int fresh)
     fl->root = r;
     fl->depth = 0;
     fl->rq_next = fl->rq_prev = NULL;
-    fl->parent = NULL;
-    fl->par = NULL;
-    fl->sib_next = NULL;
+    fl->is_branch = 0;
     ++fl->gen;
     fl->state = FS_IDLE;
     fl->pending = PD_NEXT;
@@ -437,8 +525,14 @@ static void flow_init(Flow* fl, Root* r, int fresh)
     fl->ctl = CTL_NONE;
     fl->in_rq = 0;
     fl->results = NULL;
-    fl->code = fl->code_inline;
-    fl->code_inline[0] = 0;
+    fl->add_fr = NULL;
+    fl->q_tail = NULL;
+    if (fresh) {
+        fl->code = futoin__no_code;
+        fl->code_heap = 0;
+    } else {
+        flow_code_release(fl);
+    }
     memset(&fl->frames[0], 0, sizeof(Frame));
 }
 
@@ -455,7 +549,7 @@ static void schedule_dispatch(EngineCtx* ctx)
 {
     if (!ctx->dispatch_scheduled) {
         ctx->dispatch_scheduled = 1;
-        ctx->dispatch_handle = futoin__loop_immediate_local(ctx->loop, ctx, dispatch);
+        futoin__loop_post_local(ctx->loop, ctx, dispatch);
     }
 }
 
@@ -507,8 +601,16 @@ static void dispatch(void* data)
     ++ctx->dispatching;
     ctx->budget = ctx->burst;
     while (ctx->budget && ctx->rq_head) {
+        /* Pop the head (rq_remove() for the first element). */
         Flow* fl = ctx->rq_head;
-        rq_remove(fl);
+        ctx->rq_head = fl->rq_next;
+        if (fl->rq_next) {
+            fl->rq_next->rq_prev = NULL;
+            fl->rq_next = NULL;
+        } else {
+            ctx->rq_tail = NULL;
+        }
+        fl->in_rq = 0;
         Root* r = fl->root;
         root_enter(r);
         if (fl->pending == PD_UNWIND) {
@@ -534,34 +636,22 @@ FutoInAsyncSteps* futoin_asyncsteps_new(FutoInLoop* loop)
     }
     EngineCtx* ctx = futoin__ctx_get(loop);
     Root* r = ctx->free_roots;
-    int fresh = !r;
     if (r) {
-        ctx->free_roots = r->next_free;
+        ctx->free_roots = r->next_free; /* reset when it was destroyed */
     } else {
-        r = malloc(sizeof(Root));
+        r = futoin__pool_try_get(&ctx->root_mem);
         if (!r) {
             return NULL;
         }
+        r->ctx = ctx;
         r->info = NULL;
         r->info_cap = 0;
+        r->vars = NULL;
+        root_reset(r, 1);
     }
-    r->ctx = ctx;
-    r->busy = 0;
-    r->state = RS_IDLE;
-    r->cancelling = 0;
     r->free_pending = 0;
-    r->unhandled = NULL;
-    r->unhandled_data = NULL;
-    r->vars = NULL;
-    r->nvars = r->cap_vars = 0;
-    if (r->info) {
-        r->info[0] = 0;
-    }
-    r->zombies = NULL;
-    r->done = NULL;
-    r->done_data = NULL;
     r->next_free = NULL;
-    flow_init(&r->main, r, fresh);
+    r->main.add_fr = &r->main.frames[0]; /* idle: add() appends to level 0 */
     return &r->main.iface;
 }
 
@@ -580,42 +670,63 @@ static Frame* frame_push(Flow* fl, Step* s)
             fl->frames = futoin__xrealloc(fl->frames, sizeof(Frame) * cap);
         }
         fl->cap = cap;
+        fl->add_fr = NULL; /* the cache may point into the old array */
     }
     Frame* f = &fl->frames[++fl->depth];
-    f->q_head = f->q_tail = NULL;
-    f->f = s->f;
-    f->eh = s->eh;
+    f->q_head = NULL;
     f->data = s->data;
     f->ext = s->ext;
-    f->on_cancel = NULL;
-    f->cancel_data = NULL;
-    f->stack = NULL;
-    f->timer.slot = 0;
+    f->x = NULL;
     f->kind = s->kind;
     f->flags = 0;
-    if (s->kind == SK_SYNC) {
+    if (s->kind == SK_LOOP) {
+        /* The node is the loop's spec: it stays, as the frame's ext. */
+        f->ext = s;
+        f->eh = NULL;
+        f->data = NULL;
+        s->i = 0;
+    } else if (s->kind == SK_SYNC) {
         /* The step node becomes the critical section, queued after lock();
          * the sync frame itself has no callbacks of its own. */
         s->kind = SK_PLAIN;
         s->ext = NULL;
         s->next = NULL;
         f->aux = s;
-        f->eh = NULL;
         f->data = NULL;
     } else {
+        f->eh = s->eh;
         futoin__pool_put(&fl->root->ctx->steps, s);
     }
     return f;
+}
+
+static FrameExtra* frame_x(Flow* fl, Frame* f)
+{
+    if (!f->x) {
+        FrameExtra* x = futoin__pool_get(&fl->root->ctx->strs);
+        memset(x, 0, sizeof(*x));
+        f->x = x;
+    }
+    return f->x;
 }
 
 static void frame_stop_timer(Flow* fl, Frame* f)
 {
     if (f->flags & FR_TIMER) {
         FutoInLoop* loop = fl->root->ctx->loop;
-        FutoInHandle h = futoin__loop_handle(loop, f->timer);
+        FutoInHandle h = futoin__loop_handle(loop, f->x->timer);
         futoin__loop_cancel_local(loop, &h);
-        f->timer.slot = 0;
+        f->x->timer.slot = 0;
         f->flags &= (uint8_t)~FR_TIMER;
+    }
+}
+
+/* A step completed: its timeout and cancel handler no longer apply. */
+static inline void frame_settle(Flow* fl, Frame* f)
+{
+    if (f->x) {
+        frame_stop_timer(fl, f);
+        f->x->on_cancel = NULL;
     }
 }
 
@@ -635,6 +746,23 @@ static void stack_free(EngineCtx* ctx, StackBlock** head)
     }
 }
 
+/* Releases what a frame that is off the stack (or level 0 at the end of
+ * a flow) still holds out of line: stack() memory, then the record. */
+static void frame_x_release_slow(EngineCtx* ctx, Frame* f)
+{
+    FrameExtra* x = f->x;
+    f->x = NULL;
+    stack_free(ctx, &x->stack);
+    futoin__pool_put(&ctx->strs, x);
+}
+
+static inline void frame_x_release(EngineCtx* ctx, Frame* f)
+{
+    if (f->x) {
+        frame_x_release_slow(ctx, f);
+    }
+}
+
 void* futoin__flow_stack(Flow* fl, size_t size, void (*cleanup)(void*))
 {
     Frame* f = &fl->frames[fl->depth];
@@ -650,27 +778,45 @@ void* futoin__flow_stack(Flow* fl, size_t size, void (*cleanup)(void*))
         }
         b->hdr.h.pooled = 0;
     }
+    FrameExtra* x = frame_x(fl, f);
     b->hdr.h.cleanup = cleanup;
-    b->hdr.h.next = f->stack;
-    f->stack = b;
+    b->hdr.h.next = x->stack;
+    x->stack = b;
     return b + 1;
 }
 
 /* Calls a cancel handler with the flow in the CANCEL context. */
 static void call_cancel(Flow* fl, Frame* f)
 {
-    FutoInAsyncSteps_cancel_callback ch = f->on_cancel;
+    FrameExtra* x = f->x;
+    FutoInAsyncSteps_cancel_callback ch = x ? x->on_cancel : NULL;
     if (!ch) {
         return;
     }
-    f->on_cancel = NULL;
+    x->on_cancel = NULL;
     uint8_t saved = fl->cb;
+    Frame* saved_fr = fl->add_fr;
     fl->cb = CB_CANCEL;
-    ch(&fl->iface, f->cancel_data);
+    fl->add_fr = NULL;
+    ch(&fl->iface, x->cancel_data);
     fl->cb = saved;
+    fl->add_fr = saved_fr;
 }
 
 static void flow_release(Flow* fl);
+
+/* The engine owes unlock() once lock() succeeded; it runs in the CANCEL
+ * context (nothing may be added to the flow from inside it). */
+static void call_unlock(Flow* fl, FutoInSync* sync)
+{
+    uint8_t saved = fl->cb;
+    Frame* saved_fr = fl->add_fr;
+    fl->cb = CB_CANCEL;
+    fl->add_fr = NULL;
+    sync->api->unlock(&fl->iface, sync);
+    fl->cb = saved;
+    fl->add_fr = saved_fr;
+}
 
 /* Aborts every live branch of a parallel step, innermost frames first. */
 static void parallel_abort_branches(Parallel* p)
@@ -680,7 +826,7 @@ static void parallel_abort_branches(Parallel* p)
     p->pending = 0;
     while (p->branches) {
         Flow* b = p->branches;
-        p->branches = b->sib_next;
+        p->branches = futoin__branch(b)->sib_next;
         flow_abort(b);
         flow_release(b);
     }
@@ -691,19 +837,14 @@ static void parallel_abort_branches(Parallel* p)
  * are released and a held sync lock is unlocked.
  * The frame is taken off the stack before any user code runs, so a cancel
  * handler or unlock() that cancels or frees the root cannot pop it twice. */
-static void frame_pop(Flow* fl, int aborted)
+static void frame_pop_slow(Flow* fl, int aborted)
 {
     Frame* top = &fl->frames[fl->depth];
-    if (!aborted && top->kind == SK_PLAIN && !(top->flags & FR_TIMER) && !top->q_head
-            && !top->stack) {
-        --fl->depth; /* the common case: nothing to release */
-        return;
-    }
     EngineCtx* ctx = fl->root->ctx;
     Frame f = *top;
     --fl->depth;
     if (f.flags & FR_TIMER) {
-        FutoInHandle h = futoin__loop_handle(ctx->loop, f.timer);
+        FutoInHandle h = futoin__loop_handle(ctx->loop, f.x->timer);
         futoin__loop_cancel_local(ctx->loop, &h);
     }
     if (aborted) {
@@ -730,11 +871,7 @@ static void frame_pop(Flow* fl, int aborted)
             box_free(ctx, f.data);
         }
         if (f.flags & FR_LOCKED) {
-            FutoInSync* sync = f.ext;
-            uint8_t saved = fl->cb;
-            fl->cb = CB_CANCEL;
-            sync->api->unlock(&fl->iface, sync);
-            fl->cb = saved;
+            call_unlock(fl, f.ext);
         }
         break;
     case SK_OWNED:
@@ -744,7 +881,7 @@ static void frame_pop(Flow* fl, int aborted)
         break;
     }
     /* Last: a cancel handler may still use the step's stack memory. */
-    stack_free(ctx, &f.stack);
+    frame_x_release(ctx, &f);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -765,7 +902,7 @@ static const FutoInArgs no_args;
  * flow survived it (0: it was aborted or released meanwhile). The incoming
  * results move to the C stack for the call, so a flow holds only the
  * results waiting for its next step. */
-static inline int call_step(Flow* fl, CallKind kind)
+static inline int call_step(Flow* fl, CallKind kind, FutoInAsyncSteps_execute_callback fn)
 {
     Frame* f = &fl->frames[fl->depth];
     uint32_t gen = fl->gen;
@@ -777,21 +914,22 @@ static inline int call_step(Flow* fl, CallKind kind)
     }
     fl->cb = CB_EXEC;
     fl->out = OUT_NONE;
+    fl->add_fr = f;
     /* Single writer: a plain increment, published for other threads. */
     atomic_store_explicit(&fl->xepoch,
             atomic_load_explicit(&fl->xepoch, memory_order_relaxed) + 1, memory_order_release);
     switch (kind) {
     case CALL_EXEC:
-        f->f(&fl->iface, f->data, pin);
+        fn(&fl->iface, f->data, pin);
         break;
     case CALL_LOOP: {
         LoopSpec* l = f->ext;
-        l->loop_fn(&fl->iface, l->data);
+        l->loop_fn(&fl->iface, l->loop_data);
         break;
     }
     case CALL_REPEAT: {
         LoopSpec* l = f->ext;
-        l->repeat_fn(&fl->iface, l->data, l->i);
+        l->repeat_fn(&fl->iface, l->loop_data, l->i);
         break;
     }
     case CALL_LOCK: {
@@ -807,6 +945,7 @@ static inline int call_step(Flow* fl, CallKind kind)
         return 0;
     }
     fl->cb = CB_NONE;
+    fl->add_fr = NULL;
     return 1;
 }
 
@@ -815,8 +954,7 @@ static inline int call_step(Flow* fl, CallKind kind)
 static void lock_acquired(Flow* fl, Frame* f)
 {
     f->flags = (uint8_t)((f->flags & ~(FR_LOCK_PHASE | FR_WAIT)) | FR_LOCKED);
-    frame_stop_timer(fl, f);
-    f->on_cancel = NULL;
+    frame_settle(fl, f);
 }
 
 /* Decides what happens after an execute callback of the top frame returned. */
@@ -843,8 +981,7 @@ static int exec_outcome(Flow* fl)
         if (f->flags & FR_LOCK_PHASE) {
             lock_acquired(fl, f);
         }
-        frame_stop_timer(fl, f);
-        f->on_cancel = NULL;
+        frame_settle(fl, f);
         f->flags &= (uint8_t)~FR_WAIT;
         return CONTINUE;
     default:
@@ -863,27 +1000,65 @@ static int exec_outcome(Flow* fl)
     }
 }
 
+static int keep_turn(EngineCtx* ctx);
+
+/* Runs iterations of the loop on top of fl. While an iteration's body
+ * completes at once and leaves nothing behind (no sub-steps, results,
+ * timer, cancel handler or stack memory), the next one starts right here,
+ * for as long as the flow keeps its turn: the same order and budget as
+ * going round advance(), without its per-iteration bookkeeping. */
 static int run_iteration(Flow* fl)
 {
+    EngineCtx* ctx = fl->root->ctx;
     Frame* f = &fl->frames[fl->depth];
     LoopSpec* l = f->ext;
     /* Results of the previous iteration are not an input of the next. */
     futoin__results_drop(fl);
-    if (call_step(fl, l->loop_fn ? CALL_LOOP : CALL_REPEAT)) {
-        return exec_outcome(fl);
+    if (!call_step(fl, l->repeat ? CALL_REPEAT : CALL_LOOP, NULL)) {
+        return HANDLED;
     }
-    return HANDLED;
+    for (;;) {
+        if (fl->out != OUT_NONE || f->q_head || f->x || f->flags) {
+            return exec_outcome(fl);
+        }
+        /* The last iteration, or the turn ends: frame_complete() takes
+         * it from here (it counts the iteration just run). */
+        if ((l->repeat && l->i + 1 >= l->count) || !keep_turn(ctx)) {
+            return CONTINUE;
+        }
+        ++l->i;
+        /* call_step() for a clean previous iteration: no results to pass
+         * or drop, and the outcome is already OUT_NONE. */
+        uint32_t gen = fl->gen;
+        fl->cb = CB_EXEC;
+        fl->add_fr = f;
+        atomic_store_explicit(&fl->xepoch,
+                atomic_load_explicit(&fl->xepoch, memory_order_relaxed) + 1, memory_order_release);
+        if (l->repeat) {
+            l->repeat_fn(&fl->iface, l->loop_data, l->i);
+        } else {
+            l->loop_fn(&fl->iface, l->loop_data);
+        }
+        if (gen != fl->gen) {
+            return HANDLED;
+        }
+        fl->cb = CB_NONE;
+        fl->add_fr = NULL;
+    }
 }
 
 /* Per-iteration state of a loop frame is that of a fresh step. */
 static void iteration_reset(Flow* fl, Frame* f)
 {
-    frame_stop_timer(fl, f);
-    queue_free(fl->root->ctx, f->q_head);
-    f->q_head = f->q_tail = NULL;
-    f->on_cancel = NULL;
+    if (f->q_head) {
+        queue_free(fl->root->ctx, f->q_head);
+        f->q_head = NULL;
+    }
     f->flags &= (uint8_t)~FR_WAIT;
-    stack_free(fl->root->ctx, &f->stack);
+    if (f->x) {
+        frame_stop_timer(fl, f);
+        frame_x_release(fl->root->ctx, f);
+    }
 }
 
 static void yield_resume(void* data, uintptr_t depth)
@@ -891,7 +1066,7 @@ static void yield_resume(void* data, uintptr_t depth)
     Flow* fl = data;
     Frame* f = &fl->frames[depth];
     f->flags &= (uint8_t)~(FR_TIMER | FR_WAIT);
-    f->timer.slot = 0;
+    f->x->timer.slot = 0;
     rq_push(fl);
 }
 
@@ -913,15 +1088,17 @@ static void start_parallel(Flow* fl, Frame* f)
         if (b) {
             ctx->free_flows = b->rq_next;
         } else {
-            b = futoin__xmalloc(sizeof(Flow));
+            b = futoin__pool_get(&ctx->branch_mem);
             fresh = 1;
         }
         flow_init(b, r, fresh);
-        b->parent = fl;
-        b->par = p;
-        futoin__queue_step(&b->frames[0], s);
+        b->is_branch = 1;
+        futoin__branch(b)->parent = fl;
+        futoin__branch(b)->par = p;
+        futoin__branch(b)->sib_next = NULL;
+        futoin__queue_step(b, &b->frames[0], s);
         *tail = b;
-        tail = &b->sib_next;
+        tail = &futoin__branch(b)->sib_next;
         ++p->pending;
     }
     p->b_tail = NULL;
@@ -931,22 +1108,22 @@ static void start_parallel(Flow* fl, Frame* f)
     }
     f->flags |= FR_PAR_WAIT;
     fl->state = FS_WAIT;
-    for (Flow* b = p->branches; b; b = b->sib_next) {
+    for (Flow* b = p->branches; b; b = futoin__branch(b)->sib_next) {
         rq_push(b);
     }
 }
 
 /* Starts the frame just pushed: GO_ON, HANDLED or CONTINUE. */
-static int start_frame(Flow* fl)
+static int start_frame(Flow* fl, FutoInAsyncSteps_execute_callback fn)
 {
     Frame* f = &fl->frames[fl->depth];
     switch (f->kind) {
     case SK_PLAIN:
     case SK_OWNED:
-        return call_step(fl, CALL_EXEC) ? exec_outcome(fl) : HANDLED;
+        return call_step(fl, CALL_EXEC, fn) ? exec_outcome(fl) : HANDLED;
     case SK_LOOP: {
         LoopSpec* l = f->ext;
-        if (l->repeat_fn && l->count == 0) {
+        if (l->repeat && l->count == 0) {
             return GO_ON; /* completes at once */
         }
         return run_iteration(fl);
@@ -959,7 +1136,22 @@ static int start_frame(Flow* fl)
         f->data = fl->results;
         fl->results = NULL;
         f->flags |= FR_LOCK_PHASE;
-        return call_step(fl, CALL_LOCK) ? exec_outcome(fl) : HANDLED;
+        if (!call_step(fl, CALL_LOCK, NULL)) {
+            return HANDLED;
+        }
+        f = &fl->frames[fl->depth];
+        if (fl->out == OUT_NONE && !f->q_head && !(f->flags & FR_WAIT)) {
+            /* Admitted at once: the critical section is queued now, so the
+             * flow's next step (this turn or its next) is the section
+             * itself, as frame_complete() would have arranged. */
+            lock_acquired(fl, f);
+            fl->results = f->data;
+            f->data = NULL;
+            futoin__queue_step(fl, f, f->aux);
+            f->aux = NULL;
+            return CONTINUE;
+        }
+        return exec_outcome(fl);
     }
     case SK_VALUE:
         futoin__results_drop(fl);
@@ -968,7 +1160,7 @@ static int start_frame(Flow* fl)
         return GO_ON;
     case SK_YIELD:
         f->flags |= FR_WAIT | FR_TIMER;
-        f->timer = futoin__loop_ref(
+        frame_x(fl, f)->timer = futoin__loop_ref(
                 futoin__loop_immediate2(fl->root->ctx->loop, fl, fl->depth, yield_resume));
         fl->state = FS_WAIT;
         return HANDLED;
@@ -986,7 +1178,7 @@ static int frame_complete(Flow* fl)
         LoopSpec* l = f->ext;
         iteration_reset(fl, f);
         ++l->i;
-        if (!l->repeat_fn || l->i < l->count) {
+        if (!l->repeat || l->i < l->count) {
             return run_iteration(fl);
         }
         futoin__results_drop(fl);
@@ -999,8 +1191,18 @@ static int frame_complete(Flow* fl)
         futoin__results_drop(fl);
         fl->results = f->data;
         f->data = NULL;
-        futoin__queue_step(f, f->aux);
+        futoin__queue_step(fl, f, f->aux);
         f->aux = NULL;
+        return GO_ON;
+    } else if (f->kind == SK_SYNC && !f->x && !f->data) {
+        /* The critical section is done: pop the frame, then unlock() (it
+         * may wake other flows, never this one). */
+        FutoInSync* sync = f->ext;
+        uint8_t locked = f->flags & FR_LOCKED;
+        --fl->depth;
+        if (locked) {
+            call_unlock(fl, sync);
+        }
         return GO_ON;
     }
     frame_pop(fl, 0);
@@ -1010,12 +1212,12 @@ static int frame_complete(Flow* fl)
 /* Branch flow finished with success. */
 static void branch_done(Flow* fl)
 {
-    Parallel* p = fl->par;
-    Flow* parent = fl->parent;
+    Parallel* p = futoin__branch(fl)->par;
+    Flow* parent = futoin__branch(fl)->parent;
     futoin__results_drop(fl);
-    for (Flow** pp = &p->branches; *pp; pp = &(*pp)->sib_next) {
+    for (Flow** pp = &p->branches; *pp; pp = &futoin__branch(*pp)->sib_next) {
         if (*pp == fl) {
-            *pp = fl->sib_next;
+            *pp = futoin__branch(fl)->sib_next;
             break;
         }
     }
@@ -1031,15 +1233,15 @@ static void branch_done(Flow* fl)
  * fails in the parent flow with the same error (or break/continue). */
 static void branch_failed(Flow* fl)
 {
-    Parallel* p = fl->par;
-    Flow* parent = fl->parent;
-    for (Flow** pp = &p->branches; *pp; pp = &(*pp)->sib_next) {
+    Parallel* p = futoin__branch(fl)->par;
+    Flow* parent = futoin__branch(fl)->parent;
+    for (Flow** pp = &p->branches; *pp; pp = &futoin__branch(*pp)->sib_next) {
         if (*pp == fl) {
-            *pp = fl->sib_next;
+            *pp = futoin__branch(fl)->sib_next;
             break;
         }
     }
-    futoin__set_str(&parent->code, parent->code_inline, fl->code);
+    futoin__flow_set_code(parent, fl->code);
     parent->ctl = fl->ctl;
     flow_release(fl);
     uint32_t gen = parent->gen;
@@ -1058,8 +1260,8 @@ static void root_finish(Root* r, const char* code)
 {
     Flow* fl = &r->main;
     queue_free(r->ctx, fl->frames[0].q_head);
-    fl->frames[0].q_head = fl->frames[0].q_tail = NULL;
-    stack_free(fl->root->ctx, &fl->frames[0].stack);
+    fl->frames[0].q_head = NULL;
+    frame_x_release(r->ctx, &fl->frames[0]);
     fl->state = FS_DONE;
     if (r->done) {
         RootDoneHook hook = r->done;
@@ -1072,7 +1274,7 @@ static void root_finish(Root* r, const char* code)
 /* Level 0 is empty: the flow is complete. */
 static void flow_finished(Flow* fl)
 {
-    if (fl->par) {
+    if (fl->is_branch) {
         branch_done(fl);
         return;
     }
@@ -1084,23 +1286,24 @@ static void flow_finished(Flow* fl)
 /* An error (or break/continue) escaped level 0 of the flow. */
 static void flow_failed(Flow* fl)
 {
-    if (fl->par) {
+    if (fl->is_branch) {
         branch_failed(fl);
         return;
     }
     Root* r = fl->root;
     if (fl->ctl) {
         /* Cannot happen for a validated break: report it as misuse. */
-        futoin__set_str(&fl->code, fl->code_inline, FUTOIN_INTERNAL_ERROR);
+        futoin__flow_set_code(fl, FUTOIN_INTERNAL_ERROR);
         fl->ctl = CTL_NONE;
     }
     r->state = RS_FAILED;
     queue_free(r->ctx, fl->frames[0].q_head);
-    fl->frames[0].q_head = fl->frames[0].q_tail = NULL;
+    fl->frames[0].q_head = NULL;
     futoin__results_drop(fl);
     if (r->unhandled) {
         uint32_t gen = fl->gen;
         fl->cb = CB_FINAL;
+        fl->add_fr = NULL;
         r->unhandled(&fl->iface, r->unhandled_data, fl->code);
         if (gen != fl->gen) {
             return;
@@ -1135,14 +1338,37 @@ static void advance(Flow* fl)
     for (;;) {
         Frame* top = &fl->frames[fl->depth];
         int r;
-        if (top->q_head) {
-            Step* s = top->q_head;
+        Step* s = top->q_head;
+        if (s && s->kind == SK_PLAIN && fl->depth + 1 < fl->cap) {
+            /* The common step, started and completed with the fewest
+             * writes: a plain step whose callback neither waits nor leaves
+             * anything behind is popped at once. */
+            Frame* f = top + 1;
+            FutoInAsyncSteps_execute_callback fn = s->f;
             top->q_head = s->next;
-            if (!top->q_head) {
-                top->q_tail = NULL;
+            ++fl->depth;
+            f->q_head = NULL;
+            f->eh = s->eh;
+            f->data = s->data;
+            f->ext = NULL;
+            f->x = NULL;
+            f->kind = SK_PLAIN;
+            f->flags = 0;
+            futoin__pool_put(&ctx->steps, s);
+            if (!call_step(fl, CALL_EXEC, fn)) {
+                return;
             }
+            if (fl->out <= OUT_SUCCESS && !f->q_head && !f->x && !f->flags) {
+                --fl->depth;
+                r = CONTINUE;
+            } else {
+                r = exec_outcome(fl);
+            }
+        } else if (s) {
+            FutoInAsyncSteps_execute_callback fn = s->f;
+            top->q_head = s->next;
             frame_push(fl, s);
-            r = start_frame(fl);
+            r = start_frame(fl, fn);
         } else if (fl->depth == 0) {
             flow_finished(fl);
             return;
@@ -1181,7 +1407,9 @@ static int start_unwind(Flow* fl, uint32_t k, int own)
     Frame* f = &fl->frames[k];
     frame_stop_timer(fl, f);
     if (own) {
-        f->on_cancel = NULL;
+        if (f->x) {
+            f->x->on_cancel = NULL;
+        }
     } else {
         call_cancel(fl, f);
         if (gen != fl->gen) {
@@ -1197,7 +1425,7 @@ static int start_unwind(Flow* fl, uint32_t k, int own)
         f = &fl->frames[k];
     }
     queue_free(fl->root->ctx, f->q_head);
-    f->q_head = f->q_tail = NULL;
+    f->q_head = NULL;
     f->flags &= (uint8_t)~(FR_WAIT | FR_PAR_WAIT);
     futoin__results_drop(fl);
     fl->pending = PD_UNWIND;
@@ -1249,17 +1477,19 @@ static void unwind(Flow* fl)
          * with it: the error handler must see an empty queue, or it could
          * neither call success() nor tell its own added steps from them. */
         queue_free(fl->root->ctx, f->q_head);
-        f->q_head = f->q_tail = NULL;
-        if (!fl->ctl && f->eh && !(f->flags & FR_EH_USED)) {
+        f->q_head = NULL;
+        if (!fl->ctl && f->kind != SK_SYNC && f->eh && !(f->flags & FR_EH_USED)) {
             f->flags |= FR_EH_USED;
             uint32_t gen = fl->gen;
             fl->cb = CB_ERROR;
             fl->out = OUT_NONE;
+            fl->add_fr = f;
             f->eh(&fl->iface, f->data, fl->code);
             if (gen != fl->gen) {
                 return;
             }
             fl->cb = CB_NONE;
+            fl->add_fr = NULL;
             f = &fl->frames[fl->depth];
             switch (fl->out) {
             case OUT_SUCCESS:
@@ -1294,7 +1524,7 @@ int futoin__find_loop(Flow* fl, const char* label)
     if (label && !*label) {
         label = NULL;
     }
-    for (Flow* cur = fl; cur; cur = cur->parent) {
+    for (Flow* cur = fl; cur; cur = cur->is_branch ? futoin__branch(cur)->parent : NULL) {
         for (uint32_t d = cur->depth; d > 0; --d) {
             Frame* f = &cur->frames[d];
             if (f->kind == SK_LOOP && f->ext && label_matches(f->ext, label)) {
@@ -1311,8 +1541,16 @@ int futoin__find_loop(Flow* fl, const char* label)
 void futoin__flow_success(Flow* fl, FutoInArgs* args)
 {
     Frame* f = &fl->frames[fl->depth];
+    if (f->kind == SK_LOOP && args) {
+        /* A loop body's own results go nowhere: not into the next
+         * iteration, nor past the loop. Like results_set(), this takes
+         * the values over without clearing the caller's holders. */
+        args_release(args, 4);
+        args = NULL;
+    }
     if (fl->cb == CB_EXEC || fl->cb == CB_ERROR) {
         fl->out = OUT_SUCCESS;
+        fl->add_fr = NULL;
         futoin__results_set(fl, args);
         return;
     }
@@ -1320,8 +1558,7 @@ void futoin__flow_success(Flow* fl, FutoInArgs* args)
     if (f->flags & FR_LOCK_PHASE) {
         lock_acquired(fl, f);
     }
-    frame_stop_timer(fl, f);
-    f->on_cancel = NULL;
+    frame_settle(fl, f);
     f->flags &= (uint8_t)~FR_WAIT;
     futoin__results_set(fl, args);
     fl->pending = PD_NEXT;
@@ -1330,11 +1567,12 @@ void futoin__flow_success(Flow* fl, FutoInArgs* args)
 
 void futoin__flow_error(Flow* fl, const char* code, const char* info)
 {
-    futoin__set_str(&fl->code, fl->code_inline, code);
+    futoin__flow_set_code(fl, code);
     futoin__set_info(fl->root, info);
     if (fl->cb == CB_EXEC || fl->cb == CB_ERROR) {
         fl->out = OUT_ERROR;
         fl->ctl = CTL_NONE;
+        fl->add_fr = NULL;
         return;
     }
     fl->ctl = CTL_NONE;
@@ -1349,9 +1587,9 @@ static void on_timeout(void* data, uintptr_t k)
     Root* r = fl->root;
     Frame* f = &fl->frames[k];
     f->flags &= (uint8_t)~FR_TIMER;
-    f->timer.slot = 0;
+    f->x->timer.slot = 0;
     root_enter(r);
-    futoin__set_str(&fl->code, fl->code_inline, FUTOIN_TIMEOUT);
+    futoin__flow_set_code(fl, FUTOIN_TIMEOUT);
     futoin__set_info(r, "");
     fl->ctl = CTL_NONE;
     rq_remove(fl);
@@ -1365,7 +1603,7 @@ void futoin__flow_set_timeout(Flow* fl, uint32_t ms)
 {
     Frame* f = &fl->frames[fl->depth];
     frame_stop_timer(fl, f);
-    f->timer = futoin__loop_ref(
+    frame_x(fl, f)->timer = futoin__loop_ref(
             futoin__loop_deferred2(fl->root->ctx->loop, ms, fl, fl->depth, on_timeout));
     f->flags |= FR_TIMER | FR_WAIT;
 }
@@ -1373,8 +1611,9 @@ void futoin__flow_set_timeout(Flow* fl, uint32_t ms)
 void futoin__flow_set_cancel(Flow* fl, void* data, FutoInAsyncSteps_cancel_callback ch)
 {
     Frame* f = &fl->frames[fl->depth];
-    f->on_cancel = ch;
-    f->cancel_data = data;
+    FrameExtra* x = frame_x(fl, f);
+    x->on_cancel = ch;
+    x->cancel_data = data;
     f->flags |= FR_WAIT;
 }
 
@@ -1385,9 +1624,10 @@ void futoin__flow_wait(Flow* fl)
 
 void futoin__flow_ctl(Flow* fl, uint8_t ctl, const char* label)
 {
-    futoin__set_str(&fl->code, fl->code_inline, label ? label : "");
+    futoin__flow_set_code(fl, label ? label : "");
     futoin__set_info(fl->root, label ? label : "");
     fl->out = ctl == CTL_BREAK ? OUT_BREAK : OUT_CONTINUE;
+    fl->add_fr = NULL;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1405,21 +1645,31 @@ void futoin__root_execute(Flow* fl, void* data, FutoInAsyncSteps_error_callback 
     fl->pending = PD_NEXT;
     fl->out = OUT_NONE;
     fl->ctl = CTL_NONE;
+    fl->add_fr = NULL;
     rq_push(fl);
 }
 
 /* Stops a flow where it is: every frame is aborted innermost first. */
-static void flow_abort(Flow* fl)
+static void flow_abort_frames(Flow* fl)
 {
-    rq_remove(fl);
-    ++fl->gen;
     while (fl->depth > 0) {
         frame_pop(fl, 1);
     }
     queue_free(fl->root->ctx, fl->frames[0].q_head);
-    fl->frames[0].q_head = fl->frames[0].q_tail = NULL;
+    fl->frames[0].q_head = NULL;
     futoin__results_drop(fl);
+}
+
+static void flow_abort(Flow* fl)
+{
+    rq_remove(fl);
+    ++fl->gen;
+    /* A finished flow (what free() mostly meets) has nothing to release. */
+    if (fl->depth || fl->frames[0].q_head || fl->results) {
+        flow_abort_frames(fl);
+    }
     fl->state = FS_DONE;
+    fl->add_fr = NULL;
     fl->cb = CB_NONE;
     fl->out = OUT_NONE;
     fl->ctl = CTL_NONE;
@@ -1433,13 +1683,11 @@ static void flow_release(Flow* fl)
     Root* r = fl->root;
     rq_remove(fl);
     ++fl->gen;
-    stack_free(fl->root->ctx, &fl->frames[0].stack);
-    if (fl->code != fl->code_inline) {
-        free(fl->code);
-        fl->code = fl->code_inline;
-    }
+    fl->add_fr = NULL;
+    frame_x_release(fl->root->ctx, &fl->frames[0]);
+    flow_code_release(fl);
     fl->state = FS_DONE;
-    fl->sib_next = r->zombies;
+    futoin__branch(fl)->sib_next = r->zombies;
     r->zombies = fl;
 }
 
@@ -1451,7 +1699,7 @@ void futoin__root_cancel(Root* r)
     root_enter(r);
     r->cancelling = 1;
     flow_abort(&r->main);
-    stack_free(r->ctx, &r->main.frames[0].stack);
+    frame_x_release(r->ctx, &r->main.frames[0]);
     r->state = RS_CANCELLED;
     r->cancelling = 0;
     root_leave(r);
@@ -1462,17 +1710,22 @@ static void root_destroy(Root* r)
     Flow* fl = &r->main;
     EngineCtx* ctx = r->ctx;
     flow_abort(fl);
-    stack_free(fl->root->ctx, &fl->frames[0].stack);
-    futoin__state_free(r);
-    if (fl->code != fl->code_inline) {
-        free(fl->code);
+    frame_x_release(ctx, &fl->frames[0]);
+    if (r->vars) {
+        futoin__state_free(r);
     }
+    flow_code_release(fl);
     while (r->zombies) {
         Flow* z = r->zombies;
-        r->zombies = z->sib_next;
+        r->zombies = futoin__branch(z)->sib_next;
         flow_recycle(ctx, z);
     }
-    /* Pooled with its frame array and info buffer for the next root. */
+    /* Pooled with its frame array and info buffer for the next root. Its
+     * stale handle keeps being refused: free_pending stays set until the
+     * root is handed out again, and add_fr is NULL. */
+    root_reset(r, 0);
+    r->free_pending = 1;
+    r->main.add_fr = NULL;
     r->next_free = ctx->free_roots;
     ctx->free_roots = r;
 }
@@ -1483,6 +1736,11 @@ void futoin__root_free(Root* r)
         return;
     }
     r->free_pending = 1;
+    r->main.add_fr = NULL;
+    if (!r->busy && r->state != RS_RUNNING) {
+        root_destroy(r); /* nothing of it runs or is on the C stack */
+        return;
+    }
     root_enter(r);
     futoin__root_cancel(r); /* no-op if idle, finished or already cancelling */
     root_leave(r);          /* destroys now, or when the outermost callback returns */

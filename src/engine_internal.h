@@ -25,12 +25,15 @@
 #include "loop_internal.h"
 #include "pool.h"
 
+/* Internal to the library: not exported from the shared object. */
+#pragma GCC visibility push(hidden)
+
 typedef struct Root Root;
 typedef struct Flow Flow;
 typedef struct Frame Frame;
 typedef struct Step Step;
 typedef struct Parallel Parallel;
-typedef struct LoopSpec LoopSpec;
+typedef struct Step LoopSpec; /* a loop step's node is its own spec */
 typedef struct ArgsBox ArgsBox;
 typedef struct EngineCtx EngineCtx;
 typedef struct StackBlock StackBlock;
@@ -38,7 +41,7 @@ typedef struct StackBlock StackBlock;
 enum StepKind {
     SK_PLAIN = 0,
     SK_PARALLEL, /* ext: Parallel* */
-    SK_LOOP,     /* ext: LoopSpec* */
+    SK_LOOP,     /* the node is a LoopSpec; once started, its frame's ext */
     SK_SYNC,     /* ext: FutoInSync*; f/eh/data are the critical section's */
     SK_VALUE,    /* ext: ArgsBox* or NULL: successStep() */
     SK_YIELD,    /* relinquish(): one trip through the loop */
@@ -52,12 +55,31 @@ typedef struct StepOwner {
 } StepOwner;
 
 struct Step {
-    Step* next;
-    FutoInAsyncSteps_execute_callback f;
-    FutoInAsyncSteps_error_callback eh;
-    void* data;
-    void* ext;
+    union {
+        Step* next; /* queue link while the step waits */
+        size_t i;   /* SK_LOOP, once started: the current iteration */
+    };
+    union {
+        struct { /* every kind but SK_LOOP */
+            FutoInAsyncSteps_execute_callback f;
+            FutoInAsyncSteps_error_callback eh;
+            void* data;
+            void* ext;
+        };
+        /* SK_LOOP: the loop's spec lives in its step node, which becomes
+         * its frame's ext when the loop starts: one node per loop. */
+        struct {
+            union {
+                void (*loop_fn)(FutoInAsyncSteps* bsi, void* data);
+                void (*repeat_fn)(FutoInAsyncSteps* bsi, void* data, size_t i);
+            };
+            size_t count;
+            void* loop_data;
+            char* label; /* NULL, a pooled small block or (when longer) heap */
+        };
+    };
     uint8_t kind;
+    uint8_t repeat; /* SK_LOOP: counted, repeat_fn (else loop_fn) */
 };
 
 enum FrameFlags {
@@ -69,20 +91,29 @@ enum FrameFlags {
     FR_TIMER = 32     /* timer holds a setTimeout() or relinquish handle */
 };
 
-struct Frame {
-    Step* q_head;
-    Step* q_tail;
-    union {
-        FutoInAsyncSteps_execute_callback f; /* PLAIN, OWNED */
-        Step* aux; /* SYNC: the critical-section step until it is queued */
-    };
-    FutoInAsyncSteps_error_callback eh;
-    void* data;
-    void* ext;
+/* What few frames need: a cancel handler, stack() memory or a timer. Kept
+ * out of line (pooled, allocated on first use) so that a frame is 40 bytes
+ * and starting a plain step writes a handful of words. */
+typedef struct FrameExtra {
     FutoInAsyncSteps_cancel_callback on_cancel;
     void* cancel_data;
     StackBlock* stack;
     FutoInLoopRef timer;
+} FrameExtra;
+
+/* A frame does not keep its step's execute callback: it is called once,
+ * straight from the queued step. Nor the tail of its sub-step queue: steps
+ * are only ever appended to the frame whose callback is running (or to an
+ * idle root's level 0), so the flow keeps that one tail (Flow.q_tail). */
+struct Frame {
+    Step* q_head;
+    union {
+        FutoInAsyncSteps_error_callback eh; /* every kind but SYNC */
+        Step* aux; /* SYNC: the critical-section step until it is queued */
+    };
+    void* data;
+    void* ext;
+    FrameExtra* x; /* NULL: no cancel handler, stack memory or timer */
     uint8_t kind;
     uint8_t flags;
 };
@@ -95,7 +126,10 @@ enum FlowState { FS_IDLE = 0, FS_READY, FS_WAIT, FS_DONE };
 enum Pending { PD_NEXT = 0, PD_UNWIND };
 enum Ctl { CTL_NONE = 0, CTL_BREAK, CTL_CONTINUE };
 
-#define FUTOIN_INLINE_STR 32
+/* Error codes and loop labels up to this size (with the NUL) live in
+ * pooled blocks, longer ones on the heap: a flow or loop without one pays
+ * a pointer. */
+#define FUTOIN_SMALL_STR 32
 #define FUTOIN_INLINE_FRAMES 3
 
 struct Flow {
@@ -106,32 +140,51 @@ struct Flow {
     uint32_t cap;
     Flow* rq_next;
     Flow* rq_prev;
-    Flow* parent;   /* branch flows: the flow holding the PARALLEL frame */
-    Parallel* par;  /* branch flows: the parallel they belong to */
-    Flow* sib_next; /* branch flows: next live branch of the same parallel */
     uint32_t gen;   /* bumped when the flow is aborted or released */
+    /* Cross-thread calls (xflow.c) read xepoch and loop from other
+     * threads. xepoch counts step callbacks started: a success()/error()
+     * from another thread carries the value it saw and is dropped if
+     * another step has started since. */
+    _Atomic uint32_t xepoch;
+    uint8_t is_branch; /* a Branch: a parallel() branch, not a root */
     uint8_t state;
     uint8_t pending;
     uint8_t cb;
     uint8_t out;
     uint8_t ctl;
     uint8_t in_rq;
-    char* code; /* current error code or break/continue label */
-    char code_inline[FUTOIN_INLINE_STR];
+    uint8_t code_heap; /* code is malloc()ed, not a pooled small block */
+    /* Where add() appends without further checks (NULL: ask
+     * futoin__add_target_slow()): the frame of the running execute or error
+     * callback until it completes, or level 0 of an idle root. */
+    Frame* add_fr;
+    Step* q_tail; /* last step queued in the frame steps are appended to */
+    /* Current error code or break/continue label: futoin__no_code (empty)
+     * until the flow first needs one, then a buffer it keeps. */
+    char* code;
     /* Results of the last success() waiting for the next step (NULL: none).
      * Pooled and moved by pointer, so results cost nothing when absent. */
     ArgsBox* results;
-    /* Cross-thread calls (xflow.c) read these two from other threads.
-     * loop is set once, when the flow's memory is first used (flows are
-     * pooled per loop and never change loop). xepoch counts step callbacks
-     * started: a success()/error() from another thread carries the value
-     * it saw and is dropped if another step has started since. */
+    /* Set once, when the flow's memory is first used (flows are pooled per
+     * loop and never change loop). */
     FutoInLoop* loop;
-    _Atomic uint32_t xepoch;
     /* The first frames live in the flow itself: most flows never go deeper,
      * so a root or branch costs one allocation (none when pooled). */
     Frame inline_frames[FUTOIN_INLINE_FRAMES];
 };
+
+/* A parallel() branch: a flow with its place among its siblings. */
+typedef struct Branch {
+    Flow fl;        /* first: a Branch is used as its Flow */
+    Flow* parent;   /* the flow holding the PARALLEL frame */
+    Parallel* par;  /* the parallel it belongs to */
+    Flow* sib_next; /* next live branch of the same parallel; zombie link */
+} Branch;
+
+static inline Branch* futoin__branch(Flow* fl)
+{
+    return (Branch*)fl;
+}
 
 struct Parallel {
     FutoInAsyncSteps iface;
@@ -141,16 +194,6 @@ struct Parallel {
     Flow* branches; /* live branch flows */
     uint32_t pending;
     uint8_t started;
-};
-
-struct LoopSpec {
-    void (*loop_fn)(FutoInAsyncSteps* bsi, void* data);
-    void (*repeat_fn)(FutoInAsyncSteps* bsi, void* data, size_t i);
-    void* data;
-    size_t count;
-    size_t i;
-    char* label; /* NULL, label_inline or heap */
-    char label_inline[FUTOIN_INLINE_STR];
 };
 
 struct ArgsBox {
@@ -194,15 +237,19 @@ struct EngineCtx {
     FutoInLoop* loop;
     Root* free_roots;
     unsigned budget; /* step callbacks left in the current dispatch */
-    FutoInPool steps;
-    FutoInPool pars;
-    FutoInPool loops;
+    FutoInPool steps;  /* 48-byte nodes: Step, LoopSpec, Parallel */
     FutoInPool boxes;
     FutoInPool stacks; /* small stack() blocks */
+    FutoInPool strs;   /* FUTOIN_SMALL_STR blocks: codes, labels, FrameExtra */
+    /* Memory of roots and branch flows: carved from slabs (no malloc
+     * header each) and never returned to the pool: once made, they are
+     * recycled through free_roots / free_flows, whose links leave the
+     * interface pointer alone. */
+    FutoInPool root_mem;
+    FutoInPool branch_mem;
     Flow* free_flows;
     Flow* rq_head;
     Flow* rq_tail;
-    FutoInHandle dispatch_handle;
     unsigned burst;
     uint8_t dispatch_scheduled;
     uint32_t dispatching; /* nesting depth of the dispatcher */
@@ -214,19 +261,23 @@ extern const FutoInAsyncStepsAPI futoin__flow_api;
 extern const FutoInAsyncStepsAPI futoin__par_api;
 
 /* engine.c */
-EngineCtx* futoin__ctx_get(FutoInLoop* loop);
+EngineCtx* futoin__ctx_create(FutoInLoop* loop);
+/* The loop's engine context, created on first use. */
+static inline EngineCtx* futoin__ctx_get(FutoInLoop* loop)
+{
+    EngineCtx* ctx = *futoin__loop_engine_slot(loop);
+    return ctx ? ctx : futoin__ctx_create(loop);
+}
 Flow* futoin__flow_of(FutoInAsyncSteps* bsi); /* NULL for a foreign interface */
 void futoin__misuse(Flow* fl, const char* fmt, ...);
 Frame* futoin__add_target_slow(Flow* fl, const char* what);
 
 /* Hot helpers used by every add(): kept inline so that adding a step costs
- * a context check, a pool pop and a queue append. */
+ * a cursor load, a pool pop and a queue append. */
 static inline Frame* futoin__add_target(Flow* fl, const char* what)
 {
-    if ((fl->cb == CB_EXEC || fl->cb == CB_ERROR) && fl->out == OUT_NONE) {
-        return &fl->frames[fl->depth];
-    }
-    return futoin__add_target_slow(fl, what);
+    Frame* fr = fl->add_fr;
+    return fr ? fr : futoin__add_target_slow(fl, what);
 }
 
 static inline Step* futoin__step_new(EngineCtx* ctx, uint8_t kind, void* data,
@@ -242,20 +293,25 @@ static inline Step* futoin__step_new(EngineCtx* ctx, uint8_t kind, void* data,
     return s;
 }
 
-static inline void futoin__queue_step(Frame* fr, Step* s)
+/* Appends to fr, which must be the frame add() targets (see Flow.q_tail). */
+static inline void futoin__queue_step(Flow* fl, Frame* fr, Step* s)
 {
-    if (fr->q_tail) {
-        fr->q_tail->next = s;
+    if (fr->q_head) {
+        fl->q_tail->next = s;
     } else {
         fr->q_head = s;
     }
-    fr->q_tail = s;
+    fl->q_tail = s;
 }
 void futoin__step_free(EngineCtx* ctx, Step* s);
 Step* futoin__step_copy(EngineCtx* ctx, const Step* s, Flow* owner, const char** err);
 Parallel* futoin__parallel_new(EngineCtx* ctx, Flow* owner);
-LoopSpec* futoin__loopspec_new(EngineCtx* ctx, const char* label);
-void futoin__set_str(char** dst, char* inline_buf, const char* s);
+/* A loop step: repeat_fn != NULL makes it counted (count iterations). */
+LoopSpec* futoin__loopspec_new(EngineCtx* ctx, const char* label, void* data, size_t count,
+        void (*loop_fn)(FutoInAsyncSteps*, void*),
+        void (*repeat_fn)(FutoInAsyncSteps*, void*, size_t));
+extern char futoin__no_code[1];
+void futoin__flow_set_code(Flow* fl, const char* s);
 void futoin__set_info(Root* r, const char* info);
 void futoin__args_reset(FutoInArgs* a, uint8_t n);
 static inline void futoin__args_clear(FutoInArgs* a, uint8_t* n)
@@ -280,7 +336,13 @@ void futoin__root_free(Root* r);
 void* futoin__flow_stack(Flow* fl, size_t size, void (*cleanup)(void*));
 
 /* Results waiting in a flow for its next step. */
-void futoin__results_drop(Flow* fl);
+void futoin__results_drop_slow(Flow* fl);
+static inline void futoin__results_drop(Flow* fl)
+{
+    if (fl->results) {
+        futoin__results_drop_slow(fl);
+    }
+}
 void futoin__results_set(Flow* fl, FutoInArgs* args);
 
 /* state.c */
@@ -288,5 +350,11 @@ void* futoin__state_var(Root* r, void* data, const char* name,
         void* (*allocate)(void*), void (*cleanup)(void*, void*));
 void futoin__state_copy(Root* dst, const Root* src);
 void futoin__state_free(Root* r);
+
+/* Pools shared between kinds (see futoin__ctx_create()). */
+_Static_assert(sizeof(Parallel) <= sizeof(Step), "Parallel must fit a step node");
+_Static_assert(sizeof(FrameExtra) <= FUTOIN_SMALL_STR, "FrameExtra must fit a small block");
+
+#pragma GCC visibility pop
 
 #endif

@@ -74,7 +74,7 @@ void futoin_success_step(FutoInAsyncSteps* as, FutoInArgs* args)
         box->args = taken;
         box->nargs = n;
     }
-    futoin__queue_step(fr, futoin__step_new(ctx, SK_VALUE, NULL, NULL, NULL, box));
+    futoin__queue_step(fl, fr, futoin__step_new(ctx, SK_VALUE, NULL, NULL, NULL, box));
 }
 
 void futoin_relinquish(FutoInAsyncSteps* as)
@@ -82,7 +82,7 @@ void futoin_relinquish(FutoInAsyncSteps* as)
     Flow* fl = own_flow(as, "relinquish");
     Frame* fr = fl ? futoin__add_target(fl, "relinquish") : NULL;
     if (fr) {
-        futoin__queue_step(fr, futoin__step_new(fl->root->ctx, SK_YIELD, NULL, NULL, NULL, NULL));
+        futoin__queue_step(fl, fr, futoin__step_new(fl->root->ctx, SK_YIELD, NULL, NULL, NULL, NULL));
     }
 }
 
@@ -106,7 +106,7 @@ void futoin_copy_from(FutoInAsyncSteps* as, FutoInAsyncSteps* model)
     for (const Step* s = mf->frames[0].q_head; s; s = s->next) {
         Step* c = futoin__step_copy(ctx, s, fl, &err);
         if (c) {
-            futoin__queue_step(fr, c);
+            futoin__queue_step(fl, fr, c);
         }
     }
     futoin__state_copy(fl->root, mf->root);

@@ -149,7 +149,6 @@ struct FutoInLoop {
 
     FutoInTimerHeap timers;
 
-    void* engine_ctx;
     void (*engine_free)(void* engine_ctx);
 
     void* wakeup_data;
@@ -985,6 +984,13 @@ FutoInHandle futoin__loop_immediate_local(FutoInLoop* loop, void* data, FutoInLo
     return schedule_immediate(loop, fn, data, 0, IMM_PLAIN);
 }
 
+void futoin__loop_post_local(FutoInLoop* loop, void* data, FutoInLoopCallback cb)
+{
+    LoopFn fn;
+    fn.plain = cb;
+    (void)schedule_immediate(loop, fn, data, 0, IMM_PLAIN);
+}
+
 FutoInHandle futoin__loop_immediate2(
         FutoInLoop* loop, void* data, uintptr_t aux, FutoInLoopCallback2 cb)
 {
@@ -1434,8 +1440,8 @@ void futoin_loop_free(FutoInLoop* loop)
         }
     }
     drop_pending(loop);
-    if (loop->engine_free && loop->engine_ctx) {
-        loop->engine_free(loop->engine_ctx);
+    if (loop->engine_free && loop->head.engine_ctx) {
+        loop->engine_free(loop->head.engine_ctx);
     }
     futoin__timer_heap_destroy(&loop->timers);
     futoin__xq_destroy(&loop->xq);
@@ -1448,11 +1454,6 @@ void futoin_loop_free(FutoInLoop* loop)
     free(loop->ring);
     free(loop->records);
     free(loop);
-}
-
-void** futoin__loop_engine_slot(FutoInLoop* loop)
-{
-    return &loop->engine_ctx;
 }
 
 void futoin__loop_set_engine_free(FutoInLoop* loop, void (*destroy)(void* engine_ctx))

@@ -8,11 +8,15 @@
 
 #include "xqueue.h"
 
+/* Internal to the library: not exported from the shared object. */
+#pragma GCC visibility push(hidden)
+
 /* The first member of struct FutoInLoop, so that the thread check of the
  * ABI entry points can be inlined: it is the one check the single-thread
  * hot path pays for cross-thread support. owner never changes. */
 typedef struct FutoInLoopHead {
     pthread_t owner;
+    void* engine_ctx; /* see futoin__loop_engine_slot() */
 } FutoInLoopHead;
 
 static inline int futoin__loop_on_thread(const FutoInLoop* loop)
@@ -57,7 +61,10 @@ static inline FutoInHandle futoin__loop_handle(FutoInLoop* loop, FutoInLoopRef r
 /* One slot per loop for the AsyncSteps engine's pools. futoin_loop_free()
  * calls the registered destructor on the slot's value (when both are set)
  * after dropping every pending callback. */
-void** futoin__loop_engine_slot(FutoInLoop* loop);
+static inline void** futoin__loop_engine_slot(FutoInLoop* loop)
+{
+    return &((FutoInLoopHead*)(void*)loop)->engine_ctx;
+}
 void futoin__loop_set_engine_free(FutoInLoop* loop, void (*destroy)(void* engine_ctx));
 
 /* When no immediate is pending: sleeps until the next timer is due (real
@@ -82,6 +89,8 @@ int64_t futoin__loop_next_delay(const FutoInLoop* loop);
 
 /* ---- loop thread only, without the thread check (engine hot paths) ---- */
 FutoInHandle futoin__loop_immediate_local(FutoInLoop* loop, void* data, FutoInLoopCallback cb);
+/* The same without a handle, for a caller that never cancels it. */
+void futoin__loop_post_local(FutoInLoop* loop, void* data, FutoInLoopCallback cb);
 void futoin__loop_cancel_local(FutoInLoop* loop, FutoInHandle* handle);
 
 /* ---- cross-thread messages (src/xqueue.h) ---- */
@@ -109,5 +118,7 @@ void futoin__loop_settle(FutoInLoop* loop);
 
 /* CLOCK_MONOTONIC in milliseconds (the real loops' clock). */
 uint64_t futoin__monotonic_ms(void);
+
+#pragma GCC visibility pop
 
 #endif

@@ -10,7 +10,7 @@ typedef union SlabHeader {
 
 void futoin__pool_init(FutoInPool* pool, size_t elem_size, size_t per_slab)
 {
-    size_t align = sizeof(max_align_t);
+    size_t align = _Alignof(max_align_t);
     if (elem_size < sizeof(void*)) {
         elem_size = sizeof(void*);
     }
@@ -32,17 +32,36 @@ void futoin__pool_destroy(FutoInPool* pool)
     pool->free_list = NULL;
 }
 
+static int pool_refill(FutoInPool* pool)
+{
+    SlabHeader* slab = malloc(sizeof(SlabHeader) + pool->elem_size * pool->per_slab);
+    if (!slab) {
+        return 0;
+    }
+    char* first = (char*)(slab + 1);
+    slab->next = pool->slabs;
+    pool->slabs = slab;
+    /* Thread the new elements in address order for locality. */
+    for (size_t i = pool->per_slab; i-- > 0;) {
+        futoin__pool_put(pool, first + i * pool->elem_size);
+    }
+    return 1;
+}
+
+void* futoin__pool_try_get(FutoInPool* pool)
+{
+    if (!pool->free_list && !pool_refill(pool)) {
+        return NULL;
+    }
+    return futoin__pool_get(pool);
+}
+
+static void out_of_memory(size_t size);
+
 void* futoin__pool_refill_get(FutoInPool* pool)
 {
-    if (!pool->free_list) {
-        SlabHeader* slab = futoin__xmalloc(sizeof(SlabHeader) + pool->elem_size * pool->per_slab);
-        char* first = (char*)(slab + 1);
-        slab->next = pool->slabs;
-        pool->slabs = slab;
-        /* Thread the new elements in address order for locality. */
-        for (size_t i = pool->per_slab; i-- > 0;) {
-            futoin__pool_put(pool, first + i * pool->elem_size);
-        }
+    if (!pool->free_list && !pool_refill(pool)) {
+        out_of_memory(sizeof(SlabHeader) + pool->elem_size * pool->per_slab);
     }
     void* p = pool->free_list;
     pool->free_list = *(void**)p;

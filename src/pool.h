@@ -5,6 +5,9 @@
 
 #include <stddef.h>
 
+/* Internal to the library: not exported from the shared object. */
+#pragma GCC visibility push(hidden)
+
 typedef struct FutoInPool {
     size_t elem_size;
     size_t per_slab;
@@ -17,6 +20,8 @@ void futoin__pool_destroy(FutoInPool* pool);
 /* Never returns NULL: aborts the process on out-of-memory, like the rest of
  * the engine's structural allocations (there is no flow to report to). */
 void* futoin__pool_refill_get(FutoInPool* pool);
+/* As futoin__pool_get(), but NULL when a new slab cannot be allocated. */
+void* futoin__pool_try_get(FutoInPool* pool);
 
 static inline void* futoin__pool_get(FutoInPool* pool)
 {
@@ -37,5 +42,7 @@ static inline void futoin__pool_put(FutoInPool* pool, void* p)
 /* malloc/realloc that abort with a message instead of returning NULL. */
 void* futoin__xmalloc(size_t size);
 void* futoin__xrealloc(void* p, size_t size);
+
+#pragma GCC visibility pop
 
 #endif

@@ -122,14 +122,15 @@ static size_t bucket_of(const SyncCore* c, ptrdiff_t id)
     return (size_t)h & (c->nbuckets - 1);
 }
 
-static SyncNode* holder_find(const SyncCore* c, ptrdiff_t id)
+/* The link that points at id's record, or at the NULL ending its bucket's
+ * chain: what insertion and removal need, from one hash and one walk. */
+static SyncNode** holder_link(const SyncCore* c, ptrdiff_t id)
 {
-    for (SyncNode* n = c->buckets[bucket_of(c, id)]; n; n = n->hnext) {
-        if (n->root_id == id) {
-            return n;
-        }
+    SyncNode** pp = &c->buckets[bucket_of(c, id)];
+    while (*pp && (*pp)->root_id != id) {
+        pp = &(*pp)->hnext;
     }
-    return NULL;
+    return pp;
 }
 
 /* Doubles the bucket array when flows outnumber buckets. Growth is the only
@@ -159,19 +160,17 @@ static void holders_grow(SyncCore* c)
     free(old);
 }
 
-void futoin__sync_holder_insert(SyncCore* c, SyncNode* n)
+/* Inserts n at pp, the holder_link() of its rootId. */
+static void holder_insert_at(SyncCore* c, SyncNode** pp, SyncNode* n)
 {
-    SyncNode** pp = &c->buckets[bucket_of(c, n->root_id)];
-    for (; *pp; pp = &(*pp)->hnext) {
-        if ((*pp)->root_id == n->root_id) {
-            /* Re-entry: n takes the outer record's place in the chain. */
-            SyncNode* outer = *pp;
-            n->outer = outer;
-            n->hnext = outer->hnext;
-            outer->hnext = NULL;
-            *pp = n;
-            return;
-        }
+    SyncNode* outer = *pp;
+    if (outer) {
+        /* Re-entry: n takes the outer record's place in the chain. */
+        n->outer = outer;
+        n->hnext = outer->hnext;
+        outer->hnext = NULL;
+        *pp = n;
+        return;
     }
     n->outer = NULL;
     n->hnext = NULL;
@@ -179,6 +178,26 @@ void futoin__sync_holder_insert(SyncCore* c, SyncNode* n)
     if (++c->nflows > c->nbuckets) {
         holders_grow(c);
     }
+}
+
+void futoin__sync_holder_insert(SyncCore* c, SyncNode* n)
+{
+    holder_insert_at(c, holder_link(c, n->root_id), n);
+}
+
+/* Removes the innermost record at pp (a holder_link()). */
+static void holder_unlink(SyncCore* c, SyncNode** pp)
+{
+    SyncNode* n = *pp;
+    if (n->outer) {
+        n->outer->hnext = n->hnext;
+        *pp = n->outer;
+    } else {
+        *pp = n->hnext;
+        --c->nflows;
+    }
+    n->hnext = NULL;
+    n->outer = NULL;
 }
 
 static void holder_remove(SyncCore* c, SyncNode* n)
@@ -190,15 +209,7 @@ static void holder_remove(SyncCore* c, SyncNode* n)
     if (!*pp) {
         return; /* not in the table: nothing to undo */
     }
-    if (n->outer) {
-        n->outer->hnext = n->hnext;
-        *pp = n->outer;
-    } else {
-        *pp = n->hnext;
-        --c->nflows;
-    }
-    n->hnext = NULL;
-    n->outer = NULL;
+    holder_unlink(c, pp);
 }
 
 /* The flow behind n leaves: its record goes, and its slot (if it owns one)
@@ -217,10 +228,11 @@ static void release(SyncCore* c, SyncNode* n)
 
 SyncVerdict futoin__sync_progress(SyncCore* c, SyncNode* n, int after_conc)
 {
+    SyncNode** pp = holder_link(c, n->root_id);
     if (!after_conc) {
-        if (holder_find(c, n->root_id)) {
+        if (*pp) {
             /* Counted re-entrance: in at once, nothing else counted. */
-            futoin__sync_holder_insert(c, n);
+            holder_insert_at(c, pp, n);
             n->state = SN_HOLDER;
             return SYNC_ENTER;
         }
@@ -232,8 +244,9 @@ SyncVerdict futoin__sync_progress(SyncCore* c, SyncNode* n, int after_conc)
         }
     }
     /* In the table from here on, so that unlock() and re-entries find the
-     * flow even while it waits for the rate. */
-    futoin__sync_holder_insert(c, n);
+     * flow even while it waits for the rate. conc_admit() does not touch
+     * the table, so pp is still n's link. */
+    holder_insert_at(c, pp, n);
     if (c->rate_max) {
         SyncVerdict v = futoin__sync_rate_admit(c, n);
         if (v == SYNC_WAIT) {
@@ -374,9 +387,15 @@ static void sync_unlock(FutoInAsyncSteps* bsi, FutoInSync* sync)
 {
     SyncCore* c = (SyncCore*)sync;
     futoin__sync_enter(c);
-    SyncNode* n = holder_find(c, bsi->api->rootId(bsi));
+    SyncNode** pp = holder_link(c, bsi->api->rootId(bsi));
+    SyncNode* n = *pp;
     if (n) {
-        release(c, n);
+        /* The innermost record of the flow: the one this unlock() ends. */
+        holder_unlink(c, pp);
+        if (n->slot) {
+            n->slot = 0;
+            futoin__sync_conc_release(c);
+        }
         node_put(c, n);
     } /* else: not a flow of ours: a protocol violation we can only ignore */
     futoin__sync_leave(c);

@@ -23,6 +23,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Internal to the library: not exported from the shared object. */
+#pragma GCC visibility push(hidden)
+
 /* Where a node is in its life; see sync_core.c for the transitions. */
 enum {
     SN_NEW = 0,   /* lock() ran, the admission sub-step has not yet */
@@ -156,5 +159,7 @@ SyncVerdict futoin__sync_rate_admit(SyncCore* c, SyncNode* n);
 void futoin__sync_rate_cancel_timer(SyncCore* c);
 void futoin__sync_rate_arm_timer(SyncCore* c);
 uint32_t futoin__sync_rate_window_entries(const SyncCore* c);
+
+#pragma GCC visibility pop
 
 #endif /* FUTOIN_SYNC_INTERNAL_H */

@@ -15,6 +15,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Internal to the library: not exported from the shared object. */
+#pragma GCC visibility push(hidden)
+
 /* Position of an id that is not in the heap. */
 #define FUTOIN_TIMER_ABSENT UINT32_MAX
 
@@ -68,5 +71,7 @@ static inline uint64_t futoin__timer_heap_next_seq(const FutoInTimerHeap* heap)
 {
     return heap->next_seq;
 }
+
+#pragma GCC visibility pop
 
 #endif

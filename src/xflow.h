@@ -10,6 +10,9 @@
 
 #include "engine_internal.h"
 
+/* Internal to the library: not exported from the shared object. */
+#pragma GCC visibility push(hidden)
+
 /* success()/error() on a waiting step. Applied only if, when the loop
  * thread gets to it, the step that was current when the call was made is
  * still the one waiting; otherwise dropped (args cleaned up once) and,
@@ -25,5 +28,7 @@ void futoin__xflow_free(Flow* fl);
  * the ABI on the loop thread, quietly queued otherwise, because losing a
  * race with a cancel is expected there and not a misuse. */
 void futoin__complete_any_thread(FutoInAsyncSteps* bsi, const char* code, const char* info);
+
+#pragma GCC visibility pop
 
 #endif

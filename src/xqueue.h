@@ -25,6 +25,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Internal to the library: not exported from the shared object. */
+#pragma GCC visibility push(hidden)
+
 /* Room for a message's own data: FutoInArgs (128 bytes) plus a few words. */
 #define FUTOIN_XMSG_PAYLOAD 160
 /* Slot chunks double in size: chunk k holds 64 << k slots. */
@@ -126,5 +129,7 @@ static inline unsigned futoin__xq_st(uint64_t state)
 {
     return (unsigned)(state & 3u);
 }
+
+#pragma GCC visibility pop
 
 #endif

@@ -518,6 +518,56 @@ static void test_long_error_code(void** state)
     futoin_asyncsteps_free(root);
 }
 
+/* The flow's code buffer follows the code: long (heap), short (pooled) and
+ * long again, through handlers that raise a new code from the old one. */
+static void fail_code(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    futoin_error(as, (const char*)data, NULL);
+}
+
+static void eh_lengthen(FutoInAsyncSteps* as, void* data, const char* code)
+{
+    (void)data;
+    char longer[128];
+    snprintf(longer, sizeof(longer), "%s-and-then-some-more-text-to-pass-32", code);
+    tr("eh:%s", code);
+    futoin_error(as, longer, NULL);
+}
+
+static void eh_record_recover(FutoInAsyncSteps* as, void* data, const char* code)
+{
+    (void)data;
+    tr("got:%s", code);
+    futoin_success(as);
+}
+
+static void outer_lengthen(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    futoin_add(as, fail_code, eh_lengthen, data);
+}
+
+static void test_code_buffer_long_short_long(void** state)
+{
+    (void)state;
+    Unhandled u = {0};
+    FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
+    futoin_add(root, outer_lengthen, eh_record_recover, "Short");
+    futoin_add(root, fail_code, eh_record_recover, "Tiny");
+    futoin_add(root, outer_lengthen, eh_record_recover,
+            "a-code-that-is-already-longer-than-thirty-two");
+    futoin_add(root, fail_code, NULL, "Last");
+    futoin_execute(root, on_unhandled, &u);
+    run();
+    assert_trace("eh:Short|got:Short-and-then-some-more-text-to-pass-32|got:Tiny"
+                 "|eh:a-code-that-is-already-longer-than-thirty-two"
+                 "|got:a-code-that-is-already-longer-than-thirty-two-and-then-some-more-text-to-pass-32"
+                 "|unhandled:Last");
+    assert_string_equal(u.code, "Last");
+    futoin_asyncsteps_free(root);
+}
+
 /* An error handler is never called twice for the same step, even when the
  * steps it added fail. */
 static int g_eh_once_calls;
@@ -586,6 +636,7 @@ int main(void)
             T(test_unhandled_without_callback),
             T(test_unhandled_gets_replaced_code),
             T(test_long_error_code),
+            T(test_code_buffer_long_short_long),
             T(test_eh_called_once),
             T(test_misuse_is_internal_error),
     };

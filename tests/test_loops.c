@@ -775,6 +775,106 @@ static void test_loop_stack_per_iteration(void** state)
     futoin_asyncsteps_free(root);
 }
 
+/* ---- iterations that complete at once run back to back ---- */
+
+/* A loop body's own results go nowhere: each value is released exactly
+ * once, by the time the next iteration starts, and the step after the loop
+ * receives nothing. */
+static Counted g_loop_vals[4];
+
+static void body_give_counted(FutoInAsyncSteps* as, void* data, size_t i)
+{
+    (void)data;
+    if (i > 0) {
+        tr("i%d:prev%d", (int)i, g_loop_vals[i - 1].cleanups);
+    }
+    futoin_success1(as, counted_val(&g_loop_vals[i]));
+}
+
+static void test_loop_body_results_released(void** state)
+{
+    (void)state;
+    for (int i = 0; i < 4; ++i) {
+        g_loop_vals[i].id = i;
+        g_loop_vals[i].cleanups = 0;
+    }
+    FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
+    futoin_repeat(root, 4, body_give_counted, NULL, NULL);
+    futoin_add(root, show_info, NULL, "after");
+    futoin_execute(root, no_unhandled, NULL);
+    run();
+    assert_trace("i1:prev1|i2:prev1|i3:prev1|after:[]:0");
+    for (int i = 0; i < 4; ++i) {
+        assert_int_equal(g_loop_vals[i].cleanups, 1);
+    }
+    futoin_asyncsteps_free(root);
+}
+
+/* Two roots looping at once still take turns iteration by iteration. */
+static void body_tag_i(FutoInAsyncSteps* as, void* data, size_t i)
+{
+    (void)as;
+    tr("%s%d", (const char*)data, (int)i);
+}
+
+static void test_concurrent_loops_interleave(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* a = futoin_asyncsteps_new(g_loop);
+    FutoInAsyncSteps* b = futoin_asyncsteps_new(g_loop);
+    futoin_repeat(a, 3, body_tag_i, "a", NULL);
+    futoin_repeat(b, 3, body_tag_i, "b", NULL);
+    futoin_execute(a, no_unhandled, NULL);
+    futoin_execute(b, no_unhandled, NULL);
+    run();
+    assert_trace("a0|b0|a1|b1|a2|b2");
+    futoin_asyncsteps_free(a);
+    futoin_asyncsteps_free(b);
+}
+
+/* Iterations that run back to back hand over to the general path as soon
+ * as one of them adds sub-steps, waits or sets a timeout, and come back to
+ * it afterwards; the count stays exact. */
+static void sub_tag(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)as;
+    (void)args;
+    tr("sub%d", (int)(intptr_t)data);
+}
+
+static void resume_later(void* data)
+{
+    futoin_success((FutoInAsyncSteps*)data);
+}
+
+static void body_mixed(FutoInAsyncSteps* as, void* data, size_t i)
+{
+    (void)data;
+    tr("m%d", (int)i);
+    if (i == 2) {
+        futoin_add(as, sub_tag, NULL, (void*)(intptr_t)i);
+    } else if (i == 4) {
+        futoin_set_timeout(as, 1000);
+        futoin_loop_immediate(g_loop, as, resume_later);
+    } else if (i == 6) {
+        futoin_wait_external(as);
+        futoin_loop_immediate(g_loop, as, resume_later);
+    }
+}
+
+static void test_loop_fast_iterations_mixed(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
+    futoin_repeat(root, 8, body_mixed, NULL, NULL);
+    futoin_add(root, show_info, NULL, "after");
+    futoin_execute(root, no_unhandled, NULL);
+    run();
+    assert_trace("m0|m1|m2|sub2|m3|m4|m5|m6|m7|after:[]:0");
+    assert_int_equal(futoin_loop_pending(g_loop), 0); /* the timeout is gone */
+    futoin_asyncsteps_free(root);
+}
+
 /* A long loop completes and lets the event loop in between bursts. */
 static int g_ticks;
 static int g_n_at_tick;
@@ -841,6 +941,9 @@ int main(void)
             T(test_loop_iteration_timer_dropped),
             T(test_loop_stack_per_iteration),
             T(test_long_loop),
+            T(test_loop_body_results_released),
+            T(test_concurrent_loops_interleave),
+            T(test_loop_fast_iterations_mixed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
