@@ -1709,7 +1709,11 @@ static void root_destroy(Root* r)
 {
     Flow* fl = &r->main;
     EngineCtx* ctx = r->ctx;
-    flow_abort(fl);
+    /* A finished root (what free() mostly meets) has nothing to abort;
+     * root_reset() below rewrites the flow's state and bumps gen. */
+    if (fl->in_rq || fl->depth || fl->frames[0].q_head || fl->results) {
+        flow_abort(fl);
+    }
     frame_x_release(ctx, &fl->frames[0]);
     if (r->vars) {
         futoin__state_free(r);
