@@ -708,6 +708,46 @@ static void test_state_variables(void** state)
     assert_string_equal(g_vars.order, "321");
 }
 
+/* A root handed out again after free() (roots are pooled) starts clean:
+ * no error_info, no state variables, no steps, idle, and its old handle's
+ * leftovers never run. */
+static void step_fail_info(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    futoin_error(as, "OldError", "old info");
+}
+
+static void test_reused_root_is_clean(void** state)
+{
+    (void)state;
+    memset(&g_vars, 0, sizeof(g_vars));
+    Unhandled u = {0};
+    FutoInAsyncSteps* old = futoin_asyncsteps_new(g_loop);
+    futoin_state(old, "a", var_alloc, var_cleanup, (void*)(intptr_t)1);
+    futoin_add(old, step_fail_info, NULL, NULL);
+    futoin_execute(old, on_unhandled, &u);
+    run();
+    assert_string_equal(u.code, "OldError");
+    assert_string_equal(futoin_error_info(old), "old info");
+    futoin_add(old, step_tag, NULL, "never"); /* queued on the finished root */
+    futoin_asyncsteps_free(old);
+    assert_int_equal(g_vars.cleanups, 1);
+
+    for (int i = 0; i < 4; ++i) {
+        FutoInAsyncSteps* r = futoin_asyncsteps_new(g_loop);
+        assert_string_equal(futoin_error_info(r), "");
+        assert_null(futoin_state(r, "a", NULL, NULL, NULL));
+        futoin_add(r, step_tag, NULL, "fresh");
+        futoin_execute(r, no_unhandled, NULL);
+        run();
+        assert_string_equal(futoin_error_info(r), "");
+        futoin_asyncsteps_free(r);
+    }
+    assert_trace("unhandled:OldError|fresh|fresh|fresh|fresh");
+    assert_int_equal(g_vars.cleanups, 1);
+}
+
 /* ---- stack() ---- */
 
 static int g_stack_cleanups;
@@ -1137,6 +1177,7 @@ int main(void)
             T(test_burst_pending),
             T(test_add_sync),
             T(test_add_sync_cancel),
+            T(test_reused_root_is_clean),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
