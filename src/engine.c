@@ -6,6 +6,7 @@
  */
 #include "engine_internal.h"
 
+#include <assert.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -463,19 +464,38 @@ static void flow_init(Flow* fl, Root* r, int fresh);
  * when it is destroyed, so that taking one from the pool is a pop. */
 static void root_reset(Root* r, int fresh)
 {
-    r->busy = 0;
     r->state = RS_IDLE;
     r->cancelling = 0;
     r->unhandled = NULL;
     r->unhandled_data = NULL;
-    r->nvars = r->cap_vars = 0; /* vars is NULL: state_free() leaves it so */
     if (r->info) {
         r->info[0] = 0;
     }
-    r->zombies = NULL;
     r->done = NULL;
     r->done_data = NULL;
-    flow_init(&r->main, r, fresh);
+    if (fresh) {
+        r->busy = 0;
+        r->nvars = r->cap_vars = 0;
+        r->zombies = NULL;
+        flow_init(&r->main, r, 1);
+        return;
+    }
+    /* A destroyed root: root_destroy() has already left these as a new
+     * root has them (nothing runs, no state variables, no branches; the
+     * flow finished or was aborted, so it holds no frame, queue, results,
+     * code or ready-queue place). Only what that does not cover is
+     * written. */
+    Flow* fl = &r->main;
+    assert(r->busy == 0 && r->nvars == 0 && r->cap_vars == 0 && !r->vars && !r->zombies);
+    assert(fl->depth == 0 && !fl->in_rq && !fl->rq_next && !fl->rq_prev && !fl->results);
+    assert(!fl->frames[0].q_head && !fl->frames[0].x && !fl->frames[0].flags
+            && fl->frames[0].kind == SK_PLAIN && fl->code == futoin__no_code && !fl->is_branch);
+    ++fl->gen;
+    fl->state = FS_IDLE;
+    fl->pending = PD_NEXT;
+    fl->cb = CB_NONE;
+    fl->out = OUT_NONE;
+    fl->ctl = CTL_NONE;
 }
 
 /* The last engine frame of r left the C stack: released branch flows are
