@@ -8,12 +8,17 @@
  * A Step is a queued, not yet started step (a pooled node in its parent
  * frame's singly linked queue). When a step starts it becomes a Frame on its
  * flow's stack; the frame lives until the step and all its sub-steps finish.
+ * The node itself goes back to the pool, except a loop step's, which is the
+ * loop's spec and stays as its frame's ext.
  * A Flow is one sequential line of execution with its own FutoInAsyncSteps
- * interface: the root's main flow, or one parallel branch.
+ * interface: the root's main flow, or one parallel branch (a Branch).
  *
  * Ready flows wait in the loop-wide ready queue; the dispatcher (one loop
  * immediate) pops a flow, runs one step callback, and requeues it at the tail
- * if it can continue, so concurrent flows take turns step by step.
+ * if it can continue, so concurrent flows take turns step by step. A flow
+ * alone in the queue keeps its turn for the whole burst: its plain steps are
+ * started and popped in place (advance()) and its loop iterations run back
+ * to back (run_iteration()).
  */
 #ifndef FUTOIN_ENGINE_INTERNAL_H
 #define FUTOIN_ENGINE_INTERNAL_H
