@@ -1276,7 +1276,7 @@ static void branch_failed(Flow* fl)
     }
 }
 
-static void root_finish(Root* r, const char* code)
+static inline void root_finish(Root* r, const char* code)
 {
     Flow* fl = &r->main;
     queue_free(r->ctx, fl->frames[0].q_head);
