@@ -459,6 +459,17 @@ static void flow_recycle(EngineCtx* ctx, Flow* f)
 static void root_destroy(Root* r);
 static void flow_init(Flow* fl, Root* r, int fresh);
 
+/* No callback on the C stack, no outcome, nothing pending: a flow between
+ * two lives (state FS_IDLE) or at the end of one (FS_DONE). */
+static inline void flow_clear(Flow* fl, uint8_t state)
+{
+    fl->state = state;
+    fl->pending = PD_NEXT;
+    fl->cb = CB_NONE;
+    fl->out = OUT_NONE;
+    fl->ctl = CTL_NONE;
+}
+
 /* Gives r the state futoin_asyncsteps_new() hands out, but for
  * free_pending, next_free and add_fr. Done when a root is first made and
  * when it is destroyed, so that taking one from the pool is a pop. */
@@ -491,11 +502,7 @@ static void root_reset(Root* r, int fresh)
     assert(!fl->frames[0].q_head && !fl->frames[0].x && !fl->frames[0].flags
             && fl->frames[0].kind == SK_PLAIN && fl->code == futoin__no_code && !fl->is_branch);
     ++fl->gen;
-    fl->state = FS_IDLE;
-    fl->pending = PD_NEXT;
-    fl->cb = CB_NONE;
-    fl->out = OUT_NONE;
-    fl->ctl = CTL_NONE;
+    flow_clear(fl, FS_IDLE);
 }
 
 /* The last engine frame of r left the C stack: released branch flows are
@@ -538,11 +545,7 @@ static void flow_init(Flow* fl, Root* r, int fresh)
     fl->rq_next = fl->rq_prev = NULL;
     fl->is_branch = 0;
     ++fl->gen;
-    fl->state = FS_IDLE;
-    fl->pending = PD_NEXT;
-    fl->cb = CB_NONE;
-    fl->out = OUT_NONE;
-    fl->ctl = CTL_NONE;
+    flow_clear(fl, FS_IDLE);
     fl->in_rq = 0;
     fl->results = NULL;
     fl->add_fr = NULL;
@@ -1688,12 +1691,8 @@ static void flow_abort(Flow* fl)
     if (fl->depth || fl->frames[0].q_head || fl->results) {
         flow_abort_frames(fl);
     }
-    fl->state = FS_DONE;
     fl->add_fr = NULL;
-    fl->cb = CB_NONE;
-    fl->out = OUT_NONE;
-    fl->ctl = CTL_NONE;
-    fl->pending = PD_NEXT;
+    flow_clear(fl, FS_DONE);
 }
 
 /* A branch flow is done with: its memory is recycled once no engine frame
