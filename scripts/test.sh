@@ -233,5 +233,47 @@ if grep -q 'libfutoin_asyncsteps' <<<"$LDD_OUT"; then
 fi
 printf "static: "
 "$CHECK_DIR/check_static"
+# The libuv backend (installed when libuv was found), through its own .pc.
+if [ -e "$LIBDIR/pkgconfig/futoin_asyncsteps_uv.pc" ]; then
+    cat > "$CHECK_DIR/check_uv.c" <<'CEOF'
+/* Built against the installed libuv backend only. */
+#include <futoin/uv.h>
+
+#include <stdio.h>
+
+static int g_done;
+
+static void after_sleep(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)as, (void)data, (void)args;
+    g_done = 1;
+}
+
+static void start(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)data, (void)args;
+    futoin_uv_sleep(as, 5);
+    futoin_add(as, after_sleep, NULL, NULL);
+}
+
+int main(void)
+{
+    FutoInUv* uv = futoin_uv_new(NULL);
+    FutoInAsyncSteps* root = futoin_asyncsteps_new(futoin_uv_loop(uv));
+    futoin_add(root, start, NULL, NULL);
+    futoin_execute(root, NULL, NULL);
+    futoin_uv_run(uv);
+    futoin_asyncsteps_free(root);
+    futoin_uv_free(uv);
+    printf("install check: uv sleep done=%d\n", g_done);
+    return g_done ? 0 : 1;
+}
+CEOF
+    # shellcheck disable=SC2046
+    gcc "${CFLAGS_CHECK[@]}" -D_POSIX_C_SOURCE=200809L -o "$CHECK_DIR/check_uv" \
+        "$CHECK_DIR/check_uv.c" $(pkg-config --cflags --libs futoin_asyncsteps_uv)
+    printf "uv: "
+    "$CHECK_DIR/check_uv"
+fi
 passed
 CURRENT=""
