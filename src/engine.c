@@ -980,6 +980,21 @@ static void lock_acquired(Flow* fl, Frame* f)
     frame_settle(fl, f);
 }
 
+/* lock() of the sync frame f is done: the critical section becomes the
+ * frame's sub-step and gets the results that came into the sync step
+ * (whatever lock() itself produced is dropped). */
+static inline void enter_section(Flow* fl, Frame* f)
+{
+    if (f->flags & FR_LOCK_PHASE) {
+        lock_acquired(fl, f);
+    }
+    futoin__results_drop(fl);
+    fl->results = f->data;
+    f->data = NULL;
+    futoin__queue_step(fl, f, f->aux);
+    f->aux = NULL;
+}
+
 /* Decides what happens after an execute callback of the top frame returned. */
 static int exec_outcome(Flow* fl)
 {
@@ -1167,11 +1182,7 @@ static int start_frame(Flow* fl, FutoInAsyncSteps_execute_callback fn)
             /* Admitted at once: the critical section is queued now, so the
              * flow's next step (this turn or its next) is the section
              * itself, as frame_complete() would have arranged. */
-            lock_acquired(fl, f);
-            fl->results = f->data;
-            f->data = NULL;
-            futoin__queue_step(fl, f, f->aux);
-            f->aux = NULL;
+            enter_section(fl, f);
             return CONTINUE;
         }
         return exec_outcome(fl);
@@ -1208,14 +1219,7 @@ static int frame_complete(Flow* fl)
     } else if (f->kind == SK_SYNC && f->aux) {
         /* lock() done: run the critical section as this frame's sub-step,
          * with the results that came into the sync step. */
-        if (f->flags & FR_LOCK_PHASE) {
-            lock_acquired(fl, f); /* lock() completed through sub-steps */
-        }
-        futoin__results_drop(fl);
-        fl->results = f->data;
-        f->data = NULL;
-        futoin__queue_step(fl, f, f->aux);
-        f->aux = NULL;
+        enter_section(fl, f); /* lock() completed through sub-steps */
         return GO_ON;
     } else if (f->kind == SK_SYNC && !f->x && !f->data) {
         /* The critical section is done: pop the frame, then unlock() (it
@@ -1673,6 +1677,12 @@ void futoin__root_execute(Flow* fl, void* data, FutoInAsyncSteps_error_callback 
 }
 
 /* Stops a flow where it is: every frame is aborted innermost first. */
+/* Frames above level 0, queued steps or results: what aborting releases. */
+static inline int flow_holds_work(const Flow* fl)
+{
+    return fl->depth || fl->frames[0].q_head || fl->results;
+}
+
 static void flow_abort_frames(Flow* fl)
 {
     while (fl->depth > 0) {
@@ -1688,7 +1698,7 @@ static void flow_abort(Flow* fl)
     rq_remove(fl);
     ++fl->gen;
     /* A finished flow (what free() mostly meets) has nothing to release. */
-    if (fl->depth || fl->frames[0].q_head || fl->results) {
+    if (flow_holds_work(fl)) {
         flow_abort_frames(fl);
     }
     fl->add_fr = NULL;
@@ -1730,7 +1740,7 @@ static void root_destroy(Root* r)
     EngineCtx* ctx = r->ctx;
     /* A finished root (what free() mostly meets) has nothing to abort;
      * root_reset() below rewrites the flow's state and bumps gen. */
-    if (fl->in_rq || fl->depth || fl->frames[0].q_head || fl->results) {
+    if (fl->in_rq || flow_holds_work(fl)) {
         flow_abort(fl);
     }
     frame_x_release(ctx, &fl->frames[0]);
