@@ -191,7 +191,7 @@ static void flow_add(FutoInAsyncSteps* bsi, void* data, FutoInAsyncSteps_execute
     }
     Frame* fr = futoin__add_target(fl, "add");
     if (fr) {
-        futoin__queue_step(fl, fr, futoin__step_new(fl->root->ctx, SK_PLAIN, data, f, eh, NULL));
+        futoin__queue_step(fl, fr, futoin__step_new(futoin__flow_ctx(fl), SK_PLAIN, data, f, eh, NULL));
     }
 }
 
@@ -202,7 +202,7 @@ static FutoInAsyncSteps* flow_parallel(FutoInAsyncSteps* bsi, void* data, FutoIn
     if (!fr) {
         return &dead_iface;
     }
-    EngineCtx* ctx = fl->root->ctx;
+    EngineCtx* ctx = futoin__flow_ctx(fl);
     Parallel* p = futoin__parallel_new(ctx, fl);
     futoin__queue_step(fl, fr, futoin__step_new(ctx, SK_PARALLEL, data, NULL, eh, p));
     return &p->iface;
@@ -350,7 +350,7 @@ static void add_loop(Flow* fl, void* data, size_t count,
     if (!fr) {
         return;
     }
-    EngineCtx* ctx = fl->root->ctx;
+    EngineCtx* ctx = futoin__flow_ctx(fl);
     futoin__queue_step(fl, fr, futoin__loopspec_new(ctx, label, data, count, loop_fn, repeat_fn));
 }
 
@@ -447,7 +447,7 @@ static void flow_add_sync(FutoInAsyncSteps* bsi, FutoInSync* sync, void* data,
     }
     Frame* fr = futoin__add_target(fl, "addSync");
     if (fr) {
-        futoin__queue_step(fl, fr, futoin__step_new(fl->root->ctx, SK_SYNC, data, f, eh, sync));
+        futoin__queue_step(fl, fr, futoin__step_new(futoin__flow_ctx(fl), SK_SYNC, data, f, eh, sync));
     }
 }
 
@@ -576,7 +576,7 @@ static void par_add(FutoInAsyncSteps* bsi, void* data, FutoInAsyncSteps_execute_
         return;
     }
     if (par_can_add(p, "add")) {
-        par_branch(p, futoin__step_new(p->owner->root->ctx, SK_PLAIN, data, f, eh, NULL));
+        par_branch(p, futoin__step_new(futoin__flow_ctx(p->owner), SK_PLAIN, data, f, eh, NULL));
     }
 }
 
@@ -586,7 +586,7 @@ static FutoInAsyncSteps* par_parallel(FutoInAsyncSteps* bsi, void* data, FutoInA
     if (!par_can_add(p, "parallel")) {
         return &dead_iface;
     }
-    EngineCtx* ctx = p->owner->root->ctx;
+    EngineCtx* ctx = futoin__flow_ctx(p->owner);
     Parallel* inner = futoin__parallel_new(ctx, p->owner);
     par_branch(p, futoin__step_new(ctx, SK_PARALLEL, data, NULL, eh, inner));
     return &inner->iface;
@@ -604,7 +604,7 @@ static void par_loop_branch(Parallel* p, void* data, size_t count,
     if (!par_can_add(p, what)) {
         return;
     }
-    EngineCtx* ctx = p->owner->root->ctx;
+    EngineCtx* ctx = futoin__flow_ctx(p->owner);
     par_branch(p, futoin__loopspec_new(ctx, label, data, count, loop_fn, repeat_fn));
 }
 
@@ -629,7 +629,7 @@ static void par_add_sync(FutoInAsyncSteps* bsi, FutoInSync* sync, void* data,
         return;
     }
     if (par_can_add(p, "addSync")) {
-        par_branch(p, futoin__step_new(p->owner->root->ctx, SK_SYNC, data, f, eh, sync));
+        par_branch(p, futoin__step_new(futoin__flow_ctx(p->owner), SK_SYNC, data, f, eh, sync));
     }
 }
 

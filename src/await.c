@@ -177,7 +177,7 @@ void futoin_await(FutoInAsyncSteps* as, FutoInCompletion* c,
     c->registered = 1;
     c->user_eh = eh;
     c->user_data = data;
-    futoin__queue_step(fl, fr, futoin__step_new(fl->root->ctx, SK_OWNED, c, await_step,
+    futoin__queue_step(fl, fr, futoin__step_new(futoin__flow_ctx(fl), SK_OWNED, c, await_step,
                                    eh ? await_eh : NULL, &c->owner));
 }
 
@@ -197,7 +197,7 @@ static void promise_done(void* data, Root* r, const char* code, FutoInArgs* args
     if (code) {
         snprintf(out->code_buf, sizeof(out->code_buf), "%s", code);
         out->code = out->code_buf;
-        snprintf(out->info, sizeof(out->info), "%s", r->info ? r->info : "");
+        snprintf(out->info, sizeof(out->info), "%s", futoin__root_info(r));
     } else if (args) {
         /* The outcome takes the values over; the engine's copy is emptied. */
         memcpy(&out->args, args, sizeof(FutoInArgs));
@@ -212,14 +212,15 @@ int futoin_promise(FutoInAsyncSteps* root, FutoInOutcome* out)
     }
     Flow* fl = futoin__flow_of(root);
     if (!fl || !out || fl != &fl->root->main || fl->root->state == RS_RUNNING
-            || fl->root->ctx->dispatching || fl->cb != CB_NONE) {
+            || futoin__flow_ctx(fl)->dispatching || fl->cb != CB_NONE) {
         return FUTOIN_PROMISE_MISUSE;
     }
     Root* r = fl->root;
-    FutoInLoop* loop = r->ctx->loop;
+    FutoInLoop* loop = futoin__root_ctx(r)->loop;
     PromiseState ps = {out, 0};
-    r->done = promise_done;
-    r->done_data = &ps;
+    RootExt* x = futoin__root_ext(r);
+    x->done = promise_done;
+    x->done_data = &ps;
     futoin__root_execute(fl, NULL, NULL);
     while (!ps.done) {
         if (!futoin_loop_iterate(loop, NULL)) {
@@ -230,7 +231,7 @@ int futoin_promise(FutoInAsyncSteps* root, FutoInOutcome* out)
         }
     }
     if (!ps.done) {
-        r->done = NULL;
+        x->done = NULL;
         futoin__root_cancel(r);
         return FUTOIN_PROMISE_STALLED;
     }

@@ -62,9 +62,12 @@ static void ctx_free(void* p)
     }
     while (ctx->free_roots) {
         Root* r = ctx->free_roots;
-        ctx->free_roots = r->next_free;
+        ctx->free_roots = (Root*)r->main.rq_next;
         flow_free_frames(&r->main);
-        free(r->info);
+        if (r->ext) {
+            free(r->ext->info);
+            free(r->ext);
+        }
     }
     futoin__pool_destroy(&ctx->root_mem);
     futoin__pool_destroy(&ctx->branch_mem);
@@ -135,7 +138,7 @@ Flow* futoin__flow_of(FutoInAsyncSteps* bsi)
 FutoInLoop* futoin_asyncsteps_loop(FutoInAsyncSteps* as)
 {
     Flow* fl = futoin__flow_of(as);
-    /* fl->loop, not fl->root->ctx->loop: it is never rewritten, so other
+    /* fl->loop, not futoin__flow_ctx(fl)->loop: it is never rewritten, so other
      * threads (shared sync objects) may ask too. */
     return fl ? fl->loop : NULL;
 }
@@ -152,7 +155,7 @@ static void flow_code_release(Flow* fl)
         if (fl->code_heap) {
             free(fl->code);
         } else {
-            futoin__pool_put(&fl->root->ctx->strs, fl->code);
+            futoin__pool_put(&futoin__flow_ctx(fl)->strs, fl->code);
         }
         fl->code = futoin__no_code;
         fl->code_heap = 0;
@@ -176,7 +179,7 @@ void futoin__flow_set_code(Flow* fl, const char* s)
         return;
     }
     /* s may point into the old buffer: copy before releasing it. */
-    char* p = len < FUTOIN_SMALL_STR ? futoin__pool_get(&fl->root->ctx->strs)
+    char* p = len < FUTOIN_SMALL_STR ? futoin__pool_get(&futoin__flow_ctx(fl)->strs)
                                      : futoin__xmalloc(len + 1);
     memcpy(p, s, len + 1);
     flow_code_release(fl);
@@ -184,28 +187,47 @@ void futoin__flow_set_code(Flow* fl, const char* s)
     fl->code_heap = len >= FUTOIN_SMALL_STR;
 }
 
+RootExt* futoin__root_ext(Root* r)
+{
+    if (!r->ext) {
+        r->ext = futoin__xmalloc(sizeof(RootExt));
+        memset(r->ext, 0, sizeof(RootExt));
+    }
+    return r->ext;
+}
+
+/* Empties error_info: nothing to do while the root has no text. */
+static inline void info_clear(Root* r)
+{
+    if (r->ext && r->ext->info) {
+        r->ext->info[0] = 0;
+    }
+}
+
 void futoin__set_info(Root* r, const char* info)
 {
-    if (!info) {
-        info = "";
+    if (!info || !*info) {
+        info_clear(r);
+        return;
     }
-    if (info == r->info) {
+    RootExt* x = futoin__root_ext(r);
+    if (info == x->info) {
         return;
     }
     size_t len = strlen(info);
-    if (len + 1 > r->info_cap) {
-        size_t cap = r->info_cap ? r->info_cap : 64;
+    if (len + 1 > x->info_cap) {
+        size_t cap = x->info_cap ? x->info_cap : 64;
         while (cap < len + 1) {
             cap *= 2;
         }
         /* info may point into the old buffer: copy before releasing it. */
         char* p = futoin__xmalloc(cap);
         memcpy(p, info, len + 1);
-        free(r->info);
-        r->info = p;
-        r->info_cap = cap;
+        free(x->info);
+        x->info = p;
+        x->info_cap = cap;
     } else {
-        memmove(r->info, info, len + 1);
+        memmove(x->info, info, len + 1);
     }
 }
 
@@ -250,7 +272,7 @@ void futoin__misuse(Flow* fl, const char* fmt, ...)
         return;
     }
     if (fl) {
-        EngineCtx* ctx = fl->root->ctx;
+        EngineCtx* ctx = futoin__flow_ctx(fl);
         ctx->misuse(ctx->misuse_data, &fl->iface, buf);
     } else {
         default_misuse(NULL, NULL, buf);
@@ -326,7 +348,7 @@ static void box_free(EngineCtx* ctx, ArgsBox* b)
 
 void futoin__results_drop_slow(Flow* fl)
 {
-    box_free(fl->root->ctx, fl->results);
+    box_free(futoin__flow_ctx(fl), fl->results);
     fl->results = NULL;
 }
 
@@ -342,7 +364,7 @@ void futoin__results_set(Flow* fl, FutoInArgs* args)
     if (!n) {
         return;
     }
-    ArgsBox* b = futoin__pool_get(&fl->root->ctx->boxes);
+    ArgsBox* b = futoin__pool_get(&futoin__flow_ctx(fl)->boxes);
     b->args = *args;
     for (uint8_t i = 0; i < n; ++i) {
         if (!a[i].type) {
@@ -471,7 +493,7 @@ static inline void flow_clear(Flow* fl, uint8_t state)
 }
 
 /* Gives r the state futoin_asyncsteps_new() hands out, but for
- * free_pending, next_free and add_fr. Done when a root is first made and
+ * free_pending, its pool link and add_fr. Done when a root is first made and
  * when it is destroyed, so that taking one from the pool is a pop. */
 static void root_reset(Root* r, int fresh)
 {
@@ -479,15 +501,13 @@ static void root_reset(Root* r, int fresh)
     r->cancelling = 0;
     r->unhandled = NULL;
     r->unhandled_data = NULL;
-    if (r->info) {
-        r->info[0] = 0;
+    if (r->ext) {
+        info_clear(r);
+        r->ext->done = NULL;
+        r->ext->done_data = NULL;
     }
-    r->done = NULL;
-    r->done_data = NULL;
     if (fresh) {
         r->busy = 0;
-        r->nvars = r->cap_vars = 0;
-        r->zombies = NULL;
         flow_init(&r->main, r, 1);
         return;
     }
@@ -497,7 +517,8 @@ static void root_reset(Root* r, int fresh)
      * code or ready-queue place). Only what that does not cover is
      * written. */
     Flow* fl = &r->main;
-    assert(r->busy == 0 && r->nvars == 0 && r->cap_vars == 0 && !r->vars && !r->zombies);
+    assert(r->busy == 0
+            && (!r->ext || (!r->ext->nvars && !r->ext->cap_vars && !r->ext->vars && !r->ext->zombies)));
     assert(fl->depth == 0 && !fl->in_rq && !fl->rq_next && !fl->rq_prev && !fl->results);
     assert(!fl->frames[0].q_head && !fl->frames[0].x && !fl->frames[0].flags
             && fl->frames[0].kind == SK_PLAIN && fl->code == futoin__no_code && !fl->is_branch);
@@ -507,13 +528,19 @@ static void root_reset(Root* r, int fresh)
 
 /* The last engine frame of r left the C stack: released branch flows are
  * recycled and a free() that came meanwhile is carried out. */
+static void recycle_zombies(Root* r)
+{
+    RootExt* x = r->ext;
+    while (x && x->zombies) {
+        Flow* z = x->zombies;
+        x->zombies = futoin__branch(z)->sib_next;
+        flow_recycle(futoin__root_ctx(r), z);
+    }
+}
+
 static void root_left(Root* r)
 {
-    while (r->zombies) {
-        Flow* z = r->zombies;
-        r->zombies = futoin__branch(z)->sib_next;
-        flow_recycle(r->ctx, z);
-    }
+    recycle_zombies(r);
     if (r->free_pending) {
         root_destroy(r);
     }
@@ -521,7 +548,7 @@ static void root_left(Root* r)
 
 static inline void root_leave(Root* r)
 {
-    if (--r->busy == 0 && (r->zombies || r->free_pending)) {
+    if (--r->busy == 0 && (r->free_pending || (r->ext && r->ext->zombies))) {
         root_left(r);
     }
 }
@@ -537,7 +564,7 @@ static void flow_init(Flow* fl, Root* r, int fresh)
         /* Written once: another thread may read them while the flow is
          * recycled (a late cross-thread success()). */
         *(const FutoInAsyncStepsAPI**)&fl->iface.api = &futoin__flow_api;
-        fl->loop = r->ctx->loop;
+        fl->loop = r->main.loop;
         atomic_init(&fl->xepoch, 0);
     }
     fl->root = r;
@@ -578,7 +605,7 @@ static void schedule_dispatch(EngineCtx* ctx)
 
 static void rq_push(Flow* fl)
 {
-    EngineCtx* ctx = fl->root->ctx;
+    EngineCtx* ctx = futoin__flow_ctx(fl);
     fl->state = FS_READY;
     if (fl->in_rq) {
         return;
@@ -599,7 +626,7 @@ static void rq_push(Flow* fl)
 
 static void rq_remove(Flow* fl)
 {
-    EngineCtx* ctx = fl->root->ctx;
+    EngineCtx* ctx = futoin__flow_ctx(fl);
     if (!fl->in_rq) {
         return;
     }
@@ -660,20 +687,19 @@ FutoInAsyncSteps* futoin_asyncsteps_new(FutoInLoop* loop)
     EngineCtx* ctx = futoin__ctx_get(loop);
     Root* r = ctx->free_roots;
     if (r) {
-        ctx->free_roots = r->next_free; /* reset when it was destroyed */
+        /* Reset when it was destroyed: unlinking is all that is left. */
+        ctx->free_roots = (Root*)r->main.rq_next;
+        r->main.rq_next = NULL;
     } else {
         r = futoin__pool_try_get(&ctx->root_mem);
         if (!r) {
             return NULL;
         }
-        r->ctx = ctx;
-        r->info = NULL;
-        r->info_cap = 0;
-        r->vars = NULL;
+        r->main.loop = loop; /* flow_init() keeps it */
+        r->ext = NULL;
         root_reset(r, 1);
     }
     r->free_pending = 0;
-    r->next_free = NULL;
     r->main.add_fr = &r->main.frames[0]; /* idle: add() appends to level 0 */
     return &r->main.iface;
 }
@@ -718,7 +744,7 @@ static Frame* frame_push(Flow* fl, Step* s)
         f->data = NULL;
     } else {
         f->eh = s->eh;
-        futoin__pool_put(&fl->root->ctx->steps, s);
+        futoin__pool_put(&futoin__flow_ctx(fl)->steps, s);
     }
     return f;
 }
@@ -726,7 +752,7 @@ static Frame* frame_push(Flow* fl, Step* s)
 static FrameExtra* frame_x(Flow* fl, Frame* f)
 {
     if (!f->x) {
-        FrameExtra* x = futoin__pool_get(&fl->root->ctx->strs);
+        FrameExtra* x = futoin__pool_get(&futoin__flow_ctx(fl)->strs);
         memset(x, 0, sizeof(*x));
         f->x = x;
     }
@@ -736,7 +762,7 @@ static FrameExtra* frame_x(Flow* fl, Frame* f)
 static void frame_stop_timer(Flow* fl, Frame* f)
 {
     if (f->flags & FR_TIMER) {
-        FutoInLoop* loop = fl->root->ctx->loop;
+        FutoInLoop* loop = futoin__flow_ctx(fl)->loop;
         FutoInHandle h = futoin__loop_handle(loop, f->x->timer);
         futoin__loop_cancel_local(loop, &h);
         f->x->timer.slot = 0;
@@ -791,7 +817,7 @@ void* futoin__flow_stack(Flow* fl, size_t size, void (*cleanup)(void*))
     Frame* f = &fl->frames[fl->depth];
     StackBlock* b;
     if (size <= STACK_POOLED_SIZE) {
-        b = futoin__pool_get(&fl->root->ctx->stacks);
+        b = futoin__pool_get(&futoin__flow_ctx(fl)->stacks);
         memset(b + 1, 0, size);
         b->hdr.h.pooled = 1;
     } else {
@@ -863,7 +889,7 @@ static void parallel_abort_branches(Parallel* p)
 static void frame_pop_slow(Flow* fl, int aborted)
 {
     Frame* top = &fl->frames[fl->depth];
-    EngineCtx* ctx = fl->root->ctx;
+    EngineCtx* ctx = futoin__flow_ctx(fl);
     Frame f = *top;
     --fl->depth;
     if (f.flags & FR_TIMER) {
@@ -962,7 +988,7 @@ static inline int call_step(Flow* fl, CallKind kind, FutoInAsyncSteps_execute_ca
     }
     }
     if (in) {
-        box_free(fl->root->ctx, in);
+        box_free(futoin__flow_ctx(fl), in);
     }
     if (gen != fl->gen) {
         return 0;
@@ -1047,7 +1073,7 @@ static int keep_turn(EngineCtx* ctx);
  * going round advance(), without its per-iteration bookkeeping. */
 static int run_iteration(Flow* fl)
 {
-    EngineCtx* ctx = fl->root->ctx;
+    EngineCtx* ctx = futoin__flow_ctx(fl);
     Frame* f = &fl->frames[fl->depth];
     LoopSpec* l = f->ext;
     /* Results of the previous iteration are not an input of the next. */
@@ -1089,13 +1115,13 @@ static int run_iteration(Flow* fl)
 static void iteration_reset(Flow* fl, Frame* f)
 {
     if (f->q_head) {
-        queue_free(fl->root->ctx, f->q_head);
+        queue_free(futoin__flow_ctx(fl), f->q_head);
         f->q_head = NULL;
     }
     f->flags &= (uint8_t)~FR_WAIT;
     if (f->x) {
         frame_stop_timer(fl, f);
-        frame_x_release(fl->root->ctx, f);
+        frame_x_release(futoin__flow_ctx(fl), f);
     }
 }
 
@@ -1112,7 +1138,7 @@ static void start_parallel(Flow* fl, Frame* f)
 {
     Parallel* p = f->ext;
     Root* r = fl->root;
-    EngineCtx* ctx = r->ctx;
+    EngineCtx* ctx = futoin__root_ctx(r);
     p->started = 1;
     /* Parallel branches take no input. */
     futoin__results_drop(fl);
@@ -1195,7 +1221,7 @@ static int start_frame(Flow* fl, FutoInAsyncSteps_execute_callback fn)
     case SK_YIELD:
         f->flags |= FR_WAIT | FR_TIMER;
         frame_x(fl, f)->timer = futoin__loop_ref(
-                futoin__loop_immediate2(fl->root->ctx->loop, fl, fl->depth, yield_resume));
+                futoin__loop_immediate2(futoin__flow_ctx(fl)->loop, fl, fl->depth, yield_resume));
         fl->state = FS_WAIT;
         return HANDLED;
     default:
@@ -1286,14 +1312,14 @@ static void branch_failed(Flow* fl)
 static inline void root_finish(Root* r, const char* code)
 {
     Flow* fl = &r->main;
-    queue_free(r->ctx, fl->frames[0].q_head);
+    queue_free(futoin__root_ctx(r), fl->frames[0].q_head);
     fl->frames[0].q_head = NULL;
-    frame_x_release(r->ctx, &fl->frames[0]);
+    frame_x_release(futoin__root_ctx(r), &fl->frames[0]);
     fl->state = FS_DONE;
-    if (r->done) {
-        RootDoneHook hook = r->done;
-        r->done = NULL;
-        hook(r->done_data, r, code, fl->results ? &fl->results->args : NULL);
+    RootDoneHook hook = futoin__root_done(r);
+    if (hook) {
+        r->ext->done = NULL;
+        hook(r->ext->done_data, r, code, fl->results ? &fl->results->args : NULL);
     }
     futoin__results_drop(fl);
 }
@@ -1324,7 +1350,7 @@ static void flow_failed(Flow* fl)
         fl->ctl = CTL_NONE;
     }
     r->state = RS_FAILED;
-    queue_free(r->ctx, fl->frames[0].q_head);
+    queue_free(futoin__root_ctx(r), fl->frames[0].q_head);
     fl->frames[0].q_head = NULL;
     futoin__results_drop(fl);
     if (r->unhandled) {
@@ -1336,11 +1362,11 @@ static void flow_failed(Flow* fl)
             return;
         }
         fl->cb = CB_NONE;
-    } else if (!r->done) {
+    } else if (!futoin__root_done(r)) {
         char buf[200];
         snprintf(buf, sizeof(buf), "unhandled error %.64s (%.100s)", fl->code,
-                r->info ? r->info : "");
-        r->ctx->misuse(r->ctx->misuse_data, &fl->iface, buf);
+                futoin__root_info(r));
+        futoin__root_ctx(r)->misuse(futoin__root_ctx(r)->misuse_data, &fl->iface, buf);
     }
     if (r->state == RS_FAILED) {
         root_finish(r, fl->code);
@@ -1361,7 +1387,7 @@ static int keep_turn(EngineCtx* ctx)
 
 static void advance(Flow* fl)
 {
-    EngineCtx* ctx = fl->root->ctx;
+    EngineCtx* ctx = futoin__flow_ctx(fl);
     for (;;) {
         Frame* top = &fl->frames[fl->depth];
         int r;
@@ -1451,7 +1477,7 @@ static int start_unwind(Flow* fl, uint32_t k, int own)
         }
         f = &fl->frames[k];
     }
-    queue_free(fl->root->ctx, f->q_head);
+    queue_free(futoin__flow_ctx(fl), f->q_head);
     f->q_head = NULL;
     f->flags &= (uint8_t)~(FR_WAIT | FR_PAR_WAIT);
     futoin__results_drop(fl);
@@ -1503,7 +1529,7 @@ static void unwind(Flow* fl)
         /* Sub-steps of this frame that have not started yet are abandoned
          * with it: the error handler must see an empty queue, or it could
          * neither call success() nor tell its own added steps from them. */
-        queue_free(fl->root->ctx, f->q_head);
+        queue_free(futoin__flow_ctx(fl), f->q_head);
         f->q_head = NULL;
         if (!fl->ctl && f->kind != SK_SYNC && f->eh && !(f->flags & FR_EH_USED)) {
             f->flags |= FR_EH_USED;
@@ -1631,7 +1657,7 @@ void futoin__flow_set_timeout(Flow* fl, uint32_t ms)
     Frame* f = &fl->frames[fl->depth];
     frame_stop_timer(fl, f);
     frame_x(fl, f)->timer = futoin__loop_ref(
-            futoin__loop_deferred2(fl->root->ctx->loop, ms, fl, fl->depth, on_timeout));
+            futoin__loop_deferred2(futoin__flow_ctx(fl)->loop, ms, fl, fl->depth, on_timeout));
     f->flags |= FR_TIMER | FR_WAIT;
 }
 
@@ -1666,9 +1692,7 @@ void futoin__root_execute(Flow* fl, void* data, FutoInAsyncSteps_error_callback 
     r->state = RS_RUNNING;
     r->unhandled = unhandled;
     r->unhandled_data = data;
-    if (r->info) {
-        r->info[0] = 0;
-    }
+    info_clear(r);
     fl->pending = PD_NEXT;
     fl->out = OUT_NONE;
     fl->ctl = CTL_NONE;
@@ -1688,7 +1712,7 @@ static void flow_abort_frames(Flow* fl)
     while (fl->depth > 0) {
         frame_pop(fl, 1);
     }
-    queue_free(fl->root->ctx, fl->frames[0].q_head);
+    queue_free(futoin__flow_ctx(fl), fl->frames[0].q_head);
     fl->frames[0].q_head = NULL;
     futoin__results_drop(fl);
 }
@@ -1713,11 +1737,12 @@ static void flow_release(Flow* fl)
     rq_remove(fl);
     ++fl->gen;
     fl->add_fr = NULL;
-    frame_x_release(fl->root->ctx, &fl->frames[0]);
+    frame_x_release(futoin__flow_ctx(fl), &fl->frames[0]);
     flow_code_release(fl);
     fl->state = FS_DONE;
-    futoin__branch(fl)->sib_next = r->zombies;
-    r->zombies = fl;
+    RootExt* x = futoin__root_ext(r);
+    futoin__branch(fl)->sib_next = x->zombies;
+    x->zombies = fl;
 }
 
 void futoin__root_cancel(Root* r)
@@ -1728,7 +1753,7 @@ void futoin__root_cancel(Root* r)
     root_enter(r);
     r->cancelling = 1;
     flow_abort(&r->main);
-    frame_x_release(r->ctx, &r->main.frames[0]);
+    frame_x_release(futoin__root_ctx(r), &r->main.frames[0]);
     r->state = RS_CANCELLED;
     r->cancelling = 0;
     root_leave(r);
@@ -1737,29 +1762,25 @@ void futoin__root_cancel(Root* r)
 static void root_destroy(Root* r)
 {
     Flow* fl = &r->main;
-    EngineCtx* ctx = r->ctx;
+    EngineCtx* ctx = futoin__root_ctx(r);
     /* A finished root (what free() mostly meets) has nothing to abort;
      * root_reset() below rewrites the flow's state and bumps gen. */
     if (fl->in_rq || flow_holds_work(fl)) {
         flow_abort(fl);
     }
     frame_x_release(ctx, &fl->frames[0]);
-    if (r->vars) {
+    if (r->ext && r->ext->vars) {
         futoin__state_free(r);
     }
     flow_code_release(fl);
-    while (r->zombies) {
-        Flow* z = r->zombies;
-        r->zombies = futoin__branch(z)->sib_next;
-        flow_recycle(ctx, z);
-    }
-    /* Pooled with its frame array and info buffer for the next root. Its
+    recycle_zombies(r);
+    /* Pooled with its frame array and extras for the next root. Its
      * stale handle keeps being refused: free_pending stays set until the
      * root is handed out again, and add_fr is NULL. */
     root_reset(r, 0);
     r->free_pending = 1;
     r->main.add_fr = NULL;
-    r->next_free = ctx->free_roots;
+    r->main.rq_next = (Flow*)ctx->free_roots;
     ctx->free_roots = r;
 }
 

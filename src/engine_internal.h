@@ -218,24 +218,32 @@ enum RootState { RS_IDLE = 0, RS_RUNNING, RS_DONE, RS_FAILED, RS_CANCELLED };
 
 typedef void (*RootDoneHook)(void* data, Root* root, const char* code, FutoInArgs* args);
 
+/* What only some roots use: error_info text, state variables, released
+ * branch flows and a completion hook. Allocated on first use and kept
+ * with the root when it is pooled, so a root that never needs them (most
+ * parked or short-lived roots) pays one pointer. */
+typedef struct RootExt {
+    char* info; /* error_info; NULL means "" */
+    size_t info_cap;
+    StateVar* vars;
+    uint32_t nvars;
+    uint32_t cap_vars;
+    Flow* zombies; /* released branch flows, recycled when busy drops to 0 */
+    RootDoneHook done;
+    void* done_data;
+} RootExt;
+
+/* A root's engine context is its loop's (see futoin__flow_ctx()), and a
+ * pooled root is linked through main.rq_next: neither costs a field. */
 struct Root {
     Flow main; /* first: the root's handle is its main flow's interface */
-    EngineCtx* ctx;
+    FutoInAsyncSteps_error_callback unhandled;
+    void* unhandled_data;
+    RootExt* ext; /* NULL until needed (futoin__root_ext()) */
     uint32_t busy; /* engine frames of this root on the C stack */
     uint8_t state;
     uint8_t cancelling;
     uint8_t free_pending;
-    FutoInAsyncSteps_error_callback unhandled;
-    void* unhandled_data;
-    StateVar* vars;
-    uint32_t nvars;
-    uint32_t cap_vars;
-    char* info; /* error_info; NULL means "" */
-    size_t info_cap;
-    Flow* zombies; /* released branch flows, recycled when busy drops to 0 */
-    RootDoneHook done;
-    void* done_data;
-    Root* next_free; /* link in the loop's pool of freed roots */
 };
 
 struct EngineCtx {
@@ -264,6 +272,30 @@ struct EngineCtx {
 
 extern const FutoInAsyncStepsAPI futoin__flow_api;
 extern const FutoInAsyncStepsAPI futoin__par_api;
+
+/* The engine context of a flow's loop. Flow.loop never changes, so this
+ * needs no field in the root. */
+static inline EngineCtx* futoin__flow_ctx(const Flow* fl)
+{
+    return (EngineCtx*)((const FutoInLoopHead*)(const void*)fl->loop)->engine_ctx;
+}
+
+static inline EngineCtx* futoin__root_ctx(const Root* r)
+{
+    return futoin__flow_ctx(&r->main);
+}
+
+RootExt* futoin__root_ext(Root* r); /* created on first use */
+
+static inline const char* futoin__root_info(const Root* r)
+{
+    return r->ext && r->ext->info ? r->ext->info : "";
+}
+
+static inline RootDoneHook futoin__root_done(const Root* r)
+{
+    return r->ext ? r->ext->done : NULL;
+}
 
 /* engine.c */
 EngineCtx* futoin__ctx_create(FutoInLoop* loop);

@@ -64,7 +64,7 @@ void futoin_success_step(FutoInAsyncSteps* as, FutoInArgs* args)
         }
         return;
     }
-    EngineCtx* ctx = fl->root->ctx;
+    EngineCtx* ctx = futoin__flow_ctx(fl);
     ArgsBox* box = NULL;
     FutoInArgs taken;
     memset(&taken, 0, sizeof(taken));
@@ -82,7 +82,7 @@ void futoin_relinquish(FutoInAsyncSteps* as)
     Flow* fl = own_flow(as, "relinquish");
     Frame* fr = fl ? futoin__add_target(fl, "relinquish") : NULL;
     if (fr) {
-        futoin__queue_step(fl, fr, futoin__step_new(fl->root->ctx, SK_YIELD, NULL, NULL, NULL, NULL));
+        futoin__queue_step(fl, fr, futoin__step_new(futoin__flow_ctx(fl), SK_YIELD, NULL, NULL, NULL, NULL));
     }
 }
 
@@ -101,7 +101,7 @@ void futoin_copy_from(FutoInAsyncSteps* as, FutoInAsyncSteps* model)
     if (!fr) {
         return;
     }
-    EngineCtx* ctx = fl->root->ctx;
+    EngineCtx* ctx = futoin__flow_ctx(fl);
     const char* err = NULL;
     for (const Step* s = mf->frames[0].q_head; s; s = s->next) {
         Step* c = futoin__step_copy(ctx, s, fl, &err);

@@ -101,8 +101,9 @@ static void spawn_run(void* data)
     pr->root = as;
     pr->setup(as, pr->data);
     Flow* fl = futoin__flow_of(as);
-    fl->root->done = root_done_hook;
-    fl->root->done_data = pr;
+    RootExt* x = futoin__root_ext(fl->root);
+    x->done = root_done_hook;
+    x->done_data = pr;
     futoin_execute(as, NULL, NULL);
 }
 
@@ -121,7 +122,7 @@ static void slot_on_stop(FutoInLoop* loop, void* data)
         if (pr->root) {
             /* Cancelled, not finished: the hook must not fire; the root's
              * cancel handlers run before done() hears of it. */
-            futoin__flow_of(pr->root)->root->done = NULL;
+            futoin__root_ext(futoin__flow_of(pr->root)->root)->done = NULL;
             futoin_asyncsteps_free(pr->root);
             pr->root = NULL;
         }

@@ -9,11 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-static StateVar* find(Root* r, const char* name)
+static StateVar* find(const Root* r, const char* name)
 {
-    for (uint32_t i = 0; i < r->nvars; ++i) {
-        if (strcmp(r->vars[i].name, name) == 0) {
-            return &r->vars[i];
+    const RootExt* x = r->ext;
+    for (uint32_t i = 0; x && i < x->nvars; ++i) {
+        if (strcmp(x->vars[i].name, name) == 0) {
+            return &x->vars[i];
         }
     }
     return NULL;
@@ -21,11 +22,12 @@ static StateVar* find(Root* r, const char* name)
 
 static StateVar* insert(Root* r, const char* name)
 {
-    if (r->nvars == r->cap_vars) {
-        r->cap_vars = r->cap_vars ? r->cap_vars * 2 : 4;
-        r->vars = futoin__xrealloc(r->vars, sizeof(StateVar) * r->cap_vars);
+    RootExt* x = futoin__root_ext(r);
+    if (x->nvars == x->cap_vars) {
+        x->cap_vars = x->cap_vars ? x->cap_vars * 2 : 4;
+        x->vars = futoin__xrealloc(x->vars, sizeof(StateVar) * x->cap_vars);
     }
-    StateVar* v = &r->vars[r->nvars++];
+    StateVar* v = &x->vars[x->nvars++];
     size_t len = strlen(name);
     v->name = futoin__xmalloc(len + 1);
     memcpy(v->name, name, len + 1);
@@ -37,7 +39,7 @@ void* futoin__state_var(Root* r, void* data, const char* name,
         void* (*allocate)(void*), void (*cleanup)(void*, void*))
 {
     if (strcmp(name, "error_info") == 0) {
-        return r->info ? r->info : (char*)"";
+        return (char*)(uintptr_t)futoin__root_info(r);
     }
     if (strcmp(name, "last_exception") == 0) {
         return NULL; /* C has no exceptions */
@@ -61,8 +63,8 @@ void* futoin__state_var(Root* r, void* data, const char* name,
 
 void futoin__state_copy(Root* dst, const Root* src)
 {
-    for (uint32_t i = 0; i < src->nvars; ++i) {
-        const StateVar* sv = &src->vars[i];
+    for (uint32_t i = 0; src->ext && i < src->ext->nvars; ++i) {
+        const StateVar* sv = &src->ext->vars[i];
         if (sv->allocate && !find(dst, sv->name)) {
             futoin__state_var(dst, sv->data, sv->name, sv->allocate, sv->cleanup);
         }
@@ -72,14 +74,18 @@ void futoin__state_copy(Root* dst, const Root* src)
 void futoin__state_free(Root* r)
 {
     /* Last created first: later variables may refer to earlier ones. */
-    while (r->nvars) {
-        StateVar* v = &r->vars[--r->nvars];
+    RootExt* x = r->ext;
+    if (!x) {
+        return;
+    }
+    while (x->nvars) {
+        StateVar* v = &x->vars[--x->nvars];
         if (v->cleanup) {
             v->cleanup(v->data, v->value);
         }
         free(v->name);
     }
-    free(r->vars);
-    r->vars = NULL;
-    r->cap_vars = 0;
+    free(x->vars);
+    x->vars = NULL;
+    x->cap_vars = 0;
 }

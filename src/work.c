@@ -341,5 +341,5 @@ void futoin_add_work(FutoInAsyncSteps* as, FutoInWorkFn fn, void* work_data,
     w->fn = fn;
     w->data = work_data;
     w->release = release;
-    futoin__queue_step(fl, fr, futoin__step_new(fl->root->ctx, SK_OWNED, w, work_step, NULL, &w->owner));
+    futoin__queue_step(fl, fr, futoin__step_new(futoin__flow_ctx(fl), SK_OWNED, w, work_step, NULL, &w->owner));
 }

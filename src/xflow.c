@@ -68,7 +68,7 @@ static int still_waiting(Flow* fl, uint32_t epoch)
 
 static void report_dropped(Flow* fl, const char* what)
 {
-    EngineCtx* ctx = fl->root->ctx;
+    EngineCtx* ctx = futoin__flow_ctx(fl);
     char buf[200];
     snprintf(buf, sizeof(buf),
             "%s from another thread dropped: the step was no longer waiting when it "
@@ -139,7 +139,7 @@ static int xerror_run(void* consumer, FutoInXMsg* m)
     const char* code = x->heap ? x->heap : x->buf;
     const char* info = code + strlen(code) + 1;
     if (x->null_code) {
-        EngineCtx* ctx = fl->root->ctx;
+        EngineCtx* ctx = futoin__flow_ctx(fl);
         ctx->misuse(ctx->misuse_data, &fl->iface, "error() with a NULL error code (from another thread)");
     } else if (still_waiting(fl, x->epoch)) {
         futoin__flow_error(fl, code, info);
