@@ -40,6 +40,9 @@ static inline void frame_pop(Flow* fl, int aborted)
 {
     Frame* top = &fl->frames[fl->depth];
     if (!aborted && top->kind == SK_PLAIN && !top->x && !top->q_head) {
+        if (top->node) {
+            futoin__pool_put(&futoin__flow_ctx(fl)->steps, top->node);
+        }
         --fl->depth;
         return;
     }
@@ -74,8 +77,7 @@ static void ctx_free(void* p)
     futoin__pool_destroy(&ctx->steps);
     futoin__pool_destroy(&ctx->boxes);
     futoin__pool_destroy(&ctx->stacks);
-    futoin__pool_destroy(&ctx->strs);
-    free(ctx);
+    futoin__pool_destroy(&ctx->strs); /* ctx itself is the loop's memory */
 }
 
 static void default_misuse(void* data, FutoInAsyncSteps* as, const char* info)
@@ -89,7 +91,7 @@ EngineCtx* futoin__ctx_create(FutoInLoop* loop)
 {
     void** slot = futoin__loop_engine_slot(loop);
     if (!*slot) {
-        EngineCtx* ctx = futoin__xmalloc(sizeof(*ctx));
+        EngineCtx* ctx = (EngineCtx*)(void*)((FutoInLoopHead*)(void*)loop)->engine_mem;
         memset(ctx, 0, sizeof(*ctx));
         ctx->loop = loop;
         ctx->burst = DEFAULT_BURST;
@@ -187,12 +189,10 @@ void futoin__flow_set_code(Flow* fl, const char* s)
     fl->code_heap = len >= FUTOIN_SMALL_STR;
 }
 
-RootExt* futoin__root_ext(Root* r)
+RootExt* futoin__root_ext_make(Root* r)
 {
-    if (!r->ext) {
-        r->ext = futoin__xmalloc(sizeof(RootExt));
-        memset(r->ext, 0, sizeof(RootExt));
-    }
+    r->ext = futoin__xmalloc(sizeof(RootExt));
+    memset(r->ext, 0, sizeof(RootExt));
     return r->ext;
 }
 
@@ -723,28 +723,26 @@ static Frame* frame_push(Flow* fl, Step* s)
     }
     Frame* f = &fl->frames[++fl->depth];
     f->q_head = NULL;
-    f->data = s->data;
-    f->ext = s->ext;
+    f->node = s;
     f->x = NULL;
     f->kind = s->kind;
     f->flags = 0;
-    if (s->kind == SK_LOOP) {
-        /* The node is the loop's spec: it stays, as the frame's ext. */
-        f->ext = s;
-        f->eh = NULL;
-        f->data = NULL;
+    switch (s->kind) {
+    case SK_LOOP:
         s->i = 0;
-    } else if (s->kind == SK_SYNC) {
-        /* The step node becomes the critical section, queued after lock();
-         * the sync frame itself has no callbacks of its own. */
-        s->kind = SK_PLAIN;
-        s->ext = NULL;
-        s->next = NULL;
-        f->aux = s;
-        f->data = NULL;
-    } else {
-        f->eh = s->eh;
-        futoin__pool_put(&futoin__flow_ctx(fl)->steps, s);
+        break;
+    case SK_SYNC:
+        s->held = NULL;
+        break;
+    case SK_PLAIN:
+    case SK_YIELD:
+        if (!s->eh) {
+            f->node = NULL; /* nothing of it is needed any more */
+            futoin__pool_put(&futoin__flow_ctx(fl)->steps, s);
+        }
+        break;
+    default:
+        break;
     }
     return f;
 }
@@ -900,33 +898,29 @@ static void frame_pop_slow(Flow* fl, int aborted)
         call_cancel(fl, &f);
     }
     queue_free(ctx, f.q_head);
+    Step* node = f.node;
     switch (f.kind) {
     case SK_PARALLEL:
-        if (f.ext) {
-            parallel_abort_branches(f.ext);
-            parallel_free(ctx, f.ext);
-        }
+        parallel_abort_branches(node->ext);
+        futoin__step_free(ctx, node); /* and the Parallel */
         break;
-    case SK_LOOP:
-        if (f.ext) {
-            loopspec_free(ctx, f.ext);
+    case SK_SYNC: {
+        FutoInSync* sync = node->ext;
+        if (node->held) {
+            box_free(ctx, node->held);
         }
-        break;
-    case SK_SYNC:
-        if (f.aux) {
-            futoin__step_free(ctx, f.aux);
-        }
-        if (f.data) {
-            box_free(ctx, f.data);
-        }
+        futoin__pool_put(&ctx->steps, node);
         if (f.flags & FR_LOCKED) {
-            call_unlock(fl, f.ext);
+            call_unlock(fl, sync);
         }
         break;
-    case SK_OWNED:
-        ((StepOwner*)f.ext)->release(f.ext);
-        break;
+    }
     default:
+        /* The rest own nothing a started step has not used up but their
+         * owner (SK_OWNED), loop label (SK_LOOP) or unused value. */
+        if (node) {
+            futoin__step_free(ctx, node);
+        }
         break;
     }
     /* Last: a cancel handler may still use the step's stack memory. */
@@ -951,7 +945,8 @@ static const FutoInArgs no_args;
  * flow survived it (0: it was aborted or released meanwhile). The incoming
  * results move to the C stack for the call, so a flow holds only the
  * results waiting for its next step. */
-static inline int call_step(Flow* fl, CallKind kind, FutoInAsyncSteps_execute_callback fn)
+static inline int call_step(
+        Flow* fl, CallKind kind, FutoInAsyncSteps_execute_callback fn, void* data)
 {
     Frame* f = &fl->frames[fl->depth];
     uint32_t gen = fl->gen;
@@ -969,20 +964,20 @@ static inline int call_step(Flow* fl, CallKind kind, FutoInAsyncSteps_execute_ca
             atomic_load_explicit(&fl->xepoch, memory_order_relaxed) + 1, memory_order_release);
     switch (kind) {
     case CALL_EXEC:
-        fn(&fl->iface, f->data, pin);
+        fn(&fl->iface, data, pin);
         break;
     case CALL_LOOP: {
-        LoopSpec* l = f->ext;
+        LoopSpec* l = f->node;
         l->loop_fn(&fl->iface, l->loop_data);
         break;
     }
     case CALL_REPEAT: {
-        LoopSpec* l = f->ext;
+        LoopSpec* l = f->node;
         l->repeat_fn(&fl->iface, l->loop_data, l->i);
         break;
     }
     case CALL_LOCK: {
-        FutoInSync* sync = f->ext;
+        FutoInSync* sync = f->node->ext;
         sync->api->lock(&fl->iface, sync);
         break;
     }
@@ -1014,11 +1009,13 @@ static inline void enter_section(Flow* fl, Frame* f)
     if (f->flags & FR_LOCK_PHASE) {
         lock_acquired(fl, f);
     }
+    Step* s = f->node;
     futoin__results_drop(fl);
-    fl->results = f->data;
-    f->data = NULL;
-    futoin__queue_step(fl, f, f->aux);
-    f->aux = NULL;
+    fl->results = s->held;
+    s->held = NULL;
+    f->flags |= FR_SECTION;
+    futoin__queue_step(fl, f,
+            futoin__step_new(futoin__flow_ctx(fl), SK_PLAIN, s->data, s->f, s->eh, NULL));
 }
 
 /* Decides what happens after an execute callback of the top frame returned. */
@@ -1075,10 +1072,10 @@ static int run_iteration(Flow* fl)
 {
     EngineCtx* ctx = futoin__flow_ctx(fl);
     Frame* f = &fl->frames[fl->depth];
-    LoopSpec* l = f->ext;
+    LoopSpec* l = f->node;
     /* Results of the previous iteration are not an input of the next. */
     futoin__results_drop(fl);
-    if (!call_step(fl, l->repeat ? CALL_REPEAT : CALL_LOOP, NULL)) {
+    if (!call_step(fl, l->repeat ? CALL_REPEAT : CALL_LOOP, NULL, NULL)) {
         return HANDLED;
     }
     for (;;) {
@@ -1136,7 +1133,7 @@ static void yield_resume(void* data, uintptr_t depth)
 
 static void start_parallel(Flow* fl, Frame* f)
 {
-    Parallel* p = f->ext;
+    Parallel* p = f->node->ext;
     Root* r = fl->root;
     EngineCtx* ctx = futoin__root_ctx(r);
     p->started = 1;
@@ -1178,15 +1175,15 @@ static void start_parallel(Flow* fl, Frame* f)
 }
 
 /* Starts the frame just pushed: GO_ON, HANDLED or CONTINUE. */
-static int start_frame(Flow* fl, FutoInAsyncSteps_execute_callback fn)
+static int start_frame(Flow* fl, FutoInAsyncSteps_execute_callback fn, void* data)
 {
     Frame* f = &fl->frames[fl->depth];
     switch (f->kind) {
     case SK_PLAIN:
     case SK_OWNED:
-        return call_step(fl, CALL_EXEC, fn) ? exec_outcome(fl) : HANDLED;
+        return call_step(fl, CALL_EXEC, fn, data) ? exec_outcome(fl) : HANDLED;
     case SK_LOOP: {
-        LoopSpec* l = f->ext;
+        LoopSpec* l = f->node;
         if (l->repeat && l->count == 0) {
             return GO_ON; /* completes at once */
         }
@@ -1197,10 +1194,10 @@ static int start_frame(Flow* fl, FutoInAsyncSteps_execute_callback fn)
         return HANDLED;
     case SK_SYNC: {
         /* Incoming results are for the critical section, not lock(). */
-        f->data = fl->results;
+        f->node->held = fl->results;
         fl->results = NULL;
         f->flags |= FR_LOCK_PHASE;
-        if (!call_step(fl, CALL_LOCK, NULL)) {
+        if (!call_step(fl, CALL_LOCK, NULL, NULL)) {
             return HANDLED;
         }
         f = &fl->frames[fl->depth];
@@ -1215,8 +1212,8 @@ static int start_frame(Flow* fl, FutoInAsyncSteps_execute_callback fn)
     }
     case SK_VALUE:
         futoin__results_drop(fl);
-        fl->results = f->ext;
-        f->ext = NULL;
+        fl->results = f->node->ext;
+        f->node->ext = NULL;
         return GO_ON;
     case SK_YIELD:
         f->flags |= FR_WAIT | FR_TIMER;
@@ -1234,24 +1231,25 @@ static int start_frame(Flow* fl, FutoInAsyncSteps_execute_callback fn)
 static int frame_complete(Flow* fl)
 {
     Frame* f = &fl->frames[fl->depth];
-    if (f->kind == SK_LOOP && f->ext) {
-        LoopSpec* l = f->ext;
+    if (f->kind == SK_LOOP) {
+        LoopSpec* l = f->node;
         iteration_reset(fl, f);
         ++l->i;
         if (!l->repeat || l->i < l->count) {
             return run_iteration(fl);
         }
         futoin__results_drop(fl);
-    } else if (f->kind == SK_SYNC && f->aux) {
+    } else if (f->kind == SK_SYNC && !(f->flags & FR_SECTION)) {
         /* lock() done: run the critical section as this frame's sub-step,
          * with the results that came into the sync step. */
         enter_section(fl, f); /* lock() completed through sub-steps */
         return GO_ON;
-    } else if (f->kind == SK_SYNC && !f->x && !f->data) {
+    } else if (f->kind == SK_SYNC && !f->x) {
         /* The critical section is done: pop the frame, then unlock() (it
          * may wake other flows, never this one). */
-        FutoInSync* sync = f->ext;
+        FutoInSync* sync = f->node->ext;
         uint8_t locked = f->flags & FR_LOCKED;
+        futoin__pool_put(&futoin__flow_ctx(fl)->steps, f->node);
         --fl->depth;
         if (locked) {
             call_unlock(fl, sync);
@@ -1398,20 +1396,26 @@ static void advance(Flow* fl)
              * anything behind is popped at once. */
             Frame* f = top + 1;
             FutoInAsyncSteps_execute_callback fn = s->f;
+            void* data = s->data;
             top->q_head = s->next;
             ++fl->depth;
             f->q_head = NULL;
-            f->eh = s->eh;
-            f->data = s->data;
-            f->ext = NULL;
             f->x = NULL;
             f->kind = SK_PLAIN;
             f->flags = 0;
-            futoin__pool_put(&ctx->steps, s);
-            if (!call_step(fl, CALL_EXEC, fn)) {
+            if (s->eh) {
+                f->node = s; /* its eh and data are the frame's handler */
+            } else {
+                f->node = NULL;
+                futoin__pool_put(&ctx->steps, s);
+            }
+            if (!call_step(fl, CALL_EXEC, fn, data)) {
                 return;
             }
             if (fl->out <= OUT_SUCCESS && !f->q_head && !f->x && !f->flags) {
+                if (f->node) {
+                    futoin__pool_put(&ctx->steps, f->node);
+                }
                 --fl->depth;
                 r = CONTINUE;
             } else {
@@ -1419,9 +1423,10 @@ static void advance(Flow* fl)
             }
         } else if (s) {
             FutoInAsyncSteps_execute_callback fn = s->f;
+            void* data = s->data;
             top->q_head = s->next;
             frame_push(fl, s);
-            r = start_frame(fl, fn);
+            r = start_frame(fl, fn, data);
         } else if (fl->depth == 0) {
             flow_finished(fl);
             return;
@@ -1470,8 +1475,8 @@ static int start_unwind(Flow* fl, uint32_t k, int own)
         }
         f = &fl->frames[k];
     }
-    if (f->kind == SK_PARALLEL && f->ext) {
-        parallel_abort_branches(f->ext);
+    if (f->kind == SK_PARALLEL) {
+        parallel_abort_branches(f->node->ext);
         if (gen != fl->gen) {
             return 0;
         }
@@ -1483,6 +1488,13 @@ static int start_unwind(Flow* fl, uint32_t k, int own)
     futoin__results_drop(fl);
     fl->pending = PD_UNWIND;
     return 1;
+}
+
+/* The frame's error handler, if its step had one. A sync frame's node
+ * holds the critical section's, which belongs to the section's own frame. */
+static inline FutoInAsyncSteps_error_callback frame_eh(const Frame* f)
+{
+    return f->node && f->kind != SK_LOOP && f->kind != SK_SYNC ? f->node->eh : NULL;
 }
 
 static int label_matches(const LoopSpec* l, const char* label)
@@ -1504,8 +1516,8 @@ static void unwind(Flow* fl)
             return;
         }
         Frame* f = &fl->frames[fl->depth];
-        if (fl->ctl && f->kind == SK_LOOP && f->ext
-                && label_matches(f->ext, fl->code[0] ? fl->code : NULL)) {
+        if (fl->ctl && f->kind == SK_LOOP
+                && label_matches(f->node, fl->code[0] ? fl->code : NULL)) {
             uint8_t ctl = fl->ctl;
             uint32_t gen = fl->gen;
             fl->ctl = CTL_NONE;
@@ -1531,13 +1543,14 @@ static void unwind(Flow* fl)
          * neither call success() nor tell its own added steps from them. */
         queue_free(futoin__flow_ctx(fl), f->q_head);
         f->q_head = NULL;
-        if (!fl->ctl && f->kind != SK_SYNC && f->eh && !(f->flags & FR_EH_USED)) {
+        FutoInAsyncSteps_error_callback eh = frame_eh(f);
+        if (!fl->ctl && eh && !(f->flags & FR_EH_USED)) {
             f->flags |= FR_EH_USED;
             uint32_t gen = fl->gen;
             fl->cb = CB_ERROR;
             fl->out = OUT_NONE;
             fl->add_fr = f;
-            f->eh(&fl->iface, f->data, fl->code);
+            eh(&fl->iface, f->node->data, fl->code);
             if (gen != fl->gen) {
                 return;
             }
@@ -1580,7 +1593,7 @@ int futoin__find_loop(Flow* fl, const char* label)
     for (Flow* cur = fl; cur; cur = cur->is_branch ? futoin__branch(cur)->parent : NULL) {
         for (uint32_t d = cur->depth; d > 0; --d) {
             Frame* f = &cur->frames[d];
-            if (f->kind == SK_LOOP && f->ext && label_matches(f->ext, label)) {
+            if (f->kind == SK_LOOP && label_matches(f->node, label)) {
                 return 1;
             }
         }

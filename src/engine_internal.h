@@ -8,8 +8,8 @@
  * A Step is a queued, not yet started step (a pooled node in its parent
  * frame's singly linked queue). When a step starts it becomes a Frame on its
  * flow's stack; the frame lives until the step and all its sub-steps finish.
- * The node itself goes back to the pool, except a loop step's, which is the
- * loop's spec and stays as its frame's ext.
+ * A plain step's node goes back to the pool as it starts unless the frame
+ * needs its error handler; every other kind keeps its node as Frame.node.
  * A Flow is one sequential line of execution with its own FutoInAsyncSteps
  * interface: the root's main flow, or one parallel branch (a Branch).
  *
@@ -61,8 +61,9 @@ typedef struct StepOwner {
 
 struct Step {
     union {
-        Step* next; /* queue link while the step waits */
-        size_t i;   /* SK_LOOP, once started: the current iteration */
+        Step* next;    /* queue link while the step waits */
+        size_t i;      /* SK_LOOP, once started: the current iteration */
+        ArgsBox* held; /* SK_SYNC, once started: results for the section */
     };
     union {
         struct { /* every kind but SK_LOOP */
@@ -93,11 +94,12 @@ enum FrameFlags {
     FR_EH_USED = 4,   /* error handler already ran: never call it again */
     FR_LOCK_PHASE = 8, /* SYNC frame: lock() not yet completed */
     FR_LOCKED = 16,   /* SYNC frame: unlock() owed */
-    FR_TIMER = 32     /* timer holds a setTimeout() or relinquish handle */
+    FR_TIMER = 32,    /* timer holds a setTimeout() or relinquish handle */
+    FR_SECTION = 64   /* SYNC frame: the critical section has been queued */
 };
 
 /* What few frames need: a cancel handler, stack() memory or a timer. Kept
- * out of line (pooled, allocated on first use) so that a frame is 40 bytes
+ * out of line (pooled, allocated on first use) so that a frame is 32 bytes
  * and starting a plain step writes a handful of words. */
 typedef struct FrameExtra {
     FutoInAsyncSteps_cancel_callback on_cancel;
@@ -109,15 +111,18 @@ typedef struct FrameExtra {
 /* A frame does not keep its step's execute callback: it is called once,
  * straight from the queued step. Nor the tail of its sub-step queue: steps
  * are only ever appended to the frame whose callback is running (or to an
- * idle root's level 0), so the flow keeps that one tail (Flow.q_tail). */
+ * idle root's level 0), so the flow keeps that one tail (Flow.q_tail).
+ * What else the step brought stays in its node, which the frame keeps only
+ * when it needs it: a parked flow several levels deep costs 32 bytes a
+ * level plus the nodes of the levels that have a handler or a spec. */
 struct Frame {
     Step* q_head;
-    union {
-        FutoInAsyncSteps_error_callback eh; /* every kind but SYNC */
-        Step* aux; /* SYNC: the critical-section step until it is queued */
-    };
-    void* data;
-    void* ext;
+    /* The started step's node (NULL: a plain step without error handler,
+     * and level 0). SK_PLAIN, SK_OWNED, SK_PARALLEL, SK_VALUE: its eh and
+     * data are the frame's error handler, its ext the frame's Parallel*,
+     * StepOwner* or ArgsBox*. SK_LOOP: the node is the loop's spec.
+     * SK_SYNC: ext is the FutoInSync*, f/eh/data the critical section's. */
+    Step* node;
     FrameExtra* x; /* NULL: no cancel handler, stack memory or timer */
     uint8_t kind;
     uint8_t flags;
@@ -273,11 +278,12 @@ struct EngineCtx {
 extern const FutoInAsyncStepsAPI futoin__flow_api;
 extern const FutoInAsyncStepsAPI futoin__par_api;
 
-/* The engine context of a flow's loop. Flow.loop never changes, so this
- * needs no field in the root. */
+/* The engine context of a flow's loop, which lives in the loop's head
+ * (futoin__ctx_create()). Flow.loop never changes, so this needs no field
+ * in the root and no load beyond the loop pointer. */
 static inline EngineCtx* futoin__flow_ctx(const Flow* fl)
 {
-    return (EngineCtx*)((const FutoInLoopHead*)(const void*)fl->loop)->engine_ctx;
+    return (EngineCtx*)(void*)((FutoInLoopHead*)(void*)fl->loop)->engine_mem;
 }
 
 static inline EngineCtx* futoin__root_ctx(const Root* r)
@@ -285,7 +291,11 @@ static inline EngineCtx* futoin__root_ctx(const Root* r)
     return futoin__flow_ctx(&r->main);
 }
 
-RootExt* futoin__root_ext(Root* r); /* created on first use */
+RootExt* futoin__root_ext_make(Root* r);
+static inline RootExt* futoin__root_ext(Root* r) /* created on first use */
+{
+    return r->ext ? r->ext : futoin__root_ext_make(r);
+}
 
 static inline const char* futoin__root_info(const Root* r)
 {
@@ -390,6 +400,7 @@ void futoin__state_free(Root* r);
 
 /* Pools shared between kinds (see futoin__ctx_create()). */
 _Static_assert(sizeof(Parallel) <= sizeof(Step), "Parallel must fit a step node");
+_Static_assert(sizeof(EngineCtx) <= FUTOIN_LOOP_ENGINE_MEM, "EngineCtx must fit the loop's room");
 _Static_assert(sizeof(FrameExtra) <= FUTOIN_SMALL_STR, "FrameExtra must fit a small block");
 
 #pragma GCC visibility pop

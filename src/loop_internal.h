@@ -5,11 +5,14 @@
 #include <futoin/asynctool.h>
 
 #include <pthread.h>
+#include <stddef.h>
 
 #include "xqueue.h"
 
 /* Internal to the library: not exported from the shared object. */
 #pragma GCC visibility push(hidden)
+
+#define FUTOIN_LOOP_ENGINE_MEM 320
 
 /* The first member of struct FutoInLoop, so that the thread check of the
  * ABI entry points can be inlined: it is the one check the single-thread
@@ -17,6 +20,10 @@
 typedef struct FutoInLoopHead {
     pthread_t owner;
     void* engine_ctx; /* see futoin__loop_engine_slot() */
+    /* Room for the AsyncSteps engine's per-loop context: a flow reaches it
+     * from its loop pointer by an addition, not a load. The engine checks
+     * that its context fits. */
+    _Alignas(max_align_t) unsigned char engine_mem[FUTOIN_LOOP_ENGINE_MEM];
 } FutoInLoopHead;
 
 static inline int futoin__loop_on_thread(const FutoInLoop* loop)
@@ -58,9 +65,9 @@ static inline FutoInHandle futoin__loop_handle(FutoInLoop* loop, FutoInLoopRef r
     return h;
 }
 
-/* One slot per loop for the AsyncSteps engine's pools. futoin_loop_free()
- * calls the registered destructor on the slot's value (when both are set)
- * after dropping every pending callback. */
+/* One slot per loop for the AsyncSteps engine's context (which lives in
+ * engine_mem). futoin_loop_free() calls the registered destructor on the
+ * slot's value (when both are set) after dropping every pending callback. */
 static inline void** futoin__loop_engine_slot(FutoInLoop* loop)
 {
     return &((FutoInLoopHead*)(void*)loop)->engine_ctx;
