@@ -99,12 +99,14 @@ EngineCtx* futoin__ctx_create(FutoInLoop* loop)
         /* Steps, loop specs and parallels share one pool of 48-byte nodes
          * (and frame extras the small-string pool), so memory freed by one
          * kind serves the others. */
-        futoin__pool_init(&ctx->steps, sizeof(Step), 256);
-        futoin__pool_init(&ctx->boxes, sizeof(ArgsBox), 32);
-        futoin__pool_init(&ctx->stacks, sizeof(StackBlock) + STACK_POOLED_SIZE, 32);
-        futoin__pool_init(&ctx->strs, FUTOIN_SMALL_STR, 64);
-        futoin__pool_init(&ctx->root_mem, sizeof(Root), 64);
-        futoin__pool_init(&ctx->branch_mem, sizeof(Branch), 32);
+        futoin__pool_init(&ctx->steps, sizeof(Step), _Alignof(Step), 256);
+        futoin__pool_init(&ctx->boxes, sizeof(ArgsBox), _Alignof(ArgsBox), 32);
+        /* stack() memory is the caller's: aligned for any type. */
+        futoin__pool_init(&ctx->stacks, sizeof(StackBlock) + STACK_POOLED_SIZE,
+                _Alignof(max_align_t), 32);
+        futoin__pool_init(&ctx->strs, FUTOIN_SMALL_STR, _Alignof(FrameExtra), 64);
+        futoin__pool_init(&ctx->root_mem, sizeof(Root), _Alignof(Root), 64);
+        futoin__pool_init(&ctx->branch_mem, sizeof(Branch), _Alignof(Branch), 32);
         *slot = ctx;
         futoin__loop_set_engine_free(loop, ctx_free);
     }

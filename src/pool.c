@@ -8,9 +8,11 @@ typedef union SlabHeader {
     max_align_t align;
 } SlabHeader;
 
-void futoin__pool_init(FutoInPool* pool, size_t elem_size, size_t per_slab)
+void futoin__pool_init(FutoInPool* pool, size_t elem_size, size_t elem_align, size_t per_slab)
 {
-    size_t align = _Alignof(max_align_t);
+    /* Free elements hold a link, so they are pointer-aligned at least; a
+     * slab's first element is max_align_t-aligned (SlabHeader). */
+    size_t align = elem_align < _Alignof(void*) ? _Alignof(void*) : elem_align;
     if (elem_size < sizeof(void*)) {
         elem_size = sizeof(void*);
     }

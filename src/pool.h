@@ -15,7 +15,10 @@ typedef struct FutoInPool {
     void* slabs;
 } FutoInPool;
 
-void futoin__pool_init(FutoInPool* pool, size_t elem_size, size_t per_slab);
+/* Elements are elem_size rounded up to elem_align (at most
+ * _Alignof(max_align_t)): a 232-byte root with pointer alignment takes 232
+ * bytes, not 240. */
+void futoin__pool_init(FutoInPool* pool, size_t elem_size, size_t elem_align, size_t per_slab);
 void futoin__pool_destroy(FutoInPool* pool);
 /* Never returns NULL: aborts the process on out-of-memory, like the rest of
  * the engine's structural allocations (there is no flow to report to). */
