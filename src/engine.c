@@ -497,18 +497,15 @@ static inline void flow_clear(Flow* fl, uint8_t state)
 /* Gives r the state futoin_asyncsteps_new() hands out, but for
  * free_pending, its pool link and add_fr. Done when a root is first made and
  * when it is destroyed, so that taking one from the pool is a pop. */
-static void root_reset(Root* r, int fresh)
+static inline void root_reset(Root* r, int fresh)
 {
     r->state = RS_IDLE;
     r->cancelling = 0;
-    r->unhandled = NULL;
-    r->unhandled_data = NULL;
-    if (r->ext) {
-        info_clear(r);
-        r->ext->done = NULL;
-        r->ext->done_data = NULL;
-    }
     if (fresh) {
+        /* Read only while the root runs, and set by execute(): a
+         * destroyed root keeps the last ones. */
+        r->unhandled = NULL;
+        r->unhandled_data = NULL;
         r->busy = 0;
         flow_init(&r->main, r, 1);
         return;
@@ -1774,6 +1771,24 @@ void futoin__root_cancel(Root* r)
     root_leave(r);
 }
 
+/* What a destroyed root may hold beyond its frames: level 0's extras (an
+ * idle root may have used stack()), an error code and the RootExt. */
+static void root_release_extras(Root* r)
+{
+    Flow* fl = &r->main;
+    frame_x_release(futoin__root_ctx(r), &fl->frames[0]);
+    flow_code_release(fl);
+    if (r->ext) {
+        if (r->ext->vars) {
+            futoin__state_free(r);
+        }
+        recycle_zombies(r);
+        info_clear(r);
+        r->ext->done = NULL;
+        r->ext->done_data = NULL;
+    }
+}
+
 static void root_destroy(Root* r)
 {
     Flow* fl = &r->main;
@@ -1783,12 +1798,9 @@ static void root_destroy(Root* r)
     if (fl->in_rq || flow_holds_work(fl)) {
         flow_abort(fl);
     }
-    frame_x_release(ctx, &fl->frames[0]);
-    if (r->ext && r->ext->vars) {
-        futoin__state_free(r);
+    if (fl->frames[0].x || fl->code != futoin__no_code || r->ext) {
+        root_release_extras(r);
     }
-    flow_code_release(fl);
-    recycle_zombies(r);
     /* Pooled with its frame array and extras for the next root. Its
      * stale handle keeps being refused: free_pending stays set until the
      * root is handed out again, and add_fr is NULL. */
