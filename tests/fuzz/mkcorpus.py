@@ -87,6 +87,7 @@ def relinquish():
 
 
 def par(branches, handler=None):
+    assert len(branches) <= 4
     out = [4] + (handler or eh()) + [len(branches)]
     for b in branches:
         out += b
@@ -103,9 +104,35 @@ def sync(mutex, section):
     return [7, mutex] + section
 
 
-def prog(roots, burst=100, m0=(1, None), m1=(1, None)):
-    """roots: list of (top_nodes, cancel_at or None[, no_unhandled])."""
+PERIODS = {5: 0, 7: 1, 10: 2, 12: 3, 15: 4, 20: 5, 25: 6, 30: 7}
+
+
+def tsync(index, section, define=None):
+    """A sync step on throttle `index`. define=(max, period_ms, queue) must be
+    given at the first node (in decoding order) that uses this throttle, and
+    only there (the decoder reads the parameter byte then); queue None means
+    unlimited. A throttle never defined has (1, 10 ms, unlimited)."""
+    assert section[0] == 0
+    out = [7, 8 | index]
+    if define is not None:
+        mx, period, queue = define
+        assert 1 <= mx <= 3
+        out.append((mx - 1) | (PERIODS[period] << 2) | (QUEUES[queue] << 5))
+    return out + section
+
+
+def prog(roots, burst=100, m0=(1, None), m1=(1, None), exact=False):
+    """roots: list of (top_nodes, cancel_at or None[, no_unhandled]).
+
+    exact=True encodes B0 so that it decodes to len(roots) roots with any
+    burst. Without it B0 is computed the old way, which is exact only for
+    burst 100 (the decoder takes nroots from B0 % 3): the checked-in seeds
+    burst_1_immediates and burst_2_mixed were written that way and are kept
+    byte for byte, so they decode to 3 roots and 1 root respectively."""
     b0 = (len(roots) - 1) | (BURSTS[burst] << 2)
+    if exact:
+        assert 1 <= len(roots) <= 3 and all(1 <= len(r[0]) <= 3 for r in roots)
+        b0 = next(b for b in range(256) if b % 3 == len(roots) - 1 and (b >> 2) & 7 == BURSTS[burst])
     b1 = (m0[0] - 1) | (QUEUES[m0[1]] << 1) | ((m1[0] - 1) << 3) | (QUEUES[m1[1]] << 4)
     out = [b0, b1]
     for root in roots:
@@ -208,6 +235,59 @@ SEEDS = {
     "mutex_timeout_section": prog([([step(timeout=2, kids=[sync(1, step(term=FOREVER, cancel=True))],
                                           handler=eh(EH_RECOVER)), step()], None),
                                    ([sync(1, step(term=SUCCESS, vals=[4])), step()], None)]),
+    # throttle sections (admission times on the virtual clock)
+    "throttle_three_flows": prog([([tsync(0, step(), define=(1, 10, None)), step()], None),
+                                  ([tsync(0, step()), step()], None),
+                                  ([tsync(0, step()), step()], None)]),
+    "throttle_rate3_branches": one(par([tsync(0, step(term=SUCCESS, vals=["b1"]), define=(3, 5, None)),
+                                        tsync(0, step()), tsync(0, step()),
+                                        tsync(0, step(term=SUCCESS, vals=[2]))]), step()),
+    "throttle_queue_full": prog([([tsync(1, step(), define=(1, 10, 1)), step()], None),
+                                 ([tsync(1, step()), step()], None),
+                                 ([step(kids=[tsync(1, step())], handler=eh(EH_RECOVER, vals=[3])), step()],
+                                  None),
+                                 ]),
+    "throttle_queue_zero_unhandled": prog([([tsync(0, step(term=EXT_OK, delay=3), define=(1, 20, 0))], None),
+                                           ([tsync(0, step()), step()], None)]),
+    "throttle_cancel_waiter": prog([([tsync(0, step(term=EXT_OK, delay=3), define=(1, 10, None)), step()], None),
+                                    ([tsync(0, step(term=SUCCESS, vals=[1])), step()], 4),
+                                    ([tsync(0, step()), step()], None)]),
+    "throttle_timeout_waiter_no_timer": prog([([tsync(0, step(), define=(1, 30, None)), step()], None),
+                                              ([step(timeout=6, kids=[tsync(0, step())],
+                                                     handler=eh(EH_RECOVER, vals=[5])), step()], None)]),
+    "throttle_unlock_admits_nobody": prog([([tsync(1, step(term=EXT_OK, delay=2), define=(1, 20, 2)), step()],
+                                            None),
+                                           ([tsync(1, step(kids=[step()])), step()], None)]),
+    "throttle_lazy_window": prog([([tsync(0, step(), define=(1, 10, None)), step()], None),
+                                  ([step(term=EXT_OK, delay=13), tsync(0, step()), tsync(0, step())], None)]),
+    # a window [0, 10) has ended at t10: a flow arriving then is admitted at
+    # once (new window [10, 20)); one arriving a turn later queues until t20
+    "throttle_admit_at_window_end": prog([([tsync(0, step(), define=(1, 10, None)), step()], None),
+                                          ([step(term=EXT_OK, delay=10), tsync(0, step()), step()], None),
+                                          ([step(term=EXT_OK, delay=10), step(), tsync(0, step())], None)]),
+    "throttle_reentrant": one(tsync(0, step(kids=[tsync(0, step(term=SUCCESS, vals=[4]))]), define=(1, 10, 0)),
+                              step()),
+    "throttle_error_in_section": one(tsync(0, step(term=ERROR, code=1), define=(2, 7, None)),
+                                     step(), ),
+    "throttle_inside_mutex": prog([([sync(0, step(kids=[tsync(1, step(term=EXT_OK, delay=1), define=(1, 12, None))])),
+                                     step()], None),
+                                   ([sync(0, step(kids=[tsync(1, step())])), step()], None),
+                                   ([tsync(1, step(kids=[sync(0, step())])), step()], None)]),
+    # two branches admitted together at t5; the first fails in its section,
+    # which cancels the second before it enters: its place is not given back,
+    # so r2 waits for the window at t10
+    "throttle_admitted_then_cancelled": prog([([par([tsync(0, step(), define=(2, 5, None)), tsync(0, step())]),
+                                                step()], None),
+                                              ([par([tsync(0, step(term=ERROR, code=2)), tsync(0, step())],
+                                                    handler=eh(EH_RECOVER, vals=[7])), step()], None),
+                                              ([step(term=EXT_OK, delay=1), tsync(0, step()), step()], None)],
+                                             exact=True),
+    "throttle_burst_1": prog([([tsync(0, step(), define=(2, 5, 1)), step()], None),
+                              ([step(), tsync(0, step()), step()], None),
+                              ([tsync(0, step()), step(), tsync(0, step())], None)], burst=1, exact=True),
+    "throttle_window_tie_invariants": prog([([tsync(0, step(), define=(1, 10, None)), step()], None),
+                                            ([tsync(0, step()), step()], None),
+                                            ([step(term=EXT_OK, delay=10), tsync(0, step()), step()], None)]),
     # successStep, relinquish
     "success_step": one(step(kids=[step(), value([1, "b2"])]), step()),
     "success_step_top": one(value(["b9"]), step()),

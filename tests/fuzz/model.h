@@ -1,5 +1,5 @@
 /*
- * Reference model of docs/SEMANTICS.md (and the Mutex rules of
+ * Reference model of docs/SEMANTICS.md (and the Mutex and Throttle rules of
  * include/futoin/sync.h) for the fuzzer's step language (prog.h).
  *
  * It shares no code with src/: it interprets the program directly, with its
@@ -13,12 +13,19 @@
 
 #include "prog.h"
 
-/* Runs p and appends its trace to out. Returns 0, or -1 when the program
- * exceeds the model's work bound (the caller skips such an input). */
+/* Runs p and appends its trace to out. Returns 0; -1 when the program
+ * exceeds the model's work bound (the caller skips such an input); 1 when
+ * the run depends on an order the documentation leaves open (a Throttle's
+ * window timer due at the same time as another timer): the trace is not
+ * authoritative and the caller checks the engine's invariants only. */
 int fz_model_run(const FzProg* p, FzStr* out);
 
 /* Shared trace formatting: the error_info column of "eh" and "unhandled"
  * lines. InternalError carries an engine-worded message: shown as "-". */
 const char* fz_info_col(const char* code, const char* info);
+
+/* The error_info column of a full Throttle queue (any info naming the
+ * Throttle and its queue). */
+#define FZ_INFO_THROTTLE_FULL "Throttle:queue"
 
 #endif

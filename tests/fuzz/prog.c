@@ -31,7 +31,15 @@
  *   parallel:= eh NB node{NB % 5}
  *   loop    := L body   label = L % 3 (none, "a", "b"), count = (L >> 2) % 4
  *                       (repeat: count; loop: the iteration that breaks)
- *   sync    := M step   mutex = M & 1; the step is the critical section
+ *   sync    := M [P] step   M & 8: a Throttle, else a Mutex; index M & 1
+ *                      (other bits unused); the step is the critical section
+ *     P: only at the first sync node (in decoding order) that uses a given
+ *        throttle: its parameters, max = 1 + (P & 3) % 3 entries per window,
+ *        period_ms = {5,7,10,12,15,20,25,30}[(P >> 2) & 7],
+ *        max_queue = Q[(P >> 5) & 3]. A throttle no node uses keeps the
+ *        defaults (1, 10 ms, unlimited); both throttles always exist.
+ *     (Before throttles existed M was "mutex = M & 1"; bit 3 is clear in
+ *     every checked-in corpus file, so they decode to the same programs.)
  */
 #include "prog.h"
 
@@ -214,7 +222,20 @@ static FzNode* read_node(FzProg* p, Rd* r, int depth, int in_branch, int force_s
         break;
     }
     case FZ_N_SYNC: {
-        n->mutex = (uint8_t)(rd(r) & 1);
+        unsigned mb = rd(r);
+        n->sync = (uint8_t)(((mb & 8) ? FZ_SYNC_THROTTLE0 : FZ_SYNC_MUTEX0) + (mb & 1));
+        if (FZ_SYNC_IS_THROTTLE(n->sync)) {
+            FzThrottle* t = &p->throttle[n->sync - FZ_SYNC_THROTTLE0];
+            if (!t->defined) {
+                static const uint32_t periods[8] = {5, 7, 10, 12, 15, 20, 25, 30};
+                static const uint32_t queues[4] = {0, 1, 2, FZ_QUEUE_UNLIMITED};
+                unsigned b = rd(r);
+                t->defined = 1;
+                t->max = 1 + (b & 3) % 3;
+                t->period_ms = periods[(b >> 2) & 7];
+                t->max_queue = queues[(b >> 5) & 3];
+            }
+        }
         n->section = read_node(p, r, depth + 1, in_branch, 1, 0);
         if (!n->section) {
             /* No room for the section: degrade to an empty step. */
@@ -242,6 +263,11 @@ void fz_decode(FzProg* p, const uint8_t* data, size_t size)
     p->mutex[0].max_queue = queues[(b1 >> 1) & 3];
     p->mutex[1].max = 1 + ((b1 >> 3) & 1);
     p->mutex[1].max_queue = queues[(b1 >> 4) & 3];
+    for (int i = 0; i < 2; ++i) {
+        p->throttle[i].max = 1;
+        p->throttle[i].period_ms = 10;
+        p->throttle[i].max_queue = FZ_QUEUE_UNLIMITED;
+    }
     for (int i = 0; i < p->nroots; ++i) {
         FzRoot* rt = &p->roots[i];
         r.root = i;
@@ -412,7 +438,11 @@ static void dump_node(const FzNode* n, FzStr* o, int ind)
         dump_body(&n->body, o, ind, 1);
         break;
     case FZ_N_SYNC:
-        fz_str_addf(o, " sync(mutex%u)\n", n->mutex);
+        if (FZ_SYNC_IS_THROTTLE(n->sync)) {
+            fz_str_addf(o, " sync(throttle%u)\n", n->sync - FZ_SYNC_THROTTLE0);
+        } else {
+            fz_str_addf(o, " sync(mutex%u)\n", n->sync);
+        }
         dump_node(n->section, o, ind + 1);
         break;
     default:
@@ -426,6 +456,13 @@ void fz_dump(const FzProg* p, FzStr* o)
             p->mutex[0].max_queue == FZ_QUEUE_UNLIMITED ? -1 : (int)p->mutex[0].max_queue,
             p->mutex[1].max,
             p->mutex[1].max_queue == FZ_QUEUE_UNLIMITED ? -1 : (int)p->mutex[1].max_queue);
+    for (int i = 0; i < 2; ++i) {
+        const FzThrottle* t = &p->throttle[i];
+        if (t->defined) {
+            fz_str_addf(o, "throttle%d=(%u per %u ms, queue %d)\n", i, t->max, t->period_ms,
+                    t->max_queue == FZ_QUEUE_UNLIMITED ? -1 : (int)t->max_queue);
+        }
+    }
     for (int i = 0; i < p->nroots; ++i) {
         const FzRoot* r = &p->roots[i];
         fz_str_addf(o, "root r%d%s", i, r->no_unhandled ? " (no unhandled_error)" : "");

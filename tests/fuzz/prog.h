@@ -1,9 +1,10 @@
 /*
  * The fuzzer's tiny step language: a program is 1..3 roots, each a list of
- * top-level steps, plus two Mutex objects, a burst setting and an optional
- * root cancel at a virtual tick. A step has a body (setCancel, setTimeout,
- * sub-steps, then one terminator) and an error handler. Parallel steps,
- * loop()/repeat() with labels and sync (Mutex) sections nest freely.
+ * top-level steps, plus two Mutex and two Throttle objects, a burst setting
+ * and an optional root cancel at a virtual tick. A step has a body
+ * (setCancel, setTimeout, sub-steps, then one terminator) and an error
+ * handler. Parallel steps, loop()/repeat() with labels and sync (Mutex or
+ * Throttle) sections nest freely.
  *
  * prog.c decodes any byte string into a bounded program (see the encoding
  * comment there). The engine runner (engine_run.c) and the reference model
@@ -24,6 +25,10 @@
 #define FZ_MAX_TOP 3
 #define FZ_NO_CANCEL 0xffff
 #define FZ_QUEUE_UNLIMITED 0xffffffffu
+
+/* The sync objects of a program: FzNode.sync indexes this list. */
+enum { FZ_SYNC_MUTEX0 = 0, FZ_SYNC_MUTEX1, FZ_SYNC_THROTTLE0, FZ_SYNC_THROTTLE1, FZ_NSYNC };
+#define FZ_SYNC_IS_THROTTLE(k) ((k) >= FZ_SYNC_THROTTLE0)
 
 /* Terminators of a step body. */
 enum {
@@ -102,7 +107,7 @@ struct FzNode {
     FzNode* br[FZ_MAX_BRANCHES];
     uint8_t label; /* LOOP/REPEAT: index into fz_loop_labels */
     uint8_t count; /* REPEAT: count; LOOP: the iteration that breaks */
-    uint8_t mutex; /* SYNC */
+    uint8_t sync;  /* SYNC: FZ_SYNC_* */
     FzNode* section; /* SYNC: a STEP node */
 };
 
@@ -118,11 +123,19 @@ typedef struct FzMutex {
     uint32_t max_queue;
 } FzMutex;
 
+typedef struct FzThrottle {
+    uint32_t max;       /* entries per window: 1..3 */
+    uint32_t period_ms; /* window length */
+    uint32_t max_queue;
+    uint8_t defined;    /* 1: set by a sync node (else the defaults) */
+} FzThrottle;
+
 typedef struct FzProg {
     unsigned burst;
     uint8_t nroots;
     FzRoot roots[FZ_MAX_ROOTS];
     FzMutex mutex[2];
+    FzThrottle throttle[2];
     int nnodes;
     int cancel_actions; /* nodes with a cancel_action */
     FzNode nodes[FZ_MAX_NODES];
