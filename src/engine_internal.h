@@ -46,7 +46,7 @@ typedef struct StackBlock StackBlock;
 enum StepKind {
     SK_PLAIN = 0,
     SK_PARALLEL, /* ext: Parallel* */
-    SK_LOOP,     /* the node is a LoopSpec; once started, its frame's ext */
+    SK_LOOP,     /* the node is a LoopSpec; once started, its frame's node */
     SK_SYNC,     /* ext: FutoInSync*; f/eh/data are the critical section's */
     SK_VALUE,    /* ext: ArgsBox* or NULL: successStep() */
     SK_YIELD,    /* relinquish(): one trip through the loop */
@@ -73,7 +73,7 @@ struct Step {
             void* ext;
         };
         /* SK_LOOP: the loop's spec lives in its step node, which becomes
-         * its frame's ext when the loop starts: one node per loop. */
+         * its frame's node when the loop starts: one node per loop. */
         struct {
             union {
                 void (*loop_fn)(FutoInAsyncSteps* bsi, void* data);
