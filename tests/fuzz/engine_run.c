@@ -31,7 +31,7 @@ typedef struct Run {
     int root_ids[FZ_MAX_ROOTS];
     int end_ran[FZ_MAX_ROOTS];
     int unhandled[FZ_MAX_ROOTS];
-    FutoInSync* sync[FZ_NSYNC]; /* FZ_SYNC_*: two Mutexes, two Throttles */
+    FutoInSync* sync[FZ_NSYNC]; /* FZ_SYNC_*: two Mutexes, Throttles, Limiters */
     NodeRt rt[FZ_MAX_NODES];
     long boxes_live;
     int invariants_only;          /* cancel handlers cancel/free roots */
@@ -455,6 +455,21 @@ void fz_engine_run(const FzProg* p, FzStr* out)
             const FzThrottle* t = &p->throttle[i - FZ_SYNC_THROTTLE0];
             run.sync[i] = futoin_throttle_new(run.loop, t->max, t->period_ms,
                     t->max_queue == FZ_QUEUE_UNLIMITED ? FUTOIN_SYNC_UNLIMITED : t->max_queue);
+        } else if (FZ_SYNC_IS_LIMITER(i)) {
+            const FzLimiter* l = &p->limiter[i - FZ_SYNC_LIMITER0];
+            if (l->defined) {
+                FutoInLimiterOptions o;
+                futoin_limiter_options_init(&o);
+                o.concurrent = l->concurrent;
+                o.max_queue = l->max_queue == FZ_QUEUE_UNLIMITED ? FUTOIN_SYNC_UNLIMITED
+                                                                 : l->max_queue;
+                o.rate = l->rate;
+                o.period_ms = l->period_ms;
+                o.burst = l->burst == FZ_QUEUE_UNLIMITED ? FUTOIN_SYNC_UNLIMITED : l->burst;
+                run.sync[i] = futoin_limiter_new(run.loop, &o);
+            } else {
+                run.sync[i] = futoin_limiter_new(run.loop, NULL); /* the spec defaults */
+            }
         } else {
             run.sync[i] = futoin_mutex_new(run.loop, p->mutex[i].max,
                     p->mutex[i].max_queue == FZ_QUEUE_UNLIMITED ? FUTOIN_SYNC_UNLIMITED
@@ -543,9 +558,9 @@ int fz_check_input(const uint8_t* data, size_t size, int verbose)
     fz_decode(&prog, data, size);
     FzStr model = {0, 0, 0};
     FzStr engine = {0, 0, 0};
-    /* Re-entrant cancellation: invariants only (no model). A Throttle
-     * window timer tied with another timer (model returns 1): the order is
-     * not documented, invariants only as well. */
+    /* Re-entrant cancellation: invariants only (no model). A rate window
+     * timer (Throttle or Limiter) tied with another timer (model returns
+     * 1): the order is not documented, invariants only as well. */
     const char* why = prog.cancel_actions ? "cancel handlers cancel or free roots" : NULL;
     if (!why) {
         int rc = fz_model_run(&prog, &model);
@@ -554,7 +569,7 @@ int fz_check_input(const uint8_t* data, size_t size, int verbose)
             return 1;
         }
         if (rc > 0) {
-            why = "throttle window timer tied with another timer";
+            why = "rate window timer tied with another timer";
         }
     }
     if (why) {

@@ -121,6 +121,22 @@ def tsync(index, section, define=None):
     return out + section
 
 
+def lsync(index, section, define=None):
+    """A sync step on limiter `index`. define=(concurrent, max_queue, rate,
+    period_ms, burst) must be given at the first node (in decoding order)
+    that uses this limiter, and only there (the decoder reads the two
+    parameter bytes then); a queue or burst of None means unlimited. A
+    limiter never defined is created with NULL options (the spec defaults)."""
+    assert section[0] == 0
+    out = [7, 16 | index]
+    if define is not None:
+        conc, queue, rate, period, burst = define
+        assert 1 <= conc <= 3 and 1 <= rate <= 3
+        out += [(conc - 1) | (QUEUES[queue] << 2) | ((rate - 1) << 4) | (QUEUES[burst] << 6),
+                PERIODS[period]]
+    return out + section
+
+
 def prog(roots, burst=100, m0=(1, None), m1=(1, None), exact=False):
     """roots: list of (top_nodes, cancel_at or None[, no_unhandled]).
 
@@ -288,6 +304,75 @@ SEEDS = {
     "throttle_window_tie_invariants": prog([([tsync(0, step(), define=(1, 10, None)), step()], None),
                                             ([tsync(0, step()), step()], None),
                                             ([step(term=EXT_OK, delay=10), tsync(0, step()), step()], None)]),
+    # limiter sections: a Mutex(concurrent, max_queue) with a Throttle(rate,
+    # period, burst) nested inside; define=(concurrent, queue, rate, period, burst)
+    # r1 waits for the slot, gets it when r0 leaves at t0, then waits for the
+    # rate: admitted by the window timer at t10
+    "limiter_two_flows": prog([([lsync(0, step(), define=(1, None, 1, 10, None)), step()], None),
+                               ([lsync(0, step()), step()], None)], exact=True),
+    # the spec defaults' shape: r1 finds the slot taken (queue 0), r2 finds
+    # the slot free at t5 but the window [0, 30) used (burst 0)
+    "limiter_defaults_reject": prog([([lsync(0, step(term=EXT_OK, delay=3), define=(1, 0, 1, 30, 0)), step()],
+                                      None),
+                                     ([lsync(0, step()), step()], None),
+                                     ([step(term=EXT_OK, delay=5), lsync(0, step()), step()], None)], exact=True),
+    "limiter_queue_full": prog([([lsync(1, step(term=EXT_OK, delay=2), define=(1, 1, 2, 10, None)), step()],
+                                 None),
+                                ([lsync(1, step()), step()], None),
+                                ([step(kids=[lsync(1, step())], handler=eh(EH_RECOVER, vals=[3])), step()],
+                                 None)], exact=True),
+    # r1 holds the second slot and fills the burst queue; when r0 leaves at
+    # t2 the slot goes to the first branch, which is rejected at the rate
+    # stage (freeing it again), then to the second, rejected too
+    "limiter_burst_full_cascade": prog([([lsync(0, step(term=EXT_OK, delay=2), define=(2, None, 1, 10, 1)),
+                                          step()], None),
+                                        ([lsync(0, step()), step()], None),
+                                        ([par([step(kids=[lsync(0, step())], handler=eh(EH_RECOVER, vals=[1])),
+                                               step(kids=[lsync(0, step())], handler=eh(EH_RECOVER, vals=[2]))]),
+                                          step()], None)], exact=True),
+    # r1 waits for the rate holding a slot; its cancel at t4 frees the slot
+    # for r2, which then waits for the rate itself until t10
+    "limiter_cancel_rate_waiter": prog([([lsync(0, step(term=EXT_OK, delay=6), define=(2, None, 1, 10, None)),
+                                          step()], None),
+                                        ([lsync(0, step()), step()], 4),
+                                        ([lsync(0, step()), step()], None)], exact=True),
+    "limiter_timeout_rate_waiter": prog([([lsync(1, step(), define=(1, None, 1, 20, None)), step()], None),
+                                         ([step(timeout=5, kids=[lsync(1, step())],
+                                                handler=eh(EH_RECOVER, vals=[5])), step()], None),
+                                         ([lsync(1, step()), step()], None)], exact=True),
+    "limiter_cancel_slot_waiter": prog([([lsync(0, step(term=EXT_OK, delay=5), define=(1, 2, 1, 5, None)),
+                                          step()], None),
+                                        ([lsync(0, step(term=SUCCESS, vals=[1])), step()], 2),
+                                        ([lsync(0, step()), step()], None)], exact=True),
+    # both branches admitted at t0; the first fails in its section and the
+    # second is aborted before entering: its slot comes back, its rate
+    # entry does not, so r1 waits for the window at t10
+    "limiter_admitted_then_cancelled": prog([([par([lsync(0, step(term=ERROR, code=2), define=(2, None, 2, 10, None)),
+                                                    lsync(0, step())], handler=eh(EH_RECOVER, vals=[7])),
+                                               step()], None),
+                                             ([step(term=EXT_OK, delay=1), lsync(0, step()), step()], None)], exact=True),
+    "limiter_reentrant_burst0": one(lsync(1, step(kids=[lsync(1, step(term=SUCCESS, vals=[4]))]),
+                                          define=(1, 0, 1, 10, 0)), step(), exact=True),
+    "limiter_error_in_section": one(lsync(0, step(term=ERROR, code=1), define=(2, 0, 3, 7, 0)), step(), exact=True),
+    # unlock hands the slot to r1, which passes the rate at once (3 a window)
+    "limiter_unlock_hands_slot": prog([([lsync(0, step(term=EXT_OK, delay=2), define=(1, None, 3, 10, None)),
+                                         step()], None),
+                                        ([lsync(0, step(kids=[step()])), step()], None),
+                                        ([lsync(0, step()), step()], None)], exact=True),
+    "limiter_unlock_admits_nobody_early": prog([([lsync(1, step(term=EXT_OK, delay=2), define=(2, None, 1, 20, 2)),
+                                                  step()], None),
+                                                 ([lsync(1, step(kids=[step()])), step()], None)], exact=True),
+    "limiter_inside_mutex": prog([([sync(0, step(kids=[lsync(0, step(term=EXT_OK, delay=1),
+                                                              define=(1, None, 1, 12, None))])), step()], None),
+                                  ([sync(0, step(kids=[lsync(0, step())])), step()], None),
+                                  ([step(term=EXT_OK, delay=2), lsync(0, step(kids=[sync(0, step())])), step()],
+                                   None)], exact=True),
+    "limiter_burst_1": prog([([lsync(0, step(), define=(2, None, 2, 5, 1)), step()], None),
+                             ([step(), lsync(0, step()), step()], None),
+                             ([lsync(0, step()), step(), lsync(0, step())], None)], burst=1, exact=True),
+    "limiter_window_tie_invariants": prog([([lsync(0, step(), define=(1, None, 1, 10, None)), step()], None),
+                                           ([lsync(0, step()), step()], None),
+                                           ([step(term=EXT_OK, delay=10), lsync(0, step()), step()], None)], exact=True),
     # successStep, relinquish
     "success_step": one(step(kids=[step(), value([1, "b2"])]), step()),
     "success_step_top": one(value(["b9"]), step()),

@@ -21,7 +21,11 @@ enum { MF_L0, MF_STEP, MF_PAR, MF_LOOP, MF_SYNC, MF_END, MF_VALUE, MF_YIELD };
 enum { CAN_NONE, CAN_USER, CAN_SYNC };
 enum { OUT_NONE, OUT_SUCCESS, OUT_ERROR, OUT_BREAK, OUT_CONTINUE };
 enum { CTL_NONE, CTL_BREAK, CTL_CONTINUE };
-enum { SS_NEW, SS_QUEUED, SS_HOLDER, SS_REJECTED };
+/* A sync frame's lock state: SS_QUEUED waits for a Mutex slot, a Throttle
+ * window or a Limiter slot; SS_RATE_QUEUED holds a Limiter slot and waits
+ * for the rate (in the burst queue). */
+enum { SS_NEW, SS_QUEUED, SS_HOLDER, SS_REJECTED, SS_RATE_QUEUED };
+enum { SK_MUTEX, SK_THROTTLE, SK_LIMITER };
 enum { RS_IDLE, RS_RUNNING, RS_DONE, RS_FAILED, RS_CANCELLED };
 enum { EV_DISPATCH, EV_TIMEOUT, EV_EXT, EV_CANCEL_ROOT, EV_YIELD, EV_WINDOW };
 
@@ -99,12 +103,17 @@ typedef struct MHolder {
     int count;
 } MHolder;
 
-/* A Mutex or a Throttle. */
+/* A Mutex, a Throttle or a Limiter. A Limiter is modelled as sync.h
+ * defines it: a Mutex(concurrent, max_queue) part (this record) and a
+ * Throttle(rate, period_ms, burst) part nested inside it (a record of its
+ * own, M.sy[part], whose queue is the burst queue). */
 typedef struct MSync {
-    int throttle;
-    uint32_t max;       /* Mutex: flows inside; Throttle: entries per window */
+    int kind;           /* SK_* */
+    int part;           /* Limiter: index of its Throttle part in M.sy */
+    int owner;          /* a Limiter's Throttle part: the Limiter's index, else -1 */
+    uint32_t max;       /* Mutex, Limiter: flows inside; Throttle: entries per window */
     uint32_t max_queue;
-    uint32_t used;      /* Mutex: slots in use; Throttle: entries in the window */
+    uint32_t used;      /* Mutex, Limiter: slots in use; Throttle: entries in the window */
     uint32_t period;    /* Throttle: window length (ms) */
     int open;           /* Throttle: a window has been opened */
     uint64_t start;     /* Throttle: the window's start */
@@ -137,7 +146,7 @@ typedef struct M {
     int dispatch_scheduled;
     MFlow* all;
     MRoot roots[FZ_MAX_ROOTS];
-    MSync sy[FZ_NSYNC];
+    MSync sy[FZ_NSYNC + 2]; /* the objects, then the Limiters' Throttle parts */
     int ambiguous; /* an order the documentation leaves open was hit */
     int fired_timer;        /* a timer has run: */
     uint64_t fired_due;     /* the due time of the last one */
@@ -164,6 +173,15 @@ const char* fz_info_col(const char* code, const char* info)
     if (!strcmp(info, "a") || !strcmp(info, "b") || !strcmp(info, "zz")
             || !strcmp(info, "Mutex: queue is full")) {
         return info;
+    }
+    /* A full Limiter queue: the object and which of its two queues. */
+    if (strcmp(code, "DefenseRejected") == 0 && strstr(info, "Limiter")) {
+        if (strstr(info, "burst")) {
+            return FZ_INFO_LIMITER_BURST;
+        }
+        if (strstr(info, "queue")) {
+            return FZ_INFO_LIMITER_QUEUE;
+        }
     }
     /* A full Throttle queue: sync.h only says that error_info "names the
      * object and the queue", so that is all the trace shows. */
@@ -409,7 +427,7 @@ static int find_loop(MFlow* fl, const char* label)
 }
 
 /* ------------------------------------------------------------------------ */
-/* Sync objects (include/futoin/sync.h): Mutex and Throttle               */
+/* Sync objects (include/futoin/sync.h): Mutex, Throttle and Limiter      */
 
 static MHolder* holder(MSync* x, MFlow* fl)
 {
@@ -446,18 +464,62 @@ static MWaiter q_take(MSync* x, int i)
     return w;
 }
 
+static void q_add(MSync* x, MFlow* fl)
+{
+    if (x->qlen == x->qcap) {
+        x->qcap = x->qcap ? x->qcap * 2 : 4;
+        x->q = xrealloc(x->q, sizeof(MWaiter) * (size_t)x->qcap);
+    }
+    x->q[x->qlen].fl = fl;
+    x->q[x->qlen].depth = fl->depth;
+    ++x->qlen;
+}
+
+static void q_remove(MSync* x, MFlow* fl)
+{
+    for (int i = 0; i < x->qlen; ++i) {
+        if (x->q[i].fl == fl) {
+            q_take(x, i);
+            return;
+        }
+    }
+}
+
 static void ext_success(M* m, MFlow* fl, const FzArgs* args);
+static void ext_error(M* m, MFlow* fl, const char* code, const char* info);
 
 /* "the next waiter is resumed directly with success() on its flow": the
  * object's bookkeeping is done first (it holds its place), then success()
- * queues the flow, which enters on its next turn. */
+ * queues the flow, which enters on its next turn. A flow admitted by a
+ * Limiter's Throttle part is a holder of the Limiter. */
 static void admit_waiter(M* m, MSync* x)
 {
     MWaiter w = q_take(x, 0);
-    sync_hold(x, w.fl);
+    sync_hold(x->owner >= 0 ? &m->sy[x->owner] : x, w.fl);
     w.fl->frames[w.depth].sstate = SS_HOLDER;
     FzArgs none = {0, {0}, {0}};
     ext_success(m, w.fl, &none);
+}
+
+/* A Throttle (or a Limiter's Throttle part) with nobody queued: "When a
+ * flow is admitted and no window is open (none yet, or the last one has
+ * ended), a window [t, t + period_ms) opens at that time t"; "Inside a
+ * window at most max flows are admitted". 1: one more entry, admitted. */
+static int throttle_try(M* m, MSync* x)
+{
+    if (x->qlen) {
+        return 0; /* "a new flow never overtakes a queued one" */
+    }
+    if (!x->open || m->now >= x->start + x->period) {
+        x->open = 1;
+        x->start = m->now;
+        x->used = 0;
+    }
+    if (x->used < x->max) {
+        ++x->used;
+        return 1;
+    }
+    return 0;
 }
 
 /* Throttle: the window timer exists only while flows wait; it fires at the
@@ -471,8 +533,67 @@ static void throttle_arm(M* m, MSync* x, int idx)
     }
 }
 
+static int limiter_rate(M* m, MSync* x, MFlow* fl, int woken);
+
+/* A Limiter slot frees up (unlock, a burst rejection, or the cancel of a
+ * flow waiting for the rate): "the next waiter is resumed directly ...
+ * from inside that call". The first flow waiting for a slot (FIFO) takes
+ * it and, "holding the slot, passes the rate limit" at once. */
+static void limiter_free_slot(M* m, MSync* x)
+{
+    if (!x->qlen) {
+        --x->used;
+        return;
+    }
+    MWaiter w = q_take(x, 0);
+    if (w.depth != w.fl->depth) {
+        abort(); /* model bug: a queued flow is not waiting at its sync step */
+    }
+    limiter_rate(m, x, w.fl, 1);
+}
+
+/* The rate stage of a Limiter: the flow holds one of its slots. Admitted
+ * (a holder; success() when it was woken), queued in the burst FIFO (still
+ * waiting, its slot held), or "rejected when it is full, which frees the
+ * slot again": DefenseRejected, returned by lock() or, for a woken flow,
+ * handle_error() on it. The rejected flow is resumed first, then the slot
+ * goes on to the next waiter (FIFO order). Returns OUT_* for lock(). */
+static int limiter_rate(M* m, MSync* x, MFlow* fl, int woken)
+{
+    MSync* r = &m->sy[x->part];
+    MFrame* s = top(fl);
+    if (throttle_try(m, r)) {
+        sync_hold(x, fl);
+        s->sstate = SS_HOLDER;
+        if (woken) {
+            FzArgs none = {0, {0}, {0}};
+            ext_success(m, fl, &none);
+        }
+        return OUT_NONE;
+    }
+    if ((uint32_t)r->qlen < r->max_queue) {
+        q_add(r, fl);
+        s->sstate = SS_RATE_QUEUED;
+        s->cancel = CAN_SYNC;
+        s->wait = 1;
+        throttle_arm(m, r, x->part);
+        return OUT_NONE;
+    }
+    s->sstate = SS_REJECTED;
+    if (woken) {
+        ext_error(m, fl, "DefenseRejected", FZ_INFO_LIMITER_BURST);
+        limiter_free_slot(m, x);
+        return OUT_NONE;
+    }
+    limiter_free_slot(m, x);
+    set_code(fl, "DefenseRejected");
+    set_info(m, fl, FZ_INFO_LIMITER_BURST);
+    return OUT_ERROR;
+}
+
 /* unlock(): the flow leaves once (re-entries are counted). A Mutex slot
- * goes to the first waiter (FIFO); a Throttle admits nobody early. */
+ * goes to the first waiter (FIFO); a Throttle admits nobody early; a
+ * Limiter frees its slot (its rate part admits nobody early). */
 static void sync_release(M* m, MSync* x, MFlow* fl)
 {
     MHolder* h = holder(x, fl);
@@ -483,7 +604,11 @@ static void sync_release(M* m, MSync* x, MFlow* fl)
         return;
     }
     *h = x->h[--x->nh];
-    if (x->throttle) {
+    if (x->kind == SK_THROTTLE) {
+        return;
+    }
+    if (x->kind == SK_LIMITER) {
+        limiter_free_slot(m, x);
         return;
     }
     if (x->qlen) {
@@ -496,7 +621,9 @@ static void sync_release(M* m, MSync* x, MFlow* fl)
 /* lock(), the sync step's execute callback: enter at once (counted
  * re-entrance, or a place and nobody queued), queue (FIFO, setCancel: the
  * step waits for success() from an unlock() or the window timer), or
- * reject with DefenseRejected. Returns OUT_*. */
+ * reject with DefenseRejected. A Limiter: "a flow first takes one of the
+ * concurrent slots (waiting in the max_queue FIFO or rejected when it is
+ * full), then, holding the slot, passes the rate limit". Returns OUT_*. */
 static int sync_lock(M* m, MFlow* fl)
 {
     MFrame* s = top(fl);
@@ -508,69 +635,62 @@ static int sync_lock(M* m, MFlow* fl)
         s->sstate = SS_HOLDER;
         return OUT_NONE;
     }
-    if (x->throttle) {
-        if (x->qlen == 0) {
-            /* "a new flow never overtakes a queued one"; with none queued:
-             * "When a flow is admitted and no window is open (none yet, or
-             * the last one has ended), a window [t, t + period_ms) opens at
-             * that time t." */
-            if (!x->open || m->now >= x->start + x->period) {
-                x->open = 1;
-                x->start = m->now;
-                x->used = 0;
-            }
-            if (x->used < x->max) {
-                ++x->used;
-                sync_hold(x, fl);
-                s->sstate = SS_HOLDER;
-                return OUT_NONE;
-            }
+    if (x->kind == SK_THROTTLE) {
+        if (throttle_try(m, x)) {
+            sync_hold(x, fl);
+            s->sstate = SS_HOLDER;
+            return OUT_NONE;
         }
     } else if (x->used < x->max && x->qlen == 0) {
         ++x->used;
+        if (x->kind == SK_LIMITER) {
+            return limiter_rate(m, x, fl, 0);
+        }
         sync_hold(x, fl);
         s->sstate = SS_HOLDER;
         return OUT_NONE;
     }
     if ((uint32_t)x->qlen < x->max_queue) {
-        if (x->qlen == x->qcap) {
-            x->qcap = x->qcap ? x->qcap * 2 : 4;
-            x->q = xrealloc(x->q, sizeof(MWaiter) * (size_t)x->qcap);
-        }
-        x->q[x->qlen].fl = fl;
-        x->q[x->qlen].depth = fl->depth;
-        ++x->qlen;
+        q_add(x, fl);
         s->sstate = SS_QUEUED;
         s->cancel = CAN_SYNC;
         s->wait = 1;
-        if (x->throttle) {
+        if (x->kind == SK_THROTTLE) {
             throttle_arm(m, x, idx);
         }
         return OUT_NONE;
     }
     s->sstate = SS_REJECTED;
     set_code(fl, "DefenseRejected");
-    set_info(m, fl, x->throttle ? FZ_INFO_THROTTLE_FULL : "Mutex: queue is full");
+    set_info(m, fl,
+            x->kind == SK_THROTTLE  ? FZ_INFO_THROTTLE_FULL
+            : x->kind == SK_LIMITER ? FZ_INFO_LIMITER_QUEUE
+                                    : "Mutex: queue is full");
     return OUT_ERROR;
 }
 
 /* The sync step's own cancel handler: the lock is not held. A waiter
  * leaves the queue and never enters; a Throttle with nobody left queued
  * keeps no timer ("When it ends with none queued ... no timer is
- * pending"). */
+ * pending"). A Limiter flow waiting for the rate leaves the burst queue
+ * (the same timer rule) and then gives its slot back ("When a slot frees
+ * up (... a cancel handler of a flow that was admitted or queued)"). */
 static void sync_cancel(M* m, MFlow* fl, MFrame* s)
 {
     MSync* x = &m->sy[s->node->sync];
     if (s->sstate == SS_QUEUED) {
-        for (int i = 0; i < x->qlen; ++i) {
-            if (x->q[i].fl == fl) {
-                q_take(x, i);
-                break;
-            }
-        }
-        if (x->throttle && !x->qlen) {
+        q_remove(x, fl);
+        if (x->kind == SK_THROTTLE && !x->qlen) {
             ev_cancel(m, &x->timer);
         }
+    } else if (s->sstate == SS_RATE_QUEUED) {
+        MSync* r = &m->sy[x->part];
+        s->sstate = SS_NEW;
+        q_remove(r, fl);
+        if (!r->qlen) {
+            ev_cancel(m, &r->timer);
+        }
+        limiter_free_slot(m, x);
     } else if (s->sstate == SS_HOLDER) {
         sync_release(m, x, fl);
     }
@@ -1167,6 +1287,17 @@ static void ext_success(M* m, MFlow* fl, const FzArgs* args)
     ready(m, fl);
 }
 
+/* External handle_error() on a waiting step: it fails by itself (its
+ * cancel handler is not called); the flow unwinds on its next turn. */
+static void ext_error(M* m, MFlow* fl, const char* code, const char* info)
+{
+    set_code(fl, code);
+    set_info(m, fl, info);
+    fl->ctl = CTL_NONE;
+    raise_at(m, fl, fl->depth, 1);
+    ready(m, fl);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Events                                                                    */
 
@@ -1238,11 +1369,7 @@ static void run_event(M* m, int id)
         } else {
             char info[16];
             snprintf(info, sizeof(info), "x%d", e.node->id);
-            set_code(fl, fz_codes[b->code]);
-            set_info(m, fl, info);
-            fl->ctl = CTL_NONE;
-            raise_at(m, fl, fl->depth, 1);
-            ready(m, fl);
+            ext_error(m, fl, fz_codes[b->code], info);
         }
         break;
     }
@@ -1275,16 +1402,32 @@ int fz_model_run(const FzProg* p, FzStr* out)
     memset(&m, 0, sizeof(m));
     m.p = p;
     m.out = out;
+    for (int i = 0; i < FZ_NSYNC + 2; ++i) {
+        m.sy[i].timer = -1;
+        m.sy[i].owner = -1;
+    }
     for (int i = 0; i < FZ_NSYNC; ++i) {
         MSync* x = &m.sy[i];
-        x->timer = -1;
         if (FZ_SYNC_IS_THROTTLE(i)) {
             const FzThrottle* t = &p->throttle[i - FZ_SYNC_THROTTLE0];
-            x->throttle = 1;
+            x->kind = SK_THROTTLE;
             x->max = t->max;
             x->period = t->period_ms;
             x->max_queue = t->max_queue;
+        } else if (FZ_SYNC_IS_LIMITER(i)) {
+            const FzLimiter* l = &p->limiter[i - FZ_SYNC_LIMITER0];
+            MSync* r = &m.sy[FZ_NSYNC + i - FZ_SYNC_LIMITER0];
+            x->kind = SK_LIMITER;
+            x->max = l->concurrent;
+            x->max_queue = l->max_queue;
+            x->part = FZ_NSYNC + i - FZ_SYNC_LIMITER0;
+            r->kind = SK_THROTTLE;
+            r->owner = i;
+            r->max = l->rate;
+            r->period = l->period_ms;
+            r->max_queue = l->burst;
         } else {
+            x->kind = SK_MUTEX;
             x->max = p->mutex[i].max;
             x->max_queue = p->mutex[i].max_queue;
         }
@@ -1342,7 +1485,7 @@ int fz_model_run(const FzProg* p, FzStr* out)
         free(fl->frames);
         free(fl);
     }
-    for (int i = 0; i < FZ_NSYNC; ++i) {
+    for (int i = 0; i < FZ_NSYNC + 2; ++i) {
         free(m.sy[i].q);
         free(m.sy[i].h);
     }

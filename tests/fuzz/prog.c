@@ -31,15 +31,25 @@
  *   parallel:= eh NB node{NB % 5}
  *   loop    := L body   label = L % 3 (none, "a", "b"), count = (L >> 2) % 4
  *                       (repeat: count; loop: the iteration that breaks)
- *   sync    := M [P] step   M & 8: a Throttle, else a Mutex; index M & 1
- *                      (other bits unused); the step is the critical section
+ *   sync    := M [P | P1 P2] step   M & 8: a Throttle, else M & 16: a
+ *                      Limiter, else a Mutex; index M & 1 (other bits
+ *                      unused); the step is the critical section
  *     P: only at the first sync node (in decoding order) that uses a given
  *        throttle: its parameters, max = 1 + (P & 3) % 3 entries per window,
  *        period_ms = {5,7,10,12,15,20,25,30}[(P >> 2) & 7],
  *        max_queue = Q[(P >> 5) & 3]. A throttle no node uses keeps the
  *        defaults (1, 10 ms, unlimited); both throttles always exist.
- *     (Before throttles existed M was "mutex = M & 1"; bit 3 is clear in
- *     every checked-in corpus file, so they decode to the same programs.)
+ *     P1 P2: only at the first sync node that uses a given limiter: its
+ *        FutoInLimiterOptions, concurrent = 1 + (P1 & 3) % 3,
+ *        max_queue = Q[(P1 >> 2) & 3], rate = 1 + ((P1 >> 4) & 3) % 3,
+ *        burst = Q[(P1 >> 6) & 3], period_ms = the periods above [P2 & 7]
+ *        (other bits of P2 unused). A limiter no node uses is created with
+ *        NULL options (the spec defaults 1, 0, 1, 1000 ms, 0); both
+ *        limiters always exist.
+ *     (Before throttles existed M was "mutex = M & 1"; before limiters,
+ *     "M & 8: a Throttle, else a Mutex". Bits 3 and 4 are clear in the M
+ *     byte of every mutex node of the corpus files checked in before each
+ *     change, so those decode to the same programs.)
  */
 #include "prog.h"
 
@@ -222,18 +232,31 @@ static FzNode* read_node(FzProg* p, Rd* r, int depth, int in_branch, int force_s
         break;
     }
     case FZ_N_SYNC: {
+        static const uint32_t periods[8] = {5, 7, 10, 12, 15, 20, 25, 30};
+        static const uint32_t queues[4] = {0, 1, 2, FZ_QUEUE_UNLIMITED};
         unsigned mb = rd(r);
-        n->sync = (uint8_t)(((mb & 8) ? FZ_SYNC_THROTTLE0 : FZ_SYNC_MUTEX0) + (mb & 1));
+        unsigned base = (mb & 8) ? FZ_SYNC_THROTTLE0 : (mb & 16) ? FZ_SYNC_LIMITER0 : FZ_SYNC_MUTEX0;
+        n->sync = (uint8_t)(base + (mb & 1));
         if (FZ_SYNC_IS_THROTTLE(n->sync)) {
             FzThrottle* t = &p->throttle[n->sync - FZ_SYNC_THROTTLE0];
             if (!t->defined) {
-                static const uint32_t periods[8] = {5, 7, 10, 12, 15, 20, 25, 30};
-                static const uint32_t queues[4] = {0, 1, 2, FZ_QUEUE_UNLIMITED};
                 unsigned b = rd(r);
                 t->defined = 1;
                 t->max = 1 + (b & 3) % 3;
                 t->period_ms = periods[(b >> 2) & 7];
                 t->max_queue = queues[(b >> 5) & 3];
+            }
+        } else if (FZ_SYNC_IS_LIMITER(n->sync)) {
+            FzLimiter* l = &p->limiter[n->sync - FZ_SYNC_LIMITER0];
+            if (!l->defined) {
+                unsigned b1 = rd(r);
+                unsigned b2 = rd(r);
+                l->defined = 1;
+                l->concurrent = 1 + (b1 & 3) % 3;
+                l->max_queue = queues[(b1 >> 2) & 3];
+                l->rate = 1 + ((b1 >> 4) & 3) % 3;
+                l->burst = queues[(b1 >> 6) & 3];
+                l->period_ms = periods[b2 & 7];
             }
         }
         n->section = read_node(p, r, depth + 1, in_branch, 1, 0);
@@ -267,6 +290,12 @@ void fz_decode(FzProg* p, const uint8_t* data, size_t size)
         p->throttle[i].max = 1;
         p->throttle[i].period_ms = 10;
         p->throttle[i].max_queue = FZ_QUEUE_UNLIMITED;
+        /* FUTOIN_LIMITER_OPTIONS_INIT: what NULL options mean */
+        p->limiter[i].concurrent = 1;
+        p->limiter[i].max_queue = 0;
+        p->limiter[i].rate = 1;
+        p->limiter[i].period_ms = 1000;
+        p->limiter[i].burst = 0;
     }
     for (int i = 0; i < p->nroots; ++i) {
         FzRoot* rt = &p->roots[i];
@@ -440,6 +469,8 @@ static void dump_node(const FzNode* n, FzStr* o, int ind)
     case FZ_N_SYNC:
         if (FZ_SYNC_IS_THROTTLE(n->sync)) {
             fz_str_addf(o, " sync(throttle%u)\n", n->sync - FZ_SYNC_THROTTLE0);
+        } else if (FZ_SYNC_IS_LIMITER(n->sync)) {
+            fz_str_addf(o, " sync(limiter%u)\n", n->sync - FZ_SYNC_LIMITER0);
         } else {
             fz_str_addf(o, " sync(mutex%u)\n", n->sync);
         }
@@ -461,6 +492,16 @@ void fz_dump(const FzProg* p, FzStr* o)
         if (t->defined) {
             fz_str_addf(o, "throttle%d=(%u per %u ms, queue %d)\n", i, t->max, t->period_ms,
                     t->max_queue == FZ_QUEUE_UNLIMITED ? -1 : (int)t->max_queue);
+        }
+    }
+    for (int i = 0; i < 2; ++i) {
+        const FzLimiter* l = &p->limiter[i];
+        if (l->defined) {
+            fz_str_addf(o,
+                    "limiter%d=(%u inside, queue %d; %u per %u ms, burst %d)\n", i,
+                    l->concurrent,
+                    l->max_queue == FZ_QUEUE_UNLIMITED ? -1 : (int)l->max_queue, l->rate,
+                    l->period_ms, l->burst == FZ_QUEUE_UNLIMITED ? -1 : (int)l->burst);
         }
     }
     for (int i = 0; i < p->nroots; ++i) {

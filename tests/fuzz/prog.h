@@ -1,10 +1,10 @@
 /*
  * The fuzzer's tiny step language: a program is 1..3 roots, each a list of
- * top-level steps, plus two Mutex and two Throttle objects, a burst setting
- * and an optional root cancel at a virtual tick. A step has a body
- * (setCancel, setTimeout, sub-steps, then one terminator) and an error
- * handler. Parallel steps, loop()/repeat() with labels and sync (Mutex or
- * Throttle) sections nest freely.
+ * top-level steps, plus two Mutex, two Throttle and two Limiter objects, a
+ * burst setting and an optional root cancel at a virtual tick. A step has a
+ * body (setCancel, setTimeout, sub-steps, then one terminator) and an error
+ * handler. Parallel steps, loop()/repeat() with labels and sync (Mutex,
+ * Throttle or Limiter) sections nest freely.
  *
  * prog.c decodes any byte string into a bounded program (see the encoding
  * comment there). The engine runner (engine_run.c) and the reference model
@@ -27,8 +27,17 @@
 #define FZ_QUEUE_UNLIMITED 0xffffffffu
 
 /* The sync objects of a program: FzNode.sync indexes this list. */
-enum { FZ_SYNC_MUTEX0 = 0, FZ_SYNC_MUTEX1, FZ_SYNC_THROTTLE0, FZ_SYNC_THROTTLE1, FZ_NSYNC };
-#define FZ_SYNC_IS_THROTTLE(k) ((k) >= FZ_SYNC_THROTTLE0)
+enum {
+    FZ_SYNC_MUTEX0 = 0,
+    FZ_SYNC_MUTEX1,
+    FZ_SYNC_THROTTLE0,
+    FZ_SYNC_THROTTLE1,
+    FZ_SYNC_LIMITER0,
+    FZ_SYNC_LIMITER1,
+    FZ_NSYNC
+};
+#define FZ_SYNC_IS_THROTTLE(k) ((k) == FZ_SYNC_THROTTLE0 || (k) == FZ_SYNC_THROTTLE1)
+#define FZ_SYNC_IS_LIMITER(k) ((k) == FZ_SYNC_LIMITER0 || (k) == FZ_SYNC_LIMITER1)
 
 /* Terminators of a step body. */
 enum {
@@ -130,12 +139,24 @@ typedef struct FzThrottle {
     uint8_t defined;    /* 1: set by a sync node (else the defaults) */
 } FzThrottle;
 
+/* A Limiter (sync.h FutoInLimiterOptions): a Mutex(concurrent, max_queue)
+ * with a Throttle(rate, period_ms, burst) nested inside. */
+typedef struct FzLimiter {
+    uint32_t concurrent; /* 1..3 */
+    uint32_t max_queue;  /* flows waiting for a slot */
+    uint32_t rate;       /* entries per window: 1..3 */
+    uint32_t period_ms;
+    uint32_t burst;      /* flows waiting for the rate */
+    uint8_t defined;     /* 1: set by a sync node (else the spec defaults) */
+} FzLimiter;
+
 typedef struct FzProg {
     unsigned burst;
     uint8_t nroots;
     FzRoot roots[FZ_MAX_ROOTS];
     FzMutex mutex[2];
     FzThrottle throttle[2];
+    FzLimiter limiter[2];
     int nnodes;
     int cancel_actions; /* nodes with a cancel_action */
     FzNode nodes[FZ_MAX_NODES];
