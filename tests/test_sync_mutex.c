@@ -166,6 +166,41 @@ static void test_args_dropped_on_reject(void** state)
     sync_free_ok(m);
 }
 
+/* Inputs held for the critical section of a flow cancelled while it
+ * waits in the queue are cleaned up once, at the cancel, and the flow
+ * leaves the queue: the holder's unlock admits nobody. */
+static void test_args_dropped_on_cancel_while_queued(void** state)
+{
+    (void)state;
+    sync_counters_reset();
+    FutoInSync* m = mutex(1, FUTOIN_SYNC_UNLIMITED);
+    Worker a = {.name = "A", .sync = m, .hold_ms = 10};
+    worker_run(&a);
+    run_until_entered(&a);
+    Counted in = {1, 0};
+    FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
+    futoin_add(root, step_args_in, NULL, &in);
+    futoin_add_sync(root, m, must_not_run, NULL, "cs");
+    futoin_add(root, must_not_run, NULL, "after");
+    futoin_execute(root, no_unhandled, NULL);
+    FutoInSyncStats st;
+    do {
+        assert_true(futoin_loop_run_next(g_loop));
+        assert_int_equal(futoin_sync_stats(m, &st), FUTOIN_SYNC_OK);
+    } while (st.queued == 0);
+    assert_int_equal(in.cleanups, 0); /* held for the section */
+    futoin_cancel(root);
+    assert_int_equal(in.cleanups, 1);
+    assert_int_equal(futoin_sync_stats(m, &st), FUTOIN_SYNC_OK);
+    assert_int_equal(st.queued, 0);
+    run();
+    assert_trace("A>0|A<10");
+    assert_int_equal(in.cleanups, 1);
+    futoin_asyncsteps_free(root);
+    workers_free(&a, 1);
+    sync_free_ok(m);
+}
+
 /* ---- release on error, timeout, cancel ---- */
 
 static void test_release_on_error(void** state)
@@ -790,6 +825,7 @@ int main(void)
             T(test_args_enter_at_once),
             T(test_args_after_waiting),
             T(test_args_dropped_on_reject),
+            T(test_args_dropped_on_cancel_while_queued),
             T(test_release_on_error),
             T(test_release_on_unhandled_error),
             T(test_release_on_timeout),
