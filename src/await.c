@@ -216,7 +216,7 @@ int futoin_promise(FutoInAsyncSteps* root, FutoInOutcome* out)
         return FUTOIN_PROMISE_MISUSE;
     }
     Root* r = fl->root;
-    FutoInLoop* loop = futoin__root_ctx(r)->loop;
+    FutoInLoop* loop = r->main.loop;
     PromiseState ps = {out, 0};
     RootExt* x = futoin__root_ext(r);
     x->done = promise_done;

@@ -142,8 +142,8 @@ Flow* futoin__flow_of(FutoInAsyncSteps* bsi)
 FutoInLoop* futoin_asyncsteps_loop(FutoInAsyncSteps* as)
 {
     Flow* fl = futoin__flow_of(as);
-    /* fl->loop, not futoin__flow_ctx(fl)->loop: it is never rewritten, so other
-     * threads (shared sync objects) may ask too. */
+    /* Flow.loop is written once, when the flow's memory is first used, so
+     * other threads (shared sync objects) may ask too. */
     return fl ? fl->loop : NULL;
 }
 
@@ -759,7 +759,7 @@ static FrameExtra* frame_x(Flow* fl, Frame* f)
 static void frame_stop_timer(Flow* fl, Frame* f)
 {
     if (f->flags & FR_TIMER) {
-        FutoInLoop* loop = futoin__flow_ctx(fl)->loop;
+        FutoInLoop* loop = fl->loop;
         FutoInHandle h = futoin__loop_handle(loop, f->x->timer);
         futoin__loop_cancel_local(loop, &h);
         f->x->timer.slot = 0;
@@ -1217,7 +1217,7 @@ static int start_frame(Flow* fl, FutoInAsyncSteps_execute_callback fn, void* dat
     case SK_YIELD:
         f->flags |= FR_WAIT | FR_TIMER;
         frame_x(fl, f)->timer = futoin__loop_ref(
-                futoin__loop_immediate2(futoin__flow_ctx(fl)->loop, fl, fl->depth, yield_resume));
+                futoin__loop_immediate2(fl->loop, fl, fl->depth, yield_resume));
         fl->state = FS_WAIT;
         return HANDLED;
     default:
@@ -1669,7 +1669,7 @@ void futoin__flow_set_timeout(Flow* fl, uint32_t ms)
     Frame* f = &fl->frames[fl->depth];
     frame_stop_timer(fl, f);
     frame_x(fl, f)->timer = futoin__loop_ref(
-            futoin__loop_deferred2(futoin__flow_ctx(fl)->loop, ms, fl, fl->depth, on_timeout));
+            futoin__loop_deferred2(fl->loop, ms, fl, fl->depth, on_timeout));
     f->flags |= FR_TIMER | FR_WAIT;
 }
 
