@@ -96,6 +96,15 @@ static void run_until_entered(Worker* w)
     }
 }
 
+/* Worker A takes m and is inside when this returns (A leaves after
+ * hold_ms): the args cases below queue behind it. */
+static void hold_by_a(Worker* a, FutoInSync* m, uint32_t hold_ms)
+{
+    *a = (Worker){.name = "A", .sync = m, .hold_ms = hold_ms};
+    worker_run(a);
+    run_until_entered(a);
+}
+
 static void run_args_case(FutoInSync* m, ArgsCase* ac)
 {
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
@@ -126,9 +135,8 @@ static void test_args_after_waiting(void** state)
     (void)state;
     sync_counters_reset();
     FutoInSync* m = mutex(1, FUTOIN_SYNC_UNLIMITED);
-    Worker a = {.name = "A", .sync = m, .hold_ms = 25};
-    worker_run(&a);
-    run_until_entered(&a);
+    Worker a;
+    hold_by_a(&a, m, 25);
     ArgsCase ac = {{1, 0}, {2, 0}, 0, 0};
     run_args_case(m, &ac); /* queued behind A: the inputs wait with it */
     assert_trace("A>0|A<25|cs@25|after@25");
@@ -145,9 +153,8 @@ static void test_args_dropped_on_reject(void** state)
     (void)state;
     sync_counters_reset();
     FutoInSync* m = mutex(1, 0);
-    Worker a = {.name = "A", .sync = m, .hold_ms = 5};
-    worker_run(&a);
-    run_until_entered(&a);
+    Worker a;
+    hold_by_a(&a, m, 5);
     Counted in = {1, 0};
     Unhandled u;
     memset(&u, 0, sizeof(u));
@@ -174,9 +181,8 @@ static void test_args_dropped_on_cancel_while_queued(void** state)
     (void)state;
     sync_counters_reset();
     FutoInSync* m = mutex(1, FUTOIN_SYNC_UNLIMITED);
-    Worker a = {.name = "A", .sync = m, .hold_ms = 10};
-    worker_run(&a);
-    run_until_entered(&a);
+    Worker a;
+    hold_by_a(&a, m, 10);
     Counted in = {1, 0};
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
     futoin_add(root, step_args_in, NULL, &in);
