@@ -1382,6 +1382,17 @@ static int keep_turn(EngineCtx* ctx)
     return 1;
 }
 
+/* A frame that has nothing left to do once its last sub-step starts: a
+ * plain step (not level 0) without handler, extras or flags, whose callback
+ * has returned. That sub-step takes its place, as a tail call would: its
+ * completion or error reaches the frame below just as it would have through
+ * this one, and a step that ends by adding one sub-step (a loop inside a
+ * step, a step that recurses) does not deepen the stack. */
+static inline int frame_spent(const Flow* fl, const Frame* f)
+{
+    return fl->depth > 0 && f->kind == SK_PLAIN && !f->node && !f->x && !f->flags;
+}
+
 static void advance(Flow* fl)
 {
     EngineCtx* ctx = futoin__flow_ctx(fl);
@@ -1421,9 +1432,17 @@ static void advance(Flow* fl)
                 r = exec_outcome(fl);
             }
         } else if (s) {
+            /* Any other kind, or a plain step on a full stack: only here
+             * may the last sub-step of a spent frame take its place, so
+             * the common path above pays nothing for it, yet neither a
+             * parked loop nor a recursion of plain steps deepens the stack
+             * through frames that have nothing left to do. */
             FutoInAsyncSteps_execute_callback fn = s->f;
             void* data = s->data;
             top->q_head = s->next;
+            if (!s->next && frame_spent(fl, top)) {
+                --fl->depth;
+            }
             frame_push(fl, s);
             r = start_frame(fl, fn, data);
         } else if (fl->depth == 0) {

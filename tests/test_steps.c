@@ -170,6 +170,93 @@ static void test_deep_nesting_unwind(void** state)
     futoin_asyncsteps_free(root);
 }
 
+/* ---- a step whose last act is adding one sub-step ----
+ * An async recursion: each level adds the next as its only sub-step. The
+ * levels in between hold nothing (no handler, cancel handler, timeout or
+ * stack memory), so the engine lets each new level take its parent's place:
+ * results and errors still reach the steps below the recursion, and the
+ * memory used stays flat however deep it goes. */
+#define TAIL_LEVELS 200000
+static long g_tail_calls;
+
+static void tail_step(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    ++g_tail_calls;
+    long left = (long)(intptr_t)data;
+    if (left > 0) {
+        futoin_add(as, tail_step, NULL, (void*)(intptr_t)(left - 1));
+    } else if (g_tail_calls % 2) {
+        futoin_error(as, "Bottom", NULL); /* odd total: fail at the bottom */
+    } else {
+        futoin_success1(as, futoin_val_i32(4242));
+    }
+}
+
+static void tail_eh(FutoInAsyncSteps* as, void* data, const char* code)
+{
+    (void)data;
+    tr("eh:%s@%ld", code, g_tail_calls);
+    futoin_success1(as, futoin_val_i32(-1));
+}
+
+/* Resident memory in KiB: the recursion must not grow it (frames are not
+ * pooled: a stack that deepens grows a heap array, 32 bytes a level). */
+static long rss_kib(void)
+{
+    FILE* f = fopen("/proc/self/status", "r");
+    char line[128];
+    long kib = -1;
+    assert_non_null(f);
+    while (fgets(line, sizeof(line), f)) {
+        if (sscanf(line, "VmRSS: %ld", &kib) == 1) {
+            break;
+        }
+    }
+    fclose(f);
+    assert_true(kib > 0);
+    return kib;
+}
+
+static void run_tail(long levels, FutoInAsyncSteps_error_callback eh)
+{
+    g_tail_calls = 0;
+    FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
+    futoin_add(root, tail_step, eh, (void*)(intptr_t)levels);
+    futoin_add(root, deep_after, NULL, NULL);
+    futoin_execute(root, no_unhandled, NULL);
+    run();
+    futoin_asyncsteps_free(root);
+}
+
+static void test_tail_substep_results_and_memory(void** state)
+{
+    (void)state;
+    run_tail(1001, NULL); /* warm up the pools: 1002 calls */
+    assert_trace("after:4242");
+    tr_reset();
+    long before = rss_kib();
+    run_tail(TAIL_LEVELS - 1, NULL); /* an even number of calls */
+    long grown = rss_kib() - before;
+    assert_int_equal(g_tail_calls, TAIL_LEVELS);
+    /* the bottom's result reaches the step after the recursion */
+    assert_trace("after:4242");
+    /* a stack 32 bytes a level deep would be 6250 KiB */
+    assert_true(grown < 1024);
+}
+
+static void test_tail_substep_error_reaches_handler(void** state)
+{
+    (void)state;
+    /* the handler below the recursion catches the bottom's error once
+     * and recovers: the next step runs with its result */
+    run_tail(TAIL_LEVELS, tail_eh);
+    assert_int_equal(g_tail_calls, TAIL_LEVELS + 1);
+    char want[64];
+    snprintf(want, sizeof(want), "eh:Bottom@%d|after:-1", TAIL_LEVELS + 1);
+    assert_trace(want);
+}
+
 /* ---- implicit success and explicit success args ---- */
 
 static void expect_no_args(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
@@ -634,6 +721,8 @@ int main(void)
             T(test_root_handle_is_main_flow),
             T(test_deep_nesting_order),
             T(test_deep_nesting_unwind),
+            T(test_tail_substep_results_and_memory),
+            T(test_tail_substep_error_reaches_handler),
             T(test_implicit_success),
             T(test_success_args),
             T(test_substep_result_passes_on),
