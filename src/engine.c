@@ -945,9 +945,8 @@ static const FutoInArgs no_args;
  * results move to the C stack for the call, so a flow holds only the
  * results waiting for its next step. */
 static inline int call_step(
-        Flow* fl, CallKind kind, FutoInAsyncSteps_execute_callback fn, void* data)
+        Flow* fl, Frame* f, CallKind kind, FutoInAsyncSteps_execute_callback fn, void* data)
 {
-    Frame* f = &fl->frames[fl->depth];
     uint32_t gen = fl->gen;
     ArgsBox* in = fl->results;
     const FutoInArgs* pin = &no_args;
@@ -1074,7 +1073,7 @@ static int run_iteration(Flow* fl)
     LoopSpec* l = f->node;
     /* Results of the previous iteration are not an input of the next. */
     futoin__results_drop(fl);
-    if (!call_step(fl, l->repeat ? CALL_REPEAT : CALL_LOOP, NULL, NULL)) {
+    if (!call_step(fl, f, l->repeat ? CALL_REPEAT : CALL_LOOP, NULL, NULL)) {
         return HANDLED;
     }
     for (;;) {
@@ -1180,7 +1179,7 @@ static int start_frame(Flow* fl, FutoInAsyncSteps_execute_callback fn, void* dat
     switch (f->kind) {
     case SK_PLAIN:
     case SK_OWNED:
-        return call_step(fl, CALL_EXEC, fn, data) ? exec_outcome(fl) : HANDLED;
+        return call_step(fl, f, CALL_EXEC, fn, data) ? exec_outcome(fl) : HANDLED;
     case SK_LOOP: {
         LoopSpec* l = f->node;
         if (l->repeat && l->count == 0) {
@@ -1196,7 +1195,7 @@ static int start_frame(Flow* fl, FutoInAsyncSteps_execute_callback fn, void* dat
         f->node->held = fl->results;
         fl->results = NULL;
         f->flags |= FR_LOCK_PHASE;
-        if (!call_step(fl, CALL_LOCK, NULL, NULL)) {
+        if (!call_step(fl, f, CALL_LOCK, NULL, NULL)) {
             return HANDLED;
         }
         f = &fl->frames[fl->depth];
@@ -1419,7 +1418,7 @@ static void advance(Flow* fl)
                 f->node = NULL;
                 futoin__pool_put(&ctx->steps, s);
             }
-            if (!call_step(fl, CALL_EXEC, fn, data)) {
+            if (!call_step(fl, f, CALL_EXEC, fn, data)) {
                 return;
             }
             if (fl->out <= OUT_SUCCESS && !f->q_head && !f->x && !f->flags) {
