@@ -2,6 +2,8 @@
  * (spec 1.6), result arguments and their cleanup. */
 #include "tsupport.h"
 
+#include <futoin/sync.h>
+
 /* ---- spec 1.1: the exact execution sequence ---- */
 
 static void par_tag(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
@@ -255,6 +257,154 @@ static void test_tail_substep_error_reaches_handler(void** state)
     char want[64];
     snprintf(want, sizeof(want), "eh:Bottom@%d|after:-1", TAIL_LEVELS + 1);
     assert_trace(want);
+}
+
+/* Each kind of step can be the last sub-step that takes a spent frame's
+ * place: a parallel, a sync step, a loop left by a labelled break from a
+ * sub-step that itself took its parent's place, an error that unwinds to
+ * the handler below, and a timeout. */
+static FutoInSync* g_tail_mutex;
+
+static void tail_parallel(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    tr("p");
+    FutoInAsyncSteps* p = futoin_parallel(as, NULL, NULL);
+    futoin_add(p, step_tag, NULL, "b1");
+    futoin_add(p, step_tag, NULL, "b2");
+}
+
+static void tail_sync(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    tr("s");
+    futoin_add_sync(as, g_tail_mutex, step_tag, NULL, "section");
+}
+
+static void tail_break_outer(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    tr("break@%d", (int)(intptr_t)data);
+    futoin_break(as, "outer");
+}
+
+static void tail_break_parent(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    futoin_add(as, tail_break_outer, NULL, data);
+}
+
+static void tail_body(FutoInAsyncSteps* as, void* data, size_t i)
+{
+    (void)data;
+    tr("it%d", (int)i);
+    if (i == 2) {
+        futoin_add(as, tail_break_parent, NULL, (void*)(intptr_t)i);
+    }
+}
+
+static void tail_loop(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    tr("l");
+    futoin_repeat(as, 10, tail_body, NULL, "outer");
+}
+
+static void tail_fail_parent(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    tr("f");
+    futoin_add(as, step_fail, NULL, data);
+}
+
+static void tail_recover(FutoInAsyncSteps* as, void* data, const char* code)
+{
+    tr("eh:%s:%s:%s", (const char*)data, code, futoin_error_info(as));
+    futoin_success(as);
+}
+
+static void tail_fail_guarded(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    futoin_add(as, tail_fail_parent, NULL, "x");
+}
+
+static void tail_wait_timeout(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    tr("%s", (const char*)data);
+    futoin_set_cancel(as, cancel_tag, data);
+    futoin_set_timeout(as, 10);
+}
+
+static void tail_timeout_parent(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    futoin_add(as, tail_wait_timeout, NULL, data);
+}
+
+static void tail_timeout_guarded(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    futoin_add(as, tail_timeout_parent, NULL, "w");
+}
+
+static void test_tail_substep_kinds(void** state)
+{
+    (void)state;
+    g_tail_mutex = futoin_mutex_new(g_loop, 1, FUTOIN_SYNC_UNLIMITED);
+    assert_non_null(g_tail_mutex);
+    FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
+    futoin_add(root, tail_parallel, NULL, NULL);
+    futoin_add(root, tail_sync, NULL, NULL);
+    futoin_add(root, tail_loop, NULL, NULL);
+    futoin_add(root, step_tag, NULL, "after-loop");
+    futoin_add(root, tail_fail_guarded, tail_recover, "g");
+    futoin_add(root, tail_timeout_guarded, tail_recover, "t");
+    futoin_add(root, step_tag, NULL, "end");
+    futoin_execute(root, no_unhandled, NULL);
+    uint64_t t0 = now_ms();
+    run();
+    assert_trace("p|b1|b2|s|section|l|it0|it1|it2|break@2|after-loop"
+                 "|f|x|eh:g:Fail:x|w|cancel:w|eh:t:Timeout:|end");
+    assert_int_equal(now_ms() - t0, 10);
+    futoin_asyncsteps_free(root);
+    assert_int_equal(futoin_sync_free(g_tail_mutex), FUTOIN_SYNC_OK);
+}
+
+/* A recursion parked at its bottom, then cancelled: the bottom's cancel
+ * handler runs once and nothing of the levels above is left behind (the
+ * sanitizer and valgrind runs check the memory). */
+static void tail_park(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    long left = (long)(intptr_t)data;
+    if (left > 0) {
+        futoin_add(as, tail_park, NULL, (void*)(intptr_t)(left - 1));
+    } else {
+        futoin_set_cancel(as, cancel_tag, "bottom");
+    }
+}
+
+static void test_tail_substep_cancel(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
+    futoin_add(root, tail_park, NULL, (void*)(intptr_t)1000);
+    futoin_add(root, must_not_run, NULL, "after");
+    futoin_execute(root, no_unhandled, NULL);
+    run();
+    assert_trace("");
+    futoin_cancel(root);
+    assert_trace("cancel:bottom");
+    run();
+    futoin_asyncsteps_free(root);
+    assert_trace("cancel:bottom");
 }
 
 /* ---- implicit success and explicit success args ---- */
@@ -723,6 +873,8 @@ int main(void)
             T(test_deep_nesting_unwind),
             T(test_tail_substep_results_and_memory),
             T(test_tail_substep_error_reaches_handler),
+            T(test_tail_substep_kinds),
+            T(test_tail_substep_cancel),
             T(test_implicit_success),
             T(test_success_args),
             T(test_substep_result_passes_on),
