@@ -28,6 +28,9 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#ifdef __GLIBC__
+#include <malloc.h> /* malloc_trim() */
+#endif
 
 #define BENCH_REPS 7
 #define MAX_REPS 101
@@ -703,6 +706,11 @@ static void run_memory(const char* name, FutoInAsyncSteps_error_callback eh)
     g_check_failed = NULL;
     hwm_reset();
     setup_loop();
+#ifdef __GLIBC__
+    /* Pages freed by earlier workloads (an earlier memory run above all)
+     * would otherwise be reused without showing in the RSS delta. */
+    malloc_trim(0);
+#endif
     long rss0 = proc_status_kb("VmRSS");
     unsigned long long a0 = bench_alloc_calls();
     unsigned long long b0 = bench_alloc_bytes();
