@@ -27,7 +27,7 @@ static const char* cb_name(uint8_t cb)
  * or level 0 of a root that is not running. NULL after reporting misuse. */
 Frame* futoin__add_target_slow(Flow* fl, const char* what)
 {
-    Root* r = fl->root;
+    Root* r = futoin__flow_root(fl);
     if (fl->cb == CB_EXEC || fl->cb == CB_ERROR) {
         if (fl->out == OUT_SUCCESS) {
             futoin__misuse(fl, "%s() after success()", what);
@@ -62,7 +62,7 @@ static int in_exec(Flow* fl, const char* what)
         futoin__misuse(fl, "%s() is not allowed in an error handler", what);
     } else {
         futoin__misuse(fl, "%s() called from %s (instance %s)", what, cb_name(fl->cb),
-                fl->state == FS_DONE || fl->root->state != RS_RUNNING ? "not running"
+                fl->state == FS_DONE || futoin__flow_root(fl)->state != RS_RUNNING ? "not running"
                                                                       : "waiting");
     }
     return 0;
@@ -216,13 +216,13 @@ static void* flow_state_variable(FutoInAsyncSteps* bsi, void* data, const char* 
         futoin__misuse(fl, "stateVariable() with a NULL name");
         return NULL;
     }
-    return futoin__state_var(fl->root, data, name, allocate, cleanup);
+    return futoin__state_var(futoin__flow_root(fl), data, name, allocate, cleanup);
 }
 
 static void* flow_stack(FutoInAsyncSteps* bsi, size_t size, void (*cleanup)(void*))
 {
     Flow* fl = (Flow*)bsi;
-    Root* r = fl->root;
+    Root* r = futoin__flow_root(fl);
     int idle_root = fl->cb == CB_NONE && fl == &r->main && r->state != RS_RUNNING;
     if (fl->cb != CB_EXEC && fl->cb != CB_ERROR && !idle_root) {
         futoin__misuse(fl, "stack() called from %s", cb_name(fl->cb));
@@ -263,7 +263,7 @@ static void flow_success(FutoInAsyncSteps* bsi, FutoInArgs* args)
         return;
     }
     if (fl->cb == CB_NONE && fl->state == FS_WAIT && fl->depth > 0
-            && (fl->frames[fl->depth].flags & FR_WAIT) && fl->root->state == RS_RUNNING) {
+            && (fl->frames[fl->depth].flags & FR_WAIT) && futoin__flow_root(fl)->state == RS_RUNNING) {
         futoin__flow_success(fl, args);
         return;
     }
@@ -299,7 +299,7 @@ static void flow_handle_error(FutoInAsyncSteps* bsi, const char* code, const cha
         return;
     }
     if (fl->cb == CB_NONE && fl->state == FS_WAIT && fl->depth > 0
-            && (fl->frames[fl->depth].flags & FR_WAIT) && fl->root->state == RS_RUNNING) {
+            && (fl->frames[fl->depth].flags & FR_WAIT) && futoin__flow_root(fl)->state == RS_RUNNING) {
         futoin__flow_error(fl, code, info);
         return;
     }
@@ -411,11 +411,11 @@ static void flow_continue(FutoInAsyncSteps* bsi, const char* label)
 static void flow_execute(FutoInAsyncSteps* bsi, void* data, FutoInAsyncSteps_error_callback unhandled)
 {
     Flow* fl = (Flow*)bsi;
-    Root* r = fl->root;
-    if (fl != &r->main) {
+    if (fl->is_branch) {
         futoin__misuse(fl, "execute() on a parallel branch: only a root can be executed");
         return;
     }
+    Root* r = (Root*)fl;
     if (r->state == RS_RUNNING || fl->cb != CB_NONE || r->free_pending) {
         futoin__misuse(fl, "execute() on a root that is already running");
         return;
@@ -430,7 +430,7 @@ static void flow_cancel(FutoInAsyncSteps* bsi)
         futoin__xflow_cancel(fl);
         return;
     }
-    futoin__root_cancel(fl->root);
+    futoin__root_cancel(futoin__flow_root(fl));
 }
 
 static void flow_add_sync(FutoInAsyncSteps* bsi, FutoInSync* sync, void* data,
@@ -459,7 +459,7 @@ static ptrdiff_t flow_root_id(FutoInAsyncSteps* bsi)
 static int flow_is_valid(FutoInAsyncSteps* bsi)
 {
     Flow* fl = (Flow*)bsi;
-    Root* r = fl->root;
+    Root* r = futoin__flow_root(fl);
     if (r->free_pending || r->state == RS_CANCELLED) {
         return 0;
     }
@@ -478,11 +478,11 @@ static void flow_free(FutoInAsyncSteps* bsi)
         futoin__xflow_free(fl);
         return;
     }
-    if (fl != &fl->root->main) {
+    if (fl->is_branch) {
         futoin__misuse(fl, "free() on a parallel branch: only a root can be freed");
         return;
     }
-    futoin__root_free(fl->root);
+    futoin__root_free(futoin__flow_root(fl));
 }
 
 static FutoInHandle flow_sched_immediate(FutoInAsyncSteps* bsi, void* data, void (*cb)(void*))

@@ -211,11 +211,11 @@ int futoin_promise(FutoInAsyncSteps* root, FutoInOutcome* out)
         memset(out, 0, sizeof(*out));
     }
     Flow* fl = futoin__flow_of(root);
-    if (!fl || !out || fl != &fl->root->main || fl->root->state == RS_RUNNING
+    if (!fl || !out || fl->is_branch || futoin__flow_root(fl)->state == RS_RUNNING
             || futoin__flow_ctx(fl)->dispatching || fl->cb != CB_NONE) {
         return FUTOIN_PROMISE_MISUSE;
     }
-    Root* r = fl->root;
+    Root* r = futoin__flow_root(fl);
     FutoInLoop* loop = r->main.loop;
     PromiseState ps = {out, 0};
     RootExt* x = futoin__root_ext(r);

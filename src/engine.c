@@ -267,7 +267,7 @@ void futoin__misuse(Flow* fl, const char* fmt, ...)
     if (fl && (fl->cb == CB_EXEC || fl->cb == CB_ERROR)) {
         /* The running step fails: the spec's InternalError. */
         futoin__flow_set_code(fl, FUTOIN_INTERNAL_ERROR);
-        futoin__set_info(fl->root, buf);
+        futoin__set_info(futoin__flow_root(fl), buf);
         fl->out = OUT_ERROR;
         fl->add_fr = NULL;
         fl->ctl = CTL_NONE;
@@ -566,7 +566,6 @@ static void flow_init(Flow* fl, Root* r, int fresh)
         fl->loop = r->main.loop;
         atomic_init(&fl->xepoch, 0);
     }
-    fl->root = r;
     fl->depth = 0;
     fl->rq_next = fl->rq_prev = NULL;
     fl->is_branch = 0;
@@ -660,7 +659,7 @@ static void dispatch(void* data)
             ctx->rq_tail = NULL;
         }
         fl->in_rq = 0;
-        Root* r = fl->root;
+        Root* r = futoin__flow_root(fl);
         root_enter(r);
         if (fl->pending == PD_UNWIND) {
             unwind(fl);
@@ -1132,7 +1131,7 @@ static void yield_resume(void* data, uintptr_t depth)
 static void start_parallel(Flow* fl, Frame* f)
 {
     Parallel* p = f->node->ext;
-    Root* r = fl->root;
+    Root* r = futoin__flow_root(fl);
     EngineCtx* ctx = futoin__root_ctx(r);
     p->started = 1;
     /* Parallel branches take no input. */
@@ -1152,6 +1151,7 @@ static void start_parallel(Flow* fl, Frame* f)
         }
         flow_init(b, r, fresh);
         b->is_branch = 1;
+        futoin__branch(b)->root = r;
         futoin__branch(b)->parent = fl;
         futoin__branch(b)->par = p;
         futoin__branch(b)->sib_next = NULL;
@@ -1327,7 +1327,7 @@ static void flow_finished(Flow* fl)
         branch_done(fl);
         return;
     }
-    Root* r = fl->root;
+    Root* r = futoin__flow_root(fl);
     r->state = RS_DONE;
     root_finish(r, NULL);
 }
@@ -1339,7 +1339,7 @@ static void flow_failed(Flow* fl)
         branch_failed(fl);
         return;
     }
-    Root* r = fl->root;
+    Root* r = futoin__flow_root(fl);
     if (fl->ctl) {
         /* Cannot happen for a validated break: report it as misuse. */
         futoin__flow_set_code(fl, FUTOIN_INTERNAL_ERROR);
@@ -1651,7 +1651,7 @@ void futoin__flow_success(Flow* fl, FutoInArgs* args)
 void futoin__flow_error(Flow* fl, const char* code, const char* info)
 {
     futoin__flow_set_code(fl, code);
-    futoin__set_info(fl->root, info);
+    futoin__set_info(futoin__flow_root(fl), info);
     if (fl->cb == CB_EXEC || fl->cb == CB_ERROR) {
         fl->out = OUT_ERROR;
         fl->ctl = CTL_NONE;
@@ -1667,7 +1667,7 @@ void futoin__flow_error(Flow* fl, const char* code, const char* info)
 static void on_timeout(void* data, uintptr_t k)
 {
     Flow* fl = data;
-    Root* r = fl->root;
+    Root* r = futoin__flow_root(fl);
     Frame* f = &fl->frames[k];
     f->flags &= (uint8_t)~FR_TIMER;
     f->x->timer.slot = 0;
@@ -1708,7 +1708,7 @@ void futoin__flow_wait(Flow* fl)
 void futoin__flow_ctl(Flow* fl, uint8_t ctl, const char* label)
 {
     futoin__flow_set_code(fl, label ? label : "");
-    futoin__set_info(fl->root, label ? label : "");
+    futoin__set_info(futoin__flow_root(fl), label ? label : "");
     fl->out = ctl == CTL_BREAK ? OUT_BREAK : OUT_CONTINUE;
     fl->add_fr = NULL;
 }
@@ -1718,7 +1718,7 @@ void futoin__flow_ctl(Flow* fl, uint8_t ctl, const char* label)
 
 void futoin__root_execute(Flow* fl, void* data, FutoInAsyncSteps_error_callback unhandled)
 {
-    Root* r = fl->root;
+    Root* r = futoin__flow_root(fl);
     r->state = RS_RUNNING;
     r->unhandled = unhandled;
     r->unhandled_data = data;
@@ -1763,7 +1763,7 @@ static void flow_abort(Flow* fl)
  * of the root is on the C stack (a callback of it may still be running). */
 static void flow_release(Flow* fl)
 {
-    Root* r = fl->root;
+    Root* r = futoin__flow_root(fl);
     rq_remove(fl);
     ++fl->gen;
     fl->add_fr = NULL;

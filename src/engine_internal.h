@@ -144,7 +144,6 @@ enum Ctl { CTL_NONE = 0, CTL_BREAK, CTL_CONTINUE };
 
 struct Flow {
     FutoInAsyncSteps iface; /* first: the interface pointer is the flow */
-    Root* root;
     Frame* frames;
     uint32_t depth;
     uint32_t cap;
@@ -183,9 +182,11 @@ struct Flow {
     Frame inline_frames[FUTOIN_INLINE_FRAMES];
 };
 
-/* A parallel() branch: a flow with its place among its siblings. */
+/* A parallel() branch: a flow with its root and its place among its
+ * siblings. */
 typedef struct Branch {
     Flow fl;        /* first: a Branch is used as its Flow */
+    Root* root;
     Flow* parent;   /* the flow holding the PARALLEL frame */
     Parallel* par;  /* the parallel it belongs to */
     Flow* sib_next; /* next live branch of the same parallel; zombie link */
@@ -194,6 +195,13 @@ typedef struct Branch {
 static inline Branch* futoin__branch(Flow* fl)
 {
     return (Branch*)fl;
+}
+
+/* A root's main flow is the root itself (Root.main comes first), so only a
+ * branch keeps a pointer to its root: a root pays no field for it. */
+static inline Root* futoin__flow_root(const Flow* fl)
+{
+    return fl->is_branch ? ((const Branch*)fl)->root : (Root*)(uintptr_t)fl;
 }
 
 struct Parallel {

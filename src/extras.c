@@ -93,7 +93,7 @@ void futoin_copy_from(FutoInAsyncSteps* as, FutoInAsyncSteps* model)
     if (!fl) {
         return;
     }
-    if (!mf || mf != &mf->root->main || mf->root->state == RS_RUNNING) {
+    if (!mf || mf->is_branch || futoin__flow_root(mf)->state == RS_RUNNING) {
         futoin__misuse(fl, "copyFrom(): the model must be a root of this library that is not running");
         return;
     }
@@ -109,7 +109,7 @@ void futoin_copy_from(FutoInAsyncSteps* as, FutoInAsyncSteps* model)
             futoin__queue_step(fl, fr, c);
         }
     }
-    futoin__state_copy(fl->root, mf->root);
+    futoin__state_copy(futoin__flow_root(fl), futoin__flow_root(mf));
     if (err) {
         futoin__misuse(fl, "%s", err);
     }

@@ -101,7 +101,7 @@ static void spawn_run(void* data)
     pr->root = as;
     pr->setup(as, pr->data);
     Flow* fl = futoin__flow_of(as);
-    RootExt* x = futoin__root_ext(fl->root);
+    RootExt* x = futoin__root_ext(futoin__flow_root(fl));
     x->done = root_done_hook;
     x->done_data = pr;
     futoin_execute(as, NULL, NULL);
@@ -122,7 +122,7 @@ static void slot_on_stop(FutoInLoop* loop, void* data)
         if (pr->root) {
             /* Cancelled, not finished: the hook must not fire; the root's
              * cancel handlers run before done() hears of it. */
-            futoin__root_ext(futoin__flow_of(pr->root)->root)->done = NULL;
+            futoin__root_ext(futoin__flow_root(futoin__flow_of(pr->root)))->done = NULL;
             futoin_asyncsteps_free(pr->root);
             pr->root = NULL;
         }

@@ -61,8 +61,8 @@ static void drop_args(FutoInArgs* args)
 static int still_waiting(Flow* fl, uint32_t epoch)
 {
     return fl->cb == CB_NONE && fl->state == FS_WAIT && fl->depth > 0
-            && (fl->frames[fl->depth].flags & FR_WAIT) && fl->root->state == RS_RUNNING
-            && !fl->root->free_pending
+            && (fl->frames[fl->depth].flags & FR_WAIT) && futoin__flow_root(fl)->state == RS_RUNNING
+            && !futoin__flow_root(fl)->free_pending
             && atomic_load_explicit(&fl->xepoch, memory_order_relaxed) == epoch;
 }
 
@@ -199,7 +199,7 @@ static int xcancel_run(void* consumer, FutoInXMsg* m)
 {
     (void)consumer;
     Flow* fl = ((XRootOp*)(void*)m->u.bytes)->fl;
-    futoin__root_cancel(fl->root);
+    futoin__root_cancel(futoin__flow_root(fl));
     return 0;
 }
 
@@ -207,11 +207,11 @@ static int xfree_run(void* consumer, FutoInXMsg* m)
 {
     (void)consumer;
     Flow* fl = ((XRootOp*)(void*)m->u.bytes)->fl;
-    if (fl != &fl->root->main) {
+    if (fl->is_branch) {
         futoin__misuse(fl, "free() on a parallel branch: only a root can be freed");
         return 0;
     }
-    futoin__root_free(fl->root);
+    futoin__root_free(futoin__flow_root(fl));
     return 0;
 }
 
