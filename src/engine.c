@@ -152,16 +152,27 @@ FutoInLoop* futoin_asyncsteps_loop(FutoInAsyncSteps* as)
 
 char futoin__no_code[1];
 
+/* Where the flow's code buffer pointer lives (see futoin__flow_code());
+ * a root's RootExt is made if it has none. */
+static char** flow_code_slot(Flow* fl)
+{
+    if (fl->is_branch) {
+        return &futoin__branch(fl)->code;
+    }
+    return &futoin__root_ext((Root*)fl)->code;
+}
+
 /* Releases the flow's code buffer: it reads as "" again. */
 static void flow_code_release(Flow* fl)
 {
-    if (fl->code != futoin__no_code) {
+    char* code = futoin__flow_code(fl);
+    if (code != futoin__no_code) {
         if (fl->code_heap) {
-            free(fl->code);
+            free(code);
         } else {
-            futoin__pool_put(&futoin__flow_ctx(fl)->strs, fl->code);
+            futoin__pool_put(&futoin__flow_ctx(fl)->strs, code);
         }
-        fl->code = futoin__no_code;
+        *flow_code_slot(fl) = futoin__no_code;
         fl->code_heap = 0;
     }
 }
@@ -171,15 +182,16 @@ void futoin__flow_set_code(Flow* fl, const char* s)
     if (!s) {
         s = "";
     }
-    if (s == fl->code) {
+    char* code = futoin__flow_code(fl);
+    if (s == code) {
         return; /* re-raising the code we handed out */
     }
     size_t len = strlen(s);
-    if (len < FUTOIN_SMALL_STR && fl->code != futoin__no_code && !fl->code_heap) {
-        memmove(fl->code, s, len + 1);
+    if (len < FUTOIN_SMALL_STR && code != futoin__no_code && !fl->code_heap) {
+        memmove(code, s, len + 1);
         return;
     }
-    if (len == 0 && fl->code == futoin__no_code) {
+    if (len == 0 && code == futoin__no_code) {
         return;
     }
     /* s may point into the old buffer: copy before releasing it. */
@@ -187,7 +199,7 @@ void futoin__flow_set_code(Flow* fl, const char* s)
                                      : futoin__xmalloc(len + 1);
     memcpy(p, s, len + 1);
     flow_code_release(fl);
-    fl->code = p;
+    *flow_code_slot(fl) = p;
     fl->code_heap = len >= FUTOIN_SMALL_STR;
 }
 
@@ -195,6 +207,7 @@ RootExt* futoin__root_ext_make(Root* r)
 {
     r->ext = futoin__xmalloc(sizeof(RootExt));
     memset(r->ext, 0, sizeof(RootExt));
+    r->ext->code = futoin__no_code;
     return r->ext;
 }
 
@@ -520,7 +533,8 @@ static inline void root_reset(Root* r, int fresh)
             && (!r->ext || (!r->ext->nvars && !r->ext->cap_vars && !r->ext->vars && !r->ext->zombies)));
     assert(fl->depth == 0 && !fl->in_rq && !fl->rq_next && !fl->rq_prev && !fl->results);
     assert(!fl->frames[0].q_head && !fl->frames[0].x && !fl->frames[0].flags
-            && fl->frames[0].kind == SK_PLAIN && fl->code == futoin__no_code && !fl->is_branch);
+            && fl->frames[0].kind == SK_PLAIN && futoin__flow_code(fl) == futoin__no_code
+            && !fl->is_branch);
     ++fl->gen;
     flow_clear(fl, FS_IDLE);
 }
@@ -576,11 +590,9 @@ static void flow_init(Flow* fl, Root* r, int fresh)
     fl->add_fr = NULL;
     fl->q_tail = NULL;
     if (fresh) {
-        fl->code = futoin__no_code;
         fl->code_heap = 0;
-    } else {
-        flow_code_release(fl);
     }
+    /* A recycled branch released its code in flow_release(). */
     memset(&fl->frames[0], 0, sizeof(Frame));
 }
 
@@ -1152,6 +1164,9 @@ static void start_parallel(Flow* fl, Frame* f)
         flow_init(b, r, fresh);
         b->is_branch = 1;
         futoin__branch(b)->root = r;
+        if (fresh) {
+            futoin__branch(b)->code = futoin__no_code;
+        }
         futoin__branch(b)->parent = fl;
         futoin__branch(b)->par = p;
         futoin__branch(b)->sib_next = NULL;
@@ -1290,7 +1305,7 @@ static void branch_failed(Flow* fl)
             break;
         }
     }
-    futoin__flow_set_code(parent, fl->code);
+    futoin__flow_set_code(parent, futoin__flow_code(fl));
     parent->ctl = fl->ctl;
     flow_release(fl);
     uint32_t gen = parent->gen;
@@ -1353,19 +1368,19 @@ static void flow_failed(Flow* fl)
         uint32_t gen = fl->gen;
         fl->cb = CB_FINAL;
         fl->add_fr = NULL;
-        r->unhandled(&fl->iface, r->unhandled_data, fl->code);
+        r->unhandled(&fl->iface, r->unhandled_data, futoin__flow_code(fl));
         if (gen != fl->gen) {
             return;
         }
         fl->cb = CB_NONE;
     } else if (!futoin__root_done(r)) {
         char buf[200];
-        snprintf(buf, sizeof(buf), "unhandled error %.64s (%.100s)", fl->code,
+        snprintf(buf, sizeof(buf), "unhandled error %.64s (%.100s)", futoin__flow_code(fl),
                 futoin__root_info(r));
         futoin__root_ctx(r)->misuse(futoin__root_ctx(r)->misuse_data, &fl->iface, buf);
     }
     if (r->state == RS_FAILED) {
-        root_finish(r, fl->code);
+        root_finish(r, futoin__flow_code(fl));
     }
 }
 
@@ -1534,7 +1549,7 @@ static void unwind(Flow* fl)
         }
         Frame* f = &fl->frames[fl->depth];
         if (fl->ctl && f->kind == SK_LOOP
-                && label_matches(f->node, fl->code[0] ? fl->code : NULL)) {
+                && label_matches(f->node, futoin__flow_code(fl)[0] ? futoin__flow_code(fl) : NULL)) {
             uint8_t ctl = fl->ctl;
             uint32_t gen = fl->gen;
             fl->ctl = CTL_NONE;
@@ -1567,7 +1582,7 @@ static void unwind(Flow* fl)
             fl->cb = CB_ERROR;
             fl->out = OUT_NONE;
             fl->add_fr = f;
-            eh(&fl->iface, f->node->data, fl->code);
+            eh(&fl->iface, f->node->data, futoin__flow_code(fl));
             if (gen != fl->gen) {
                 return;
             }
@@ -1816,7 +1831,7 @@ static void root_destroy(Root* r)
     if (fl->in_rq || flow_holds_work(fl)) {
         flow_abort(fl);
     }
-    if (fl->frames[0].x || fl->code != futoin__no_code || r->ext) {
+    if (fl->frames[0].x || r->ext) { /* a code lives in r->ext */
         root_release_extras(r);
     }
     /* Pooled with its frame array and extras for the next root. Its

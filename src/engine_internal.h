@@ -162,15 +162,12 @@ struct Flow {
     uint8_t out;
     uint8_t ctl;
     uint8_t in_rq;
-    uint8_t code_heap; /* code is malloc()ed, not a pooled small block */
+    uint8_t code_heap; /* the code buffer is malloc()ed, not a pooled small block */
     /* Where add() appends without further checks (NULL: ask
      * futoin__add_target_slow()): the frame of the running execute or error
      * callback until it completes, or level 0 of an idle root. */
     Frame* add_fr;
     Step* q_tail; /* last step queued in the frame steps are appended to */
-    /* Current error code or break/continue label: futoin__no_code (empty)
-     * until the flow first needs one, then a buffer it keeps. */
-    char* code;
     /* Results of the last success() waiting for the next step (NULL: none).
      * Pooled and moved by pointer, so results cost nothing when absent. */
     ArgsBox* results;
@@ -187,6 +184,7 @@ struct Flow {
 typedef struct Branch {
     Flow fl;        /* first: a Branch is used as its Flow */
     Root* root;
+    char* code;     /* see futoin__flow_code() */
     Flow* parent;   /* the flow holding the PARALLEL frame */
     Parallel* par;  /* the parallel it belongs to */
     Flow* sib_next; /* next live branch of the same parallel; zombie link */
@@ -236,6 +234,7 @@ typedef void (*RootDoneHook)(void* data, Root* root, const char* code, FutoInArg
  * with the root when it is pooled, so a root that never needs them (most
  * parked or short-lived roots) pays one pointer. */
 typedef struct RootExt {
+    char* code; /* the main flow's, see futoin__flow_code() */
     char* info; /* error_info; NULL means "" */
     size_t info_cap;
     StateVar* vars;
@@ -305,6 +304,21 @@ static inline RootExt* futoin__root_ext(Root* r) /* created on first use */
     return r->ext ? r->ext : futoin__root_ext_make(r);
 }
 
+extern char futoin__no_code[1];
+
+/* The flow's current error code or break/continue label: futoin__no_code
+ * (empty) until the flow first needs one, then a buffer it keeps until it
+ * ends. A branch holds it; a root's main flow keeps it in its RootExt, so a
+ * root that never fails or breaks pays nothing for it. */
+static inline char* futoin__flow_code(const Flow* fl)
+{
+    if (fl->is_branch) {
+        return ((const Branch*)fl)->code;
+    }
+    const Root* r = (const Root*)(const void*)fl;
+    return r->ext ? r->ext->code : futoin__no_code;
+}
+
 static inline const char* futoin__root_info(const Root* r)
 {
     return r->ext && r->ext->info ? r->ext->info : "";
@@ -365,7 +379,6 @@ Parallel* futoin__parallel_new(EngineCtx* ctx, Flow* owner);
 LoopSpec* futoin__loopspec_new(EngineCtx* ctx, const char* label, void* data, size_t count,
         void (*loop_fn)(FutoInAsyncSteps*, void*),
         void (*repeat_fn)(FutoInAsyncSteps*, void*, size_t));
-extern char futoin__no_code[1];
 void futoin__flow_set_code(Flow* fl, const char* s);
 void futoin__set_info(Root* r, const char* info);
 void futoin__args_reset(FutoInArgs* a, uint8_t n);
