@@ -229,8 +229,8 @@ enum RootState { RS_IDLE = 0, RS_RUNNING, RS_DONE, RS_FAILED, RS_CANCELLED };
 
 typedef void (*RootDoneHook)(void* data, Root* root, const char* code, FutoInArgs* args);
 
-/* What only some roots use: error_info text, state variables, released
- * branch flows and a completion hook. Allocated on first use and kept
+/* What only some roots use: the error code, error_info text, state
+ * variables, released branch flows and a completion hook. Allocated on first use and kept
  * with the root when it is pooled, so a root that never needs them (most
  * parked or short-lived roots) pays one pointer. */
 typedef struct RootExt {
