@@ -1549,7 +1549,7 @@ static void unwind(Flow* fl)
         }
         Frame* f = &fl->frames[fl->depth];
         if (fl->ctl && f->kind == SK_LOOP
-                && label_matches(f->node, futoin__flow_code(fl)[0] ? futoin__flow_code(fl) : NULL)) {
+                && label_matches(f->node, futoin__flow_code(fl))) {
             uint8_t ctl = fl->ctl;
             uint32_t gen = fl->gen;
             fl->ctl = CTL_NONE;
