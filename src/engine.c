@@ -493,7 +493,7 @@ static void flow_recycle(EngineCtx* ctx, Flow* f)
     ctx->free_flows = f;
 }
 
-static void root_destroy(Root* r);
+static inline void root_destroy(Root* r);
 static void flow_init(Flow* fl, Root* r, int fresh);
 
 /* No callback on the C stack, no outcome, nothing pending: a flow between
@@ -1822,26 +1822,42 @@ static void root_release_extras(Root* r)
     }
 }
 
-static void root_destroy(Root* r)
+/* Pooled with its frame array and extras for the next root. Its stale
+ * handle keeps being refused: free_pending stays set until the root is
+ * handed out again, and add_fr is NULL. */
+static inline void root_pool(Root* r)
+{
+    EngineCtx* ctx = futoin__root_ctx(r);
+    root_reset(r, 0);
+    r->free_pending = 1;
+    r->main.add_fr = NULL;
+    r->main.rq_next = (Flow*)ctx->free_roots;
+    ctx->free_roots = r;
+}
+
+static void root_destroy_slow(Root* r)
 {
     Flow* fl = &r->main;
-    EngineCtx* ctx = futoin__root_ctx(r);
-    /* A finished root (what free() mostly meets) has nothing to abort;
-     * root_reset() below rewrites the flow's state and bumps gen. */
     if (fl->in_rq || flow_holds_work(fl)) {
         flow_abort(fl);
     }
     if (fl->frames[0].x || r->ext) { /* a code lives in r->ext */
         root_release_extras(r);
     }
-    /* Pooled with its frame array and extras for the next root. Its
-     * stale handle keeps being refused: free_pending stays set until the
-     * root is handed out again, and add_fr is NULL. */
-    root_reset(r, 0);
-    r->free_pending = 1;
-    r->main.add_fr = NULL;
-    r->main.rq_next = (Flow*)ctx->free_roots;
-    ctx->free_roots = r;
+    root_pool(r);
+}
+
+/* Inline for what free() mostly meets, a finished root that never needed
+ * extras: it has nothing to abort or release, and root_reset() rewrites
+ * the flow's state and bumps gen. */
+static inline void root_destroy(Root* r)
+{
+    const Flow* fl = &r->main;
+    if (fl->in_rq || flow_holds_work(fl) || fl->frames[0].x || r->ext) {
+        root_destroy_slow(r);
+    } else {
+        root_pool(r);
+    }
 }
 
 void futoin__root_free(Root* r)
