@@ -39,7 +39,7 @@ static void frame_pop_slow(Flow* fl, int aborted);
 static inline void frame_pop(Flow* fl, int aborted)
 {
     Frame* top = &fl->frames[fl->depth];
-    if (!aborted && top->kind == SK_PLAIN && !top->x && !top->q_head) {
+    if (!aborted && top->kind == SK_PLAIN && !(top->flags & FR_X) && !top->q_head) {
         if (top->node) {
             futoin__pool_put(&futoin__flow_ctx(fl)->steps, top->node);
         }
@@ -78,6 +78,10 @@ static void ctx_free(void* p)
     futoin__pool_destroy(&ctx->boxes);
     futoin__pool_destroy(&ctx->stacks);
     futoin__pool_destroy(&ctx->strs); /* ctx itself is the loop's memory */
+    for (uint32_t i = 0; i < ctx->nxchunks; ++i) {
+        free(ctx->xchunks[i]);
+    }
+    free(ctx->xchunks);
 }
 
 static void default_misuse(void* data, FutoInAsyncSteps* as, const char* info)
@@ -96,15 +100,16 @@ EngineCtx* futoin__ctx_create(FutoInLoop* loop)
         ctx->loop = loop;
         ctx->burst = DEFAULT_BURST;
         ctx->misuse = default_misuse;
+        ctx->xfree = FUTOIN_XNONE;
         /* Steps, loop specs and parallels share one pool of 48-byte nodes
-         * (and frame extras the small-string pool), so memory freed by one
-         * kind serves the others. */
+         * (and error codes and labels the small-string pool), so memory
+         * freed by one kind serves the others. */
         futoin__pool_init(&ctx->steps, sizeof(Step), _Alignof(Step), 256);
         futoin__pool_init(&ctx->boxes, sizeof(ArgsBox), _Alignof(ArgsBox), 32);
         /* stack() memory is the caller's: aligned for any type. */
         futoin__pool_init(&ctx->stacks, sizeof(StackBlock) + STACK_POOLED_SIZE,
                 _Alignof(max_align_t), 32);
-        futoin__pool_init(&ctx->strs, FUTOIN_SMALL_STR, _Alignof(FrameExtra), 64);
+        futoin__pool_init(&ctx->strs, FUTOIN_SMALL_STR, _Alignof(void*), 64);
         futoin__pool_init(&ctx->root_mem, sizeof(Root), _Alignof(Root), 64);
         futoin__pool_init(&ctx->branch_mem, sizeof(Branch), _Alignof(Branch), 32);
         *slot = ctx;
@@ -532,7 +537,7 @@ static inline void root_reset(Root* r, int fresh)
     assert(r->busy == 0
             && (!r->ext || (!r->ext->nvars && !r->ext->cap_vars && !r->ext->vars && !r->ext->zombies)));
     assert(fl->depth == 0 && !fl->in_rq && !fl->rq_next && !fl->rq_prev && !fl->results);
-    assert(!fl->frames[0].q_head && !fl->frames[0].x && !fl->frames[0].flags
+    assert(!fl->frames[0].q_head && !fl->frames[0].flags
             && fl->frames[0].kind == SK_PLAIN && futoin__flow_code(fl) == futoin__no_code
             && !fl->is_branch);
     ++fl->gen;
@@ -734,7 +739,6 @@ static Frame* frame_push(Flow* fl, Step* s)
     Frame* f = &fl->frames[++fl->depth];
     f->q_head = NULL;
     f->node = s;
-    f->x = NULL;
     f->kind = s->kind;
     f->flags = 0;
     switch (s->kind) {
@@ -757,33 +761,82 @@ static Frame* frame_push(Flow* fl, Step* s)
     return f;
 }
 
-static FrameExtra* frame_x(Flow* fl, Frame* f)
+static inline FrameExtra* xslot(EngineCtx* ctx, uint32_t id)
 {
-    if (!f->x) {
-        FrameExtra* x = futoin__pool_get(&futoin__flow_ctx(fl)->strs);
-        memset(x, 0, sizeof(*x));
-        f->x = x;
-    }
-    return f->x;
+    return &ctx->xchunks[id / FUTOIN_XCHUNK][id % FUTOIN_XCHUNK];
 }
 
-static void frame_stop_timer(Flow* fl, Frame* f)
+/* The frame's extras, NULL if it has none. */
+static inline FrameExtra* frame_xp(Flow* fl, const Frame* f)
+{
+    return f->flags & FR_X ? xslot(futoin__flow_ctx(fl), f->xid) : NULL;
+}
+
+/* Another chunk of unused extras, put in front of the free list. */
+static void xtable_grow(EngineCtx* ctx)
+{
+    uint32_t n = ctx->nxchunks;
+    if (n == FUTOIN_XNONE / FUTOIN_XCHUNK) {
+        /* 2^32 frames with extras at once: over 200 GB, like an OOM. */
+        fputs("futoin: out of frame extras\n", stderr);
+        abort();
+    }
+    ctx->xchunks = futoin__xrealloc(ctx->xchunks, sizeof(*ctx->xchunks) * (n + 1));
+    FrameExtra* chunk = futoin__xmalloc(sizeof(FrameExtra) * FUTOIN_XCHUNK);
+    ctx->xchunks[n] = chunk;
+    ctx->nxchunks = n + 1;
+    uint32_t base = n * FUTOIN_XCHUNK;
+    for (uint32_t i = 0; i + 1 < FUTOIN_XCHUNK; ++i) {
+        chunk[i].next_free = base + i + 1;
+    }
+    chunk[FUTOIN_XCHUNK - 1].next_free = ctx->xfree;
+    ctx->xfree = base;
+}
+
+/* The frame's extras, made on first use. */
+static inline FrameExtra* frame_x(Flow* fl, Frame* f)
+{
+    EngineCtx* ctx = futoin__flow_ctx(fl);
+    if (f->flags & FR_X) {
+        return xslot(ctx, f->xid);
+    }
+    if (ctx->xfree == FUTOIN_XNONE) {
+        xtable_grow(ctx);
+    }
+    uint32_t id = ctx->xfree;
+    FrameExtra* x = xslot(ctx, id);
+    ctx->xfree = x->next_free;
+    memset(x, 0, sizeof(*x));
+    f->xid = id;
+    f->flags |= FR_X;
+    return x;
+}
+
+static void frame_stop_timer_x(Flow* fl, Frame* f, FrameExtra* x)
+{
+    FutoInLoop* loop = fl->loop;
+    FutoInHandle h = futoin__loop_handle(loop, x->timer);
+    futoin__loop_cancel_local(loop, &h);
+    x->timer.slot = 0;
+    f->flags &= (uint8_t)~FR_TIMER;
+}
+
+static inline void frame_stop_timer(Flow* fl, Frame* f)
 {
     if (f->flags & FR_TIMER) {
-        FutoInLoop* loop = fl->loop;
-        FutoInHandle h = futoin__loop_handle(loop, f->x->timer);
-        futoin__loop_cancel_local(loop, &h);
-        f->x->timer.slot = 0;
-        f->flags &= (uint8_t)~FR_TIMER;
+        frame_stop_timer_x(fl, f, frame_xp(fl, f));
     }
 }
 
 /* A step completed: its timeout and cancel handler no longer apply. */
 static inline void frame_settle(Flow* fl, Frame* f)
 {
-    if (f->x) {
-        frame_stop_timer(fl, f);
-        f->x->on_cancel = NULL;
+    if (f->flags & FR_X) {
+        FrameExtra* x = frame_xp(fl, f);
+        if (f->flags & FR_TIMER) {
+            frame_stop_timer_x(fl, f, x);
+        }
+        x->on_cancel = NULL;
     }
 }
 
@@ -805,18 +858,18 @@ static void stack_free(EngineCtx* ctx, StackBlock** head)
 
 /* Releases what a frame that is off the stack (or level 0 at the end of
  * a flow) still holds out of line: stack() memory, then the record. */
-static void frame_x_release_slow(EngineCtx* ctx, Frame* f)
-{
-    FrameExtra* x = f->x;
-    f->x = NULL;
-    stack_free(ctx, &x->stack);
-    futoin__pool_put(&ctx->strs, x);
-}
-
 static inline void frame_x_release(EngineCtx* ctx, Frame* f)
 {
-    if (f->x) {
-        frame_x_release_slow(ctx, f);
+    if (f->flags & FR_X) {
+        uint32_t id = f->xid;
+        FrameExtra* x = xslot(ctx, id);
+        StackBlock* stack = x->stack;
+        f->flags &= (uint8_t)~FR_X;
+        x->next_free = ctx->xfree;
+        ctx->xfree = id;
+        if (stack) { /* cleanups are user code: x is not used after them */
+            stack_free(ctx, &stack);
+        }
     }
 }
 
@@ -845,7 +898,7 @@ void* futoin__flow_stack(Flow* fl, size_t size, void (*cleanup)(void*))
 /* Calls a cancel handler with the flow in the CANCEL context. */
 static void call_cancel(Flow* fl, Frame* f)
 {
-    FrameExtra* x = f->x;
+    FrameExtra* x = frame_xp(fl, f);
     FutoInAsyncSteps_cancel_callback ch = x ? x->on_cancel : NULL;
     if (!ch) {
         return;
@@ -901,7 +954,7 @@ static void frame_pop_slow(Flow* fl, int aborted)
     Frame f = *top;
     --fl->depth;
     if (f.flags & FR_TIMER) {
-        FutoInHandle h = futoin__loop_handle(ctx->loop, f.x->timer);
+        FutoInHandle h = futoin__loop_handle(ctx->loop, xslot(ctx, f.xid)->timer);
         futoin__loop_cancel_local(ctx->loop, &h);
     }
     if (aborted) {
@@ -1088,7 +1141,7 @@ static int run_iteration(Flow* fl)
         return HANDLED;
     }
     for (;;) {
-        if (fl->out != OUT_NONE || f->q_head || f->x || f->flags) {
+        if (fl->out != OUT_NONE || f->q_head || f->flags) {
             return exec_outcome(fl);
         }
         /* The last iteration, or the turn ends: frame_complete() takes
@@ -1125,7 +1178,7 @@ static void iteration_reset(Flow* fl, Frame* f)
         f->q_head = NULL;
     }
     f->flags &= (uint8_t)~FR_WAIT;
-    if (f->x) {
+    if (f->flags & FR_X) {
         frame_stop_timer(fl, f);
         frame_x_release(futoin__flow_ctx(fl), f);
     }
@@ -1136,7 +1189,7 @@ static void yield_resume(void* data, uintptr_t depth)
     Flow* fl = data;
     Frame* f = &fl->frames[depth];
     f->flags &= (uint8_t)~(FR_TIMER | FR_WAIT);
-    f->x->timer.slot = 0;
+    frame_xp(fl, f)->timer.slot = 0;
     rq_push(fl);
 }
 
@@ -1257,7 +1310,7 @@ static int frame_complete(Flow* fl)
          * with the results that came into the sync step. */
         enter_section(fl, f); /* lock() completed through sub-steps */
         return GO_ON;
-    } else if (f->kind == SK_SYNC && !f->x) {
+    } else if (f->kind == SK_SYNC && !(f->flags & FR_X)) {
         /* The critical section is done: pop the frame, then unlock() (it
          * may wake other flows, never this one). */
         FutoInSync* sync = f->node->ext;
@@ -1404,7 +1457,7 @@ static int keep_turn(EngineCtx* ctx)
  * step, a step that recurses) does not deepen the stack. */
 static inline int frame_spent(const Flow* fl, const Frame* f)
 {
-    return fl->depth > 0 && f->kind == SK_PLAIN && !f->node && !f->x && !f->flags;
+    return fl->depth > 0 && f->kind == SK_PLAIN && !f->node && !f->flags;
 }
 
 static void advance(Flow* fl)
@@ -1424,7 +1477,6 @@ static void advance(Flow* fl)
             top->q_head = s->next;
             ++fl->depth;
             f->q_head = NULL;
-            f->x = NULL;
             f->kind = SK_PLAIN;
             f->flags = 0;
             if (s->eh) {
@@ -1436,7 +1488,7 @@ static void advance(Flow* fl)
             if (!call_step(fl, f, CALL_EXEC, fn, data)) {
                 return;
             }
-            if (fl->out <= OUT_SUCCESS && !f->q_head && !f->x && !f->flags) {
+            if (fl->out <= OUT_SUCCESS && !f->q_head && !f->flags) {
                 if (f->node) {
                     futoin__pool_put(&ctx->steps, f->node);
                 }
@@ -1497,8 +1549,8 @@ static int start_unwind(Flow* fl, uint32_t k, int own)
     Frame* f = &fl->frames[k];
     frame_stop_timer(fl, f);
     if (own) {
-        if (f->x) {
-            f->x->on_cancel = NULL;
+        if (f->flags & FR_X) {
+            frame_xp(fl, f)->on_cancel = NULL;
         }
     } else {
         call_cancel(fl, f);
@@ -1685,7 +1737,7 @@ static void on_timeout(void* data, uintptr_t k)
     Root* r = futoin__flow_root(fl);
     Frame* f = &fl->frames[k];
     f->flags &= (uint8_t)~FR_TIMER;
-    f->x->timer.slot = 0;
+    frame_xp(fl, f)->timer.slot = 0;
     root_enter(r);
     futoin__flow_set_code(fl, FUTOIN_TIMEOUT);
     futoin__set_info(r, "");
@@ -1841,7 +1893,7 @@ static void root_destroy_slow(Root* r)
     if (fl->in_rq || flow_holds_work(fl)) {
         flow_abort(fl);
     }
-    if (fl->frames[0].x || r->ext) { /* a code lives in r->ext */
+    if ((fl->frames[0].flags & FR_X) || r->ext) { /* a code lives in r->ext */
         root_release_extras(r);
     }
     root_pool(r);
@@ -1853,7 +1905,7 @@ static void root_destroy_slow(Root* r)
 static inline void root_destroy(Root* r)
 {
     const Flow* fl = &r->main;
-    if (fl->in_rq || flow_holds_work(fl) || fl->frames[0].x || r->ext) {
+    if (fl->in_rq || flow_holds_work(fl) || fl->frames[0].flags || r->ext) {
         root_destroy_slow(r);
     } else {
         root_pool(r);

@@ -95,25 +95,35 @@ enum FrameFlags {
     FR_LOCK_PHASE = 8, /* SYNC frame: lock() not yet completed */
     FR_LOCKED = 16,   /* SYNC frame: unlock() owed */
     FR_TIMER = 32,    /* timer holds a setTimeout() or relinquish handle */
-    FR_SECTION = 64   /* SYNC frame: the critical section has been queued */
+    FR_SECTION = 64,  /* SYNC frame: the critical section has been queued */
+    FR_X = 128        /* Frame.xid names the frame's FrameExtra */
 };
 
 /* What few frames need: a cancel handler, stack() memory or a timer. Kept
- * out of line (pooled, allocated on first use) so that a frame is 32 bytes
- * and starting a plain step writes a handful of words. */
+ * out of the frame, in a loop-wide table (EngineCtx.xchunks) that the frame
+ * names by index, so that a frame is 24 bytes, and a frame without one is
+ * told apart by its flags alone. */
 typedef struct FrameExtra {
     FutoInAsyncSteps_cancel_callback on_cancel;
-    void* cancel_data;
+    union {
+        void* cancel_data;
+        uint32_t next_free; /* while unused: the next unused one's index */
+    };
     StackBlock* stack;
     FutoInLoopRef timer;
 } FrameExtra;
+
+/* FrameExtra table: chunks of this many, never moved once made (code may
+ * hold a FrameExtra* while another frame gets one). */
+#define FUTOIN_XCHUNK 256
+#define FUTOIN_XNONE UINT32_MAX
 
 /* A frame does not keep its step's execute callback: it is called once,
  * straight from the queued step. Nor the tail of its sub-step queue: steps
  * are only ever appended to the frame whose callback is running (or to an
  * idle root's level 0), so the flow keeps that one tail (Flow.q_tail).
  * What else the step brought stays in its node, which the frame keeps only
- * when it needs it: a parked flow several levels deep costs 32 bytes a
+ * when it needs it: a parked flow several levels deep costs 24 bytes a
  * level plus the nodes of the levels that have a handler or a spec. */
 struct Frame {
     Step* q_head;
@@ -123,9 +133,9 @@ struct Frame {
      * StepOwner* or ArgsBox*. SK_LOOP: the node is the loop's spec.
      * SK_SYNC: ext is the FutoInSync*, f/eh/data the critical section's. */
     Step* node;
-    FrameExtra* x; /* NULL: no cancel handler, stack memory or timer */
     uint8_t kind;
     uint8_t flags;
+    uint32_t xid; /* with FR_X: the FrameExtra's index (else stale) */
 };
 
 /* Callback context of a flow: which user callback is on the C stack. */
@@ -265,7 +275,10 @@ struct EngineCtx {
     FutoInPool steps;  /* 48-byte nodes: Step, LoopSpec, Parallel */
     FutoInPool boxes;
     FutoInPool stacks; /* small stack() blocks */
-    FutoInPool strs;   /* FUTOIN_SMALL_STR blocks: codes, labels, FrameExtra */
+    FutoInPool strs;   /* FUTOIN_SMALL_STR blocks: codes and labels */
+    FrameExtra** xchunks; /* see FrameExtra */
+    uint32_t nxchunks;
+    uint32_t xfree; /* first unused FrameExtra's index; FUTOIN_XNONE: none */
     /* Memory of roots and branch flows: carved from slabs (no malloc
      * header each) and never returned to the pool: once made, they are
      * recycled through free_roots / free_flows, whose links leave the
@@ -422,7 +435,7 @@ void futoin__state_free(Root* r);
 /* Pools shared between kinds (see futoin__ctx_create()). */
 _Static_assert(sizeof(Parallel) <= sizeof(Step), "Parallel must fit a step node");
 _Static_assert(sizeof(EngineCtx) <= FUTOIN_LOOP_ENGINE_MEM, "EngineCtx must fit the loop's room");
-_Static_assert(sizeof(FrameExtra) <= FUTOIN_SMALL_STR, "FrameExtra must fit a small block");
+_Static_assert(sizeof(Frame) == 3 * sizeof(void*) || sizeof(void*) != 8, "a frame is 24 bytes");
 
 #pragma GCC visibility pop
 

@@ -676,6 +676,100 @@ static void test_free_waiting_root_from_loop(void** state)
     assert_trace("w|free|cancel:w");
 }
 
+
+/* Many frames at once with a timeout, a cancel handler and stack() memory
+ * each (their extras span several of the engine's table chunks, and the
+ * second round reuses the entries the first freed): every root's handlers
+ * get its own data, at its own time, exactly once. */
+enum { XROOTS = 1000 };
+
+typedef struct XRoot {
+    FutoInAsyncSteps* as;
+    int index;
+    int cancels;
+    int cleanups;
+    int timeouts;
+    uint64_t timeout_at;
+} XRoot;
+
+static XRoot g_xr[XROOTS];
+
+static void xr_cancel(FutoInAsyncSteps* as, void* data)
+{
+    XRoot* x = data;
+    assert_ptr_equal(as, x->as);
+    ++x->cancels;
+}
+
+static void xr_cleanup(void* value)
+{
+    XRoot* x = *(XRoot**)value;
+    ++x->cleanups;
+}
+
+static void xr_step(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    XRoot* x = data;
+    XRoot** slot = futoin_stack(as, sizeof(XRoot*), xr_cleanup);
+    assert_non_null(slot);
+    *slot = x;
+    futoin_set_cancel(as, xr_cancel, x);
+    futoin_set_timeout(as, (uint32_t)(10 + x->index % 7));
+}
+
+static void xr_eh(FutoInAsyncSteps* as, void* data, const char* code)
+{
+    XRoot* x = data;
+    assert_string_equal(code, FUTOIN_TIMEOUT);
+    /* The cancel handler ran first and the stack memory is still there. */
+    assert_int_equal(x->cancels, 1);
+    assert_int_equal(x->cleanups, 0);
+    ++x->timeouts;
+    x->timeout_at = now_ms();
+    futoin_success(as);
+}
+
+static void xr_round(void)
+{
+    uint64_t t0 = now_ms();
+    for (int i = 0; i < XROOTS; ++i) {
+        XRoot* x = &g_xr[i];
+        memset(x, 0, sizeof(*x));
+        x->index = i;
+        x->as = futoin_asyncsteps_new(g_loop);
+        futoin_add(x->as, xr_step, xr_eh, x);
+        futoin_execute(x->as, no_unhandled, NULL);
+    }
+    futoin_loop_advance(g_loop, 5);
+    /* Free the even roots while their steps wait: cancel and cleanup. */
+    for (int i = 0; i < XROOTS; i += 2) {
+        futoin_asyncsteps_free(g_xr[i].as);
+    }
+    run();
+    for (int i = 0; i < XROOTS; ++i) {
+        XRoot* x = &g_xr[i];
+        assert_int_equal(x->cancels, 1);
+        assert_int_equal(x->cleanups, 1);
+        if (i % 2 == 0) {
+            assert_int_equal(x->timeouts, 0);
+        } else {
+            assert_int_equal(x->timeouts, 1);
+            assert_int_equal(x->timeout_at - t0, 10 + i % 7);
+            futoin_asyncsteps_free(x->as);
+        }
+    }
+    assert_int_equal(futoin_loop_pending(g_loop), 0);
+}
+
+static void test_many_frames_with_extras(void** state)
+{
+    (void)state;
+    xr_round();
+    xr_round();
+    assert_int_equal(g_misuse, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -705,6 +799,7 @@ int main(void)
             T(test_free_from_unhandled_error),
             T(test_free_from_cancel_handler),
             T(test_free_waiting_root_from_loop),
+            T(test_many_frames_with_extras),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
