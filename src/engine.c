@@ -781,7 +781,9 @@ static void xtable_grow(EngineCtx* ctx)
         fputs("futoin: out of frame extras\n", stderr);
         abort();
     }
-    ctx->xchunks = futoin__xrealloc(ctx->xchunks, sizeof(*ctx->xchunks) * (n + 1));
+    if ((n & (n - 1)) == 0) { /* 0, 1, 2, 4...: the array is full, double it */
+        ctx->xchunks = futoin__xrealloc(ctx->xchunks, sizeof(*ctx->xchunks) * (n ? 2 * n : 1));
+    }
     FrameExtra* chunk = futoin__xmalloc(sizeof(FrameExtra) * FUTOIN_XCHUNK);
     ctx->xchunks[n] = chunk;
     ctx->nxchunks = n + 1;
