@@ -130,7 +130,10 @@ static const BenchWorkload g_sync[] = {
             1, "0 malloc", 0},
     {"throttle_10flows", "step", setup_throttle, run_contended, teardown_sync, 10000, 1000, 0,
             1, "0 malloc", 0},
-    {"throttle_wait", "step", setup_throttle_limited, run_contended, teardown_sync, 100, 10, 0,
+    /* Warm-up of 20 units: at least two even at --quick's scale, since one
+     * unit (100 steps) fits in a single window and never arms the loop's
+     * first timer. */
+    {"throttle_wait", "step", setup_throttle_limited, run_contended, teardown_sync, 100, 20, 0,
             1, "0 malloc, CPU ns", 1},
     {"limiter_uncont", "step", setup_limiter, run_uncontended, teardown_sync, 10000, 1000, 0, 1,
             "0 malloc", 0},
