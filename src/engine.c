@@ -1706,11 +1706,15 @@ void futoin__flow_success(Flow* fl, FutoInArgs* args)
         futoin__results_set(fl, args);
         return;
     }
-    /* External completion of a waiting step: resume on the next round. */
-    if (f->flags & FR_LOCK_PHASE) {
-        lock_acquired(fl, f);
+    /* External completion of a waiting step: resume on the next round.
+     * One test of the flags for the common waiter, which holds no lock
+     * phase, timer or cancel handler. */
+    if (f->flags & (FR_LOCK_PHASE | FR_X)) {
+        if (f->flags & FR_LOCK_PHASE) {
+            lock_acquired(fl, f);
+        }
+        frame_settle(fl, f);
     }
-    frame_settle(fl, f);
     f->flags &= (uint8_t)~FR_WAIT;
     futoin__results_set(fl, args);
     fl->pending = PD_NEXT;
