@@ -1007,6 +1007,71 @@ static void test_burst_pending(void** state)
     futoin_asyncsteps_free(root);
 }
 
+/* ---- ready queue: flows that leave it before their turn ---- */
+
+/* Roots made ready and freed before their turn, many times over, inside a
+ * step and outside the loop: the pool hands the same memory to the next
+ * root, so one flow's memory enters and leaves the ready queue again and
+ * again. None of them may run a step, and the flows still ready keep their
+ * order. */
+static FutoInAsyncSteps* g_survivor;
+
+static void churn_roots(int n)
+{
+    for (int i = 0; i < n; ++i) {
+        FutoInAsyncSteps* r = futoin_asyncsteps_new(g_loop);
+        assert_non_null(r);
+        futoin_add(r, step_tag, NULL, "never");
+        futoin_execute(r, no_unhandled, NULL);
+        futoin_asyncsteps_free(r);
+    }
+    g_survivor = futoin_asyncsteps_new(g_loop);
+    futoin_add(g_survivor, step_tag, NULL, "s1");
+    futoin_add(g_survivor, step_tag, NULL, "s2");
+    futoin_execute(g_survivor, no_unhandled, NULL);
+}
+
+static void step_churn(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)as;
+    (void)args;
+    tr("churn");
+    churn_roots((int)(intptr_t)data);
+}
+
+static void test_ready_queue_churn(void** state)
+{
+    (void)state;
+    static const int counts[] = {1, 126, 127, 128, 300};
+    for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); ++k) {
+        /* Inside a step: b is ready meanwhile, and a takes its next turn
+         * after the survivor's first step. */
+        tr_reset();
+        FutoInAsyncSteps* a = futoin_asyncsteps_new(g_loop);
+        FutoInAsyncSteps* b = futoin_asyncsteps_new(g_loop);
+        futoin_add(a, step_churn, NULL, (void*)(intptr_t)counts[k]);
+        futoin_add(a, step_tag, NULL, "a2");
+        futoin_add(b, step_tag, NULL, "b1");
+        futoin_add(b, step_tag, NULL, "b2");
+        futoin_execute(a, no_unhandled, NULL);
+        futoin_execute(b, no_unhandled, NULL);
+        run();
+        assert_trace("churn|b1|s1|a2|b2|s2");
+        futoin_asyncsteps_free(g_survivor);
+        futoin_asyncsteps_free(a);
+        futoin_asyncsteps_free(b);
+
+        /* Outside the loop: nothing live is left before the survivor. */
+        tr_reset();
+        churn_roots(counts[k]);
+        run();
+        assert_trace("s1|s2");
+        futoin_asyncsteps_free(g_survivor);
+        assert_int_equal(futoin_loop_pending(g_loop), 0);
+    }
+    assert_int_equal(g_misuse, 0);
+}
+
 /* ---- addSync ---- */
 
 static uint64_t g_base; /* virtual time at the start of a sync scenario */
@@ -1175,6 +1240,7 @@ int main(void)
             T(test_sched_entries),
             T(test_burst),
             T(test_burst_pending),
+            T(test_ready_queue_churn),
             T(test_add_sync),
             T(test_add_sync_cancel),
             T(test_reused_root_is_clean),
