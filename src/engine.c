@@ -522,8 +522,7 @@ static inline void root_reset(Root* r, int fresh)
     if (fresh) {
         /* Read only while the root runs, and set by execute(): a
          * destroyed root keeps the last ones. */
-        r->unhandled = NULL;
-        r->unhandled_data = NULL;
+        r->unhandled_data = NULL; /* flow_init() clears level 0's callback */
         r->busy = 0;
         flow_init(&r->main, r, 1);
         return;
@@ -1419,11 +1418,12 @@ static void flow_failed(Flow* fl)
     queue_free(futoin__root_ctx(r), fl->frames[0].q_head);
     fl->frames[0].q_head = NULL;
     futoin__results_drop(fl);
-    if (r->unhandled) {
+    FutoInAsyncSteps_error_callback unhandled = fl->frames[0].unhandled;
+    if (unhandled) {
         uint32_t gen = fl->gen;
         fl->cb = CB_FINAL;
         fl->add_fr = NULL;
-        r->unhandled(&fl->iface, r->unhandled_data, futoin__flow_code(fl));
+        unhandled(&fl->iface, r->unhandled_data, futoin__flow_code(fl));
         if (gen != fl->gen) {
             return;
         }
@@ -1793,7 +1793,7 @@ void futoin__root_execute(Flow* fl, void* data, FutoInAsyncSteps_error_callback 
 {
     Root* r = futoin__flow_root(fl);
     r->state = RS_RUNNING;
-    r->unhandled = unhandled;
+    fl->frames[0].unhandled = unhandled;
     r->unhandled_data = data;
     info_clear(r);
     fl->pending = PD_NEXT;

@@ -127,12 +127,19 @@ typedef struct FrameExtra {
  * level plus the nodes of the levels that have a handler or a spec. */
 struct Frame {
     Step* q_head;
-    /* The started step's node (NULL: a plain step without error handler,
-     * and level 0). SK_PLAIN, SK_OWNED, SK_PARALLEL, SK_VALUE: its eh and
-     * data are the frame's error handler, its ext the frame's Parallel*,
-     * StepOwner* or ArgsBox*. SK_LOOP: the node is the loop's spec.
-     * SK_SYNC: ext is the FutoInSync*, f/eh/data the critical section's. */
-    Step* node;
+    union {
+        /* The started step's node (NULL: a plain step without error
+         * handler). SK_PLAIN, SK_OWNED, SK_PARALLEL, SK_VALUE: its eh and
+         * data are the frame's error handler, its ext the frame's
+         * Parallel*, StepOwner* or ArgsBox*. SK_LOOP: the node is the
+         * loop's spec. SK_SYNC: ext is the FutoInSync*, f/eh/data the
+         * critical section's. */
+        Step* node;
+        /* Level 0, which no step started: a root's unhandled-error
+         * callback (Root.unhandled_data is its data), so that the root
+         * pays no field of its own for it. Unused in a branch. */
+        FutoInAsyncSteps_error_callback unhandled;
+    };
     uint8_t kind;
     uint8_t flags;
     uint32_t xid; /* with FR_X: the FrameExtra's index (else stale) */
@@ -259,8 +266,7 @@ typedef struct RootExt {
  * pooled root is linked through main.rq_next: neither costs a field. */
 struct Root {
     Flow main; /* first: the root's handle is its main flow's interface */
-    FutoInAsyncSteps_error_callback unhandled;
-    void* unhandled_data;
+    void* unhandled_data; /* for main.frames[0].unhandled */
     RootExt* ext; /* NULL until needed (futoin__root_ext()) */
     uint32_t busy; /* engine frames of this root on the C stack */
     uint8_t state;

@@ -456,6 +456,68 @@ static void test_unhandled_error_args(void** state)
     futoin_asyncsteps_free(root);
 }
 
+/* An error from steps nested deeper than a root keeps frames in itself
+ * reaches the unhandled-error callback given to execute(), with its data,
+ * through error handlers that do not recover. The root's memory is then
+ * reused: each new root gets the callback and data of its own execute(),
+ * and one executed without a callback reports misuse instead. */
+static void eh_pass_on(FutoInAsyncSteps* as, void* data, const char* code)
+{
+    (void)as;
+    (void)data;
+    tr("eh:%s", code);
+}
+
+static void nest_then_fail(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    intptr_t left = (intptr_t)data;
+    tr("n%d", (int)left);
+    if (left) {
+        futoin_add(as, nest_then_fail, left % 2 ? eh_pass_on : NULL, (void*)(left - 1));
+    } else {
+        futoin_error(as, "Deep", "from the bottom");
+    }
+}
+
+static void test_unhandled_from_deep_nesting(void** state)
+{
+    (void)state;
+    Unhandled first = {0};
+    FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
+    futoin_add(root, nest_then_fail, NULL, (void*)(intptr_t)6);
+    futoin_execute(root, on_unhandled, &first);
+    run();
+    assert_trace("n6|n5|n4|n3|n2|n1|n0|eh:Deep|eh:Deep|eh:Deep|unhandled:Deep");
+    assert_int_equal(first.calls, 1);
+    assert_ptr_equal(first.as, root);
+    assert_string_equal(first.info, "from the bottom");
+    futoin_asyncsteps_free(root);
+
+    tr_reset();
+    Unhandled second = {0};
+    FutoInAsyncSteps* again = futoin_asyncsteps_new(g_loop);
+    futoin_add(again, nest_then_fail, NULL, (void*)(intptr_t)4);
+    futoin_execute(again, on_unhandled, &second);
+    run();
+    assert_trace("n4|n3|n2|n1|n0|eh:Deep|eh:Deep|unhandled:Deep");
+    assert_int_equal(first.calls, 1);
+    assert_int_equal(second.calls, 1);
+    assert_ptr_equal(second.as, again);
+    futoin_asyncsteps_free(again);
+
+    tr_reset();
+    FutoInAsyncSteps* third = futoin_asyncsteps_new(g_loop);
+    futoin_add(third, nest_then_fail, NULL, (void*)(intptr_t)4);
+    futoin_execute(third, NULL, NULL);
+    run();
+    assert_trace("n4|n3|n2|n1|n0|eh:Deep|eh:Deep");
+    assert_int_equal(first.calls + second.calls, 2);
+    assert_int_equal(g_misuse, 1);
+    assert_non_null(strstr(g_misuse_msg, "Deep"));
+    futoin_asyncsteps_free(third);
+}
+
 /* Without an unhandled_error callback the misuse handler gets a report. */
 static void test_unhandled_without_callback(void** state)
 {
@@ -633,6 +695,7 @@ int main(void)
             T(test_error_info),
             T(test_error_info_reset_on_execute),
             T(test_unhandled_error_args),
+            T(test_unhandled_from_deep_nesting),
             T(test_unhandled_without_callback),
             T(test_unhandled_gets_replaced_code),
             T(test_long_error_code),
