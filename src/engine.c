@@ -101,7 +101,7 @@ EngineCtx* futoin__ctx_create(FutoInLoop* loop)
         ctx->burst = DEFAULT_BURST;
         ctx->misuse = default_misuse;
         ctx->xfree = FUTOIN_XNONE;
-        /* Steps, loop specs and parallels share one pool of 48-byte nodes
+        /* Steps, loop specs and parallels share one pool of nodes
          * (and error codes and labels the small-string pool), so memory
          * freed by one kind serves the others. */
         futoin__pool_init(&ctx->steps, sizeof(Step), _Alignof(Step), 256);
@@ -317,32 +317,34 @@ LoopSpec* futoin__loopspec_new(EngineCtx* ctx, const char* label, void* data, si
 {
     LoopSpec* l = futoin__pool_get(&ctx->steps);
     l->next = NULL;
-    l->kind = SK_LOOP;
-    l->repeat = repeat_fn != NULL;
-    if (repeat_fn) {
-        l->repeat_fn = repeat_fn;
+    if (!loop_fn) {
+        /* repeat(0) has no iteration to call anything for. */
+        l->repeat_fn = count ? repeat_fn : NULL;
+        l->count = count;
     } else {
         l->loop_fn = loop_fn;
+        l->count = 0;
     }
-    l->count = count;
     l->loop_data = data;
-    l->label = NULL;
+    char* copy = NULL;
     if (label && *label) {
         size_t len = strlen(label);
         /* Set once and never changed: the length tells where it lives. */
-        l->label = len < FUTOIN_SMALL_STR ? futoin__pool_get(&ctx->strs) : futoin__xmalloc(len + 1);
-        memcpy(l->label, label, len + 1);
+        copy = len < FUTOIN_SMALL_STR ? futoin__pool_get(&ctx->strs) : futoin__xmalloc(len + 1);
+        memcpy(copy, label, len + 1);
     }
+    futoin__step_set(l, SK_LOOP, copy);
     return l;
 }
 
 static void loopspec_free(EngineCtx* ctx, LoopSpec* l)
 {
-    if (l->label) {
-        if (strlen(l->label) < FUTOIN_SMALL_STR) {
-            futoin__pool_put(&ctx->strs, l->label);
+    char* label = futoin__loop_label(l);
+    if (label) {
+        if (strlen(label) < FUTOIN_SMALL_STR) {
+            futoin__pool_put(&ctx->strs, label);
         } else {
-            free(l->label);
+            free(label);
         }
     }
     futoin__pool_put(&ctx->steps, l);
@@ -406,27 +408,30 @@ static void queue_free(EngineCtx* ctx, Step* s)
 
 static void parallel_free(EngineCtx* ctx, Parallel* p)
 {
-    queue_free(ctx, p->b_head);
+    if (!p->started) {
+        queue_free(ctx, p->b_head);
+    }
     futoin__pool_put(&ctx->steps, p);
 }
 
 /* Releases a step that never started, with whatever it owns. */
 void futoin__step_free(EngineCtx* ctx, Step* s)
 {
-    switch (s->kind) {
+    void* ext = futoin__step_ext(s);
+    switch (futoin__step_kind(s)) {
     case SK_PARALLEL:
-        parallel_free(ctx, s->ext);
+        parallel_free(ctx, ext);
         break;
     case SK_LOOP:
         loopspec_free(ctx, s); /* the node itself */
         return;
     case SK_VALUE:
-        if (s->ext) {
-            box_free(ctx, s->ext);
+        if (ext) {
+            box_free(ctx, ext);
         }
         break;
     case SK_OWNED:
-        ((StepOwner*)s->ext)->release(s->ext);
+        ((StepOwner*)ext)->release(ext);
         break;
     default:
         break;
@@ -437,13 +442,13 @@ void futoin__step_free(EngineCtx* ctx, Step* s)
 /* Deep copy for copyFrom(). *err is set when a step cannot be copied. */
 Step* futoin__step_copy(EngineCtx* ctx, const Step* s, Flow* owner, const char** err)
 {
-    void* ext = s->ext;
-    switch (s->kind) {
+    void* ext = futoin__step_ext(s);
+    switch (futoin__step_kind(s)) {
     case SK_OWNED:
         *err = "copyFrom(): an await() step cannot be copied";
         return NULL;
     case SK_PARALLEL: {
-        const Parallel* src = s->ext;
+        const Parallel* src = ext;
         Parallel* p = futoin__parallel_new(ctx, owner);
         for (const Step* b = src->b_head; b; b = b->next) {
             Step* c = futoin__step_copy(ctx, b, owner, err);
@@ -460,11 +465,12 @@ Step* futoin__step_copy(EngineCtx* ctx, const Step* s, Flow* owner, const char**
         break;
     }
     case SK_LOOP:
-        return futoin__loopspec_new(ctx, s->label, s->loop_data, s->count,
-                s->repeat ? NULL : s->loop_fn, s->repeat ? s->repeat_fn : NULL);
+        /* loop_fn is NULL for repeat(0) as well. */
+        return futoin__loopspec_new(ctx, futoin__loop_label(s), s->loop_data, s->count,
+                s->count ? NULL : s->loop_fn, s->count ? s->repeat_fn : NULL);
     case SK_VALUE:
-        if (s->ext) {
-            const ArgsBox* src = s->ext;
+        if (ext) {
+            const ArgsBox* src = ext;
             ArgsBox* b = futoin__pool_get(&ctx->boxes);
             memset(b, 0, sizeof(*b));
             for (uint8_t i = 0; i < src->nargs; ++i) {
@@ -481,7 +487,7 @@ Step* futoin__step_copy(EngineCtx* ctx, const Step* s, Flow* owner, const char**
     default:
         break;
     }
-    return futoin__step_new(ctx, s->kind, s->data, s->f, s->eh, ext);
+    return futoin__step_new(ctx, futoin__step_kind(s), s->data, s->f, s->eh, ext);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -738,9 +744,9 @@ static Frame* frame_push(Flow* fl, Step* s)
     Frame* f = &fl->frames[++fl->depth];
     f->q_head = NULL;
     f->node = s;
-    f->kind = s->kind;
+    f->kind = futoin__step_kind(s);
     f->flags = 0;
-    switch (s->kind) {
+    switch (f->kind) {
     case SK_LOOP:
         s->i = 0;
         break;
@@ -965,11 +971,11 @@ static void frame_pop_slow(Flow* fl, int aborted)
     Step* node = f.node;
     switch (f.kind) {
     case SK_PARALLEL:
-        parallel_abort_branches(node->ext);
+        parallel_abort_branches(futoin__step_ext(node));
         futoin__step_free(ctx, node); /* and the Parallel */
         break;
     case SK_SYNC: {
-        FutoInSync* sync = node->ext;
+        FutoInSync* sync = futoin__step_ext(node);
         if (node->held) {
             box_free(ctx, node->held);
         }
@@ -1040,7 +1046,7 @@ static inline int call_step(
         break;
     }
     case CALL_LOCK: {
-        FutoInSync* sync = f->node->ext;
+        FutoInSync* sync = futoin__step_ext(f->node);
         sync->api->lock(&fl->iface, sync);
         break;
     }
@@ -1138,7 +1144,7 @@ static int run_iteration(Flow* fl)
     LoopSpec* l = f->node;
     /* Results of the previous iteration are not an input of the next. */
     futoin__results_drop(fl);
-    if (!call_step(fl, f, l->repeat ? CALL_REPEAT : CALL_LOOP, NULL, NULL)) {
+    if (!call_step(fl, f, l->count ? CALL_REPEAT : CALL_LOOP, NULL, NULL)) {
         return HANDLED;
     }
     for (;;) {
@@ -1147,7 +1153,7 @@ static int run_iteration(Flow* fl)
         }
         /* The last iteration, or the turn ends: frame_complete() takes
          * it from here (it counts the iteration just run). */
-        if ((l->repeat && l->i + 1 >= l->count) || !keep_turn(ctx)) {
+        if ((l->count && l->i + 1 >= l->count) || !keep_turn(ctx)) {
             return CONTINUE;
         }
         ++l->i;
@@ -1158,7 +1164,7 @@ static int run_iteration(Flow* fl)
         fl->add_fr = f;
         atomic_store_explicit(&fl->xepoch,
                 atomic_load_explicit(&fl->xepoch, memory_order_relaxed) + 1, memory_order_release);
-        if (l->repeat) {
+        if (l->count) {
             l->repeat_fn(&fl->iface, l->loop_data, l->i);
         } else {
             l->loop_fn(&fl->iface, l->loop_data);
@@ -1196,16 +1202,20 @@ static void yield_resume(void* data, uintptr_t depth)
 
 static void start_parallel(Flow* fl, Frame* f)
 {
-    Parallel* p = f->node->ext;
+    Parallel* p = futoin__step_ext(f->node);
     Root* r = futoin__flow_root(fl);
     EngineCtx* ctx = futoin__root_ctx(r);
+    /* The branch steps become branch flows, in the same words. */
+    Step* queued = p->b_head;
     p->started = 1;
+    p->branches = NULL;
+    p->pending = 0;
     /* Parallel branches take no input. */
     futoin__results_drop(fl);
     Flow** tail = &p->branches;
-    while (p->b_head) {
-        Step* s = p->b_head;
-        p->b_head = s->next;
+    while (queued) {
+        Step* s = queued;
+        queued = s->next;
         s->next = NULL;
         Flow* b = ctx->free_flows;
         int fresh = 0;
@@ -1229,7 +1239,6 @@ static void start_parallel(Flow* fl, Frame* f)
         tail = &futoin__branch(b)->sib_next;
         ++p->pending;
     }
-    p->b_tail = NULL;
     if (!p->pending) {
         rq_push(fl);
         return;
@@ -1251,8 +1260,11 @@ static int start_frame(Flow* fl, FutoInAsyncSteps_execute_callback fn, void* dat
         return call_step(fl, f, CALL_EXEC, fn, data) ? exec_outcome(fl) : HANDLED;
     case SK_LOOP: {
         LoopSpec* l = f->node;
-        if (l->repeat && l->count == 0) {
-            return GO_ON; /* completes at once */
+        if (!l->loop_fn) {
+            /* repeat(0) completes at once, as a finished loop does. */
+            futoin__results_drop(fl);
+            frame_pop(fl, 0);
+            return GO_ON;
         }
         return run_iteration(fl);
     }
@@ -1279,8 +1291,8 @@ static int start_frame(Flow* fl, FutoInAsyncSteps_execute_callback fn, void* dat
     }
     case SK_VALUE:
         futoin__results_drop(fl);
-        fl->results = f->node->ext;
-        f->node->ext = NULL;
+        fl->results = futoin__step_ext(f->node);
+        futoin__step_set(f->node, SK_VALUE, NULL);
         return GO_ON;
     case SK_YIELD:
         f->flags |= FR_WAIT | FR_TIMER;
@@ -1302,7 +1314,7 @@ static int frame_complete(Flow* fl)
         LoopSpec* l = f->node;
         iteration_reset(fl, f);
         ++l->i;
-        if (!l->repeat || l->i < l->count) {
+        if (!l->count || l->i < l->count) {
             return run_iteration(fl);
         }
         futoin__results_drop(fl);
@@ -1314,7 +1326,7 @@ static int frame_complete(Flow* fl)
     } else if (f->kind == SK_SYNC && !(f->flags & FR_X)) {
         /* The critical section is done: pop the frame, then unlock() (it
          * may wake other flows, never this one). */
-        FutoInSync* sync = f->node->ext;
+        FutoInSync* sync = futoin__step_ext(f->node);
         uint8_t locked = f->flags & FR_LOCKED;
         futoin__pool_put(&futoin__flow_ctx(fl)->steps, f->node);
         --fl->depth;
@@ -1469,7 +1481,7 @@ static void advance(Flow* fl)
         Frame* top = &fl->frames[fl->depth];
         int r;
         Step* s = top->q_head;
-        if (s && s->kind == SK_PLAIN && fl->depth + 1 < fl->cap) {
+        if (s && futoin__step_kind(s) == SK_PLAIN && fl->depth + 1 < fl->cap) {
             /* The common step, started and completed with the fewest
              * writes: a plain step whose callback neither waits nor leaves
              * anything behind is popped at once. */
@@ -1562,7 +1574,7 @@ static int start_unwind(Flow* fl, uint32_t k, int own)
         f = &fl->frames[k];
     }
     if (f->kind == SK_PARALLEL) {
-        parallel_abort_branches(f->node->ext);
+        parallel_abort_branches(futoin__step_ext(f->node));
         if (gen != fl->gen) {
             return 0;
         }
@@ -1588,7 +1600,8 @@ static int label_matches(const LoopSpec* l, const char* label)
     if (!label || !*label) {
         return 1;
     }
-    return l->label && strcmp(l->label, label) == 0;
+    const char* own = futoin__loop_label(l);
+    return own && strcmp(own, label) == 0;
 }
 
 /* Walks the stack from the top, calling error handlers (not for

@@ -25,7 +25,9 @@
 
 #include <futoin/asyncsteps.h>
 
+#include <assert.h>
 #include <stdatomic.h>
+#include <stdint.h>
 
 #include "loop_internal.h"
 #include "pool.h"
@@ -59,6 +61,18 @@ typedef struct StepOwner {
     void (*release)(struct StepOwner* self);
 } StepOwner;
 
+/* Step.tag holds a pointer and, where pointers leave three low bits free,
+ * the step's kind in those bits: a step node is five words. Every pointer
+ * stored there is to an object of at least pointer alignment (a pooled
+ * block, a malloc()ed label, or a struct that holds a pointer). */
+#if UINTPTR_MAX > 0xFFFFFFFFu
+#define FUTOIN_KIND_IN_TAG 1
+#define FUTOIN_KIND_MASK ((uintptr_t)7)
+#else
+#define FUTOIN_KIND_IN_TAG 0
+#define FUTOIN_KIND_MASK ((uintptr_t)0)
+#endif
+
 struct Step {
     union {
         Step* next;    /* queue link while the step waits */
@@ -70,10 +84,12 @@ struct Step {
             FutoInAsyncSteps_execute_callback f;
             FutoInAsyncSteps_error_callback eh;
             void* data;
-            void* ext;
         };
         /* SK_LOOP: the loop's spec lives in its step node, which becomes
-         * its frame's node when the loop starts: one node per loop. */
+         * its frame's node when the loop starts: one node per loop. A
+         * counted loop (repeat()) has count > 0 and calls repeat_fn; loop()
+         * has count 0 and calls loop_fn; repeat() of 0 iterations has
+         * neither (NULL) and completes at once. */
         struct {
             union {
                 void (*loop_fn)(FutoInAsyncSteps* bsi, void* data);
@@ -81,12 +97,48 @@ struct Step {
             };
             size_t count;
             void* loop_data;
-            char* label; /* NULL, a pooled small block or (when longer) heap */
         };
     };
+    /* The kind (enum StepKind, see FUTOIN_KIND_IN_TAG) and a pointer: for
+     * SK_LOOP the label (NULL, a pooled small block or, when longer, heap),
+     * for the other kinds ext. Read through futoin__step_kind(),
+     * futoin__step_ext() and futoin__loop_label(). */
+    uintptr_t tag;
+#if !FUTOIN_KIND_IN_TAG
     uint8_t kind;
-    uint8_t repeat; /* SK_LOOP: counted, repeat_fn (else loop_fn) */
+#endif
 };
+
+static inline uint8_t futoin__step_kind(const Step* s)
+{
+#if FUTOIN_KIND_IN_TAG
+    return (uint8_t)(s->tag & FUTOIN_KIND_MASK);
+#else
+    return s->kind;
+#endif
+}
+
+/* ext, or a loop's label, without the kind. */
+static inline void* futoin__step_ext(const Step* s)
+{
+    return (void*)(s->tag & ~FUTOIN_KIND_MASK);
+}
+
+static inline char* futoin__loop_label(const LoopSpec* l)
+{
+    return (char*)futoin__step_ext(l);
+}
+
+static inline void futoin__step_set(Step* s, uint8_t kind, const void* ext)
+{
+    assert(((uintptr_t)ext & FUTOIN_KIND_MASK) == 0);
+#if FUTOIN_KIND_IN_TAG
+    s->tag = (uintptr_t)ext | kind;
+#else
+    s->tag = (uintptr_t)ext;
+    s->kind = kind;
+#endif
+}
 
 enum FrameFlags {
     FR_WAIT = 1,      /* waits for an external success()/error() */
@@ -222,10 +274,16 @@ static inline Root* futoin__flow_root(const Flow* fl)
 struct Parallel {
     FutoInAsyncSteps iface;
     Flow* owner;
-    Step* b_head;
-    Step* b_tail;
-    Flow* branches; /* live branch flows */
-    uint32_t pending;
+    union {
+        struct { /* until it starts: the branches' steps */
+            Step* b_head;
+            Step* b_tail;
+        };
+        struct { /* once started */
+            Flow* branches; /* live branch flows */
+            uint32_t pending;
+        };
+    };
     uint8_t started;
 };
 
@@ -278,7 +336,7 @@ struct EngineCtx {
     FutoInLoop* loop;
     Root* free_roots;
     unsigned budget; /* step callbacks left in the current dispatch */
-    FutoInPool steps;  /* 48-byte nodes: Step, LoopSpec, Parallel */
+    FutoInPool steps;  /* step nodes: Step, LoopSpec, Parallel */
     FutoInPool boxes;
     FutoInPool stacks; /* small stack() blocks */
     FutoInPool strs;   /* FUTOIN_SMALL_STR blocks: codes and labels */
@@ -376,8 +434,7 @@ static inline Step* futoin__step_new(EngineCtx* ctx, uint8_t kind, void* data,
     s->f = f;
     s->eh = eh;
     s->data = data;
-    s->ext = ext;
-    s->kind = kind;
+    futoin__step_set(s, kind, ext);
     return s;
 }
 
@@ -394,7 +451,7 @@ static inline void futoin__queue_step(Flow* fl, Frame* fr, Step* s)
 void futoin__step_free(EngineCtx* ctx, Step* s);
 Step* futoin__step_copy(EngineCtx* ctx, const Step* s, Flow* owner, const char** err);
 Parallel* futoin__parallel_new(EngineCtx* ctx, Flow* owner);
-/* A loop step: repeat_fn != NULL makes it counted (count iterations). */
+/* A loop step: loop() with loop_fn, else repeat() of count iterations. */
 LoopSpec* futoin__loopspec_new(EngineCtx* ctx, const char* label, void* data, size_t count,
         void (*loop_fn)(FutoInAsyncSteps*, void*),
         void (*repeat_fn)(FutoInAsyncSteps*, void*, size_t));

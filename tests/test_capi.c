@@ -285,6 +285,77 @@ static void test_copy_from(void** state)
     assert_int_equal(g_biz_cleanups, 3);
 }
 
+/* copyFrom() of every loop form: loop() with a label that a sub-step
+ * breaks by name, repeat() of 0 iterations (completes at once, the value
+ * before it does not pass it), repeat() with a label longer than a small
+ * block, and the copy still runs after the model is freed. */
+#define LONG_LABEL "a-loop-label-longer-than-thirty-two-characters"
+
+static void break_outer(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    futoin_break(as, "outer");
+}
+
+static void model_loop(FutoInAsyncSteps* as, void* data)
+{
+    (void)data;
+    int* n = (int*)futoin_state(as, "n", NULL, NULL, NULL);
+    tr("L%d", (*n)++);
+    if (*n == 2) {
+        futoin_add(as, break_outer, NULL, NULL);
+    }
+}
+
+static void model_repeat_long(FutoInAsyncSteps* as, void* data, size_t i)
+{
+    (void)data;
+    tr("Q%d", (int)i);
+    if (i == 1) {
+        futoin_continue(as, LONG_LABEL);
+    }
+}
+
+static void* int_alloc(void* data)
+{
+    (void)data;
+    return calloc(1, sizeof(int));
+}
+
+static void int_cleanup(void* data, void* value)
+{
+    (void)data;
+    free(value);
+}
+
+static void test_copy_from_loops(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* model = futoin_asyncsteps_new(g_loop);
+    futoin_loop(model, model_loop, NULL, "outer");
+    futoin_success_step(model, &(FutoInArgs){.arg0 = futoin_val_i32(1)});
+    futoin_repeat(model, 0, model_repeat, NULL, "zero");
+    futoin_add(model, show_arg, NULL, "after0");
+    futoin_repeat(model, 3, model_repeat_long, NULL, LONG_LABEL);
+
+    FutoInAsyncSteps* copies[2];
+    for (int k = 0; k < 2; ++k) {
+        copies[k] = futoin_asyncsteps_new(g_loop);
+        futoin_state(copies[k], "n", int_alloc, int_cleanup, NULL);
+        futoin_copy_from(copies[k], model);
+    }
+    futoin_asyncsteps_free(model);
+    for (int k = 0; k < 2; ++k) {
+        tr_reset();
+        futoin_execute(copies[k], no_unhandled, NULL);
+        run();
+        assert_trace("L0|L1|after0:0:-1|Q0|Q1|Q2");
+        futoin_asyncsteps_free(copies[k]);
+    }
+    assert_int_equal(g_misuse, 0);
+}
+
 static void eh_code(FutoInAsyncSteps* as, void* data, const char* code)
 {
     (void)as;
@@ -1220,6 +1291,7 @@ int main(void)
             T(test_relinquish_other_root),
             T(test_relinquish_cancelled),
             T(test_copy_from),
+            T(test_copy_from_loops),
             T(test_copy_from_owned_value),
             T(test_await_resolve_before),
             T(test_await_resolve_after),
