@@ -433,12 +433,27 @@ static void flow_cancel(FutoInAsyncSteps* bsi)
     futoin__root_cancel(futoin__flow_root(fl));
 }
 
+/* NULL if sync can be used, else what is wrong with it. Its alignment is
+ * checked before its api is read: the step keeps the object's address
+ * with the step kind in the low bits (Step.tag). */
+static const char* sync_problem(const FutoInSync* sync)
+{
+    if (!sync) {
+        return "addSync() with a NULL sync object";
+    }
+    if ((uintptr_t)sync % _Alignof(FutoInSync)) {
+        return "addSync() with a misaligned sync object";
+    }
+    return sync->api ? NULL : "addSync() with a sync object whose api is NULL";
+}
+
 static void flow_add_sync(FutoInAsyncSteps* bsi, FutoInSync* sync, void* data,
         FutoInAsyncSteps_execute_callback f, FutoInAsyncSteps_error_callback eh)
 {
     Flow* fl = (Flow*)bsi;
-    if (!sync || !sync->api) {
-        futoin__misuse(fl, "addSync() with a NULL sync object");
+    const char* problem = sync_problem(sync);
+    if (problem) {
+        futoin__misuse(fl, "%s", problem);
         return;
     }
     if (!f) {
@@ -624,8 +639,9 @@ static void par_add_sync(FutoInAsyncSteps* bsi, FutoInSync* sync, void* data,
         FutoInAsyncSteps_execute_callback f, FutoInAsyncSteps_error_callback eh)
 {
     Parallel* p = par_of(bsi);
-    if (!sync || !sync->api || !f) {
-        futoin__misuse(p->owner, "addSync() with a NULL sync object or callback");
+    const char* problem = f ? sync_problem(sync) : "addSync() with a NULL execute callback";
+    if (problem) {
+        futoin__misuse(p->owner, "%s", problem);
         return;
     }
     if (par_can_add(p, "addSync")) {

@@ -109,6 +109,8 @@ struct Step {
 #endif
 };
 
+_Static_assert(_Alignof(FutoInSync) > FUTOIN_KIND_MASK, "a sync object's address has room for the kind");
+
 static inline uint8_t futoin__step_kind(const Step* s)
 {
 #if FUTOIN_KIND_IN_TAG

@@ -1451,6 +1451,52 @@ static void test_add_sync_null_callback(void** state)
     assert_step_internal_error(t, "NULL");
 }
 
+/* A sync object at an address not aligned for FutoInSync is refused before
+ * anything is read through it, by a flow and by a parallel step. */
+static unsigned char g_misaligned_room[sizeof(DummySync) + _Alignof(DummySync)];
+
+static FutoInSync* misaligned_sync(void)
+{
+    unsigned char* p = g_misaligned_room;
+    while ((uintptr_t)p % _Alignof(DummySync) != 1) {
+        ++p;
+    }
+    return (FutoInSync*)(void*)p;
+}
+
+static void body_add_sync_misaligned(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    T* t = data;
+    ++t->body_calls;
+    as->api->addSync(as, misaligned_sync(), t, never_step, never_eh);
+}
+
+static void test_add_sync_misaligned(void** state)
+{
+    T* t = *state;
+    run_scenario(t, body_add_sync_misaligned, NULL);
+    assert_int_equal(t->lock_calls, 0);
+    assert_step_internal_error(t, "misaligned sync object");
+}
+
+static void body_par_add_sync_misaligned(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    T* t = data;
+    ++t->body_calls;
+    FutoInAsyncSteps* p = futoin_parallel(as, NULL, NULL);
+    p->api->addSync(p, misaligned_sync(), t, never_step, never_eh);
+}
+
+static void test_par_add_sync_misaligned(void** state)
+{
+    T* t = *state;
+    run_scenario(t, body_par_add_sync_misaligned, NULL);
+    assert_int_equal(t->lock_calls, 0);
+    assert_step_internal_error(t, "misaligned sync object");
+}
+
 static void body_state_null_name(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
@@ -1758,6 +1804,8 @@ int main(void)
             TEST(test_free_in_timeout_cancel_handler),
             TEST(test_add_sync_null_sync),
             TEST(test_add_sync_null_callback),
+            TEST(test_add_sync_misaligned),
+            TEST(test_par_add_sync_misaligned),
             TEST(test_state_variable_null_name),
             TEST(test_state_variable_null_name_idle_root),
             TEST(test_copy_from_running_model),
