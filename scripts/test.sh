@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test command: installs the tools (Debian, as root) and runs the whole
-# suite in four configurations, each in its own build directory, stopping at
+# suite in several configurations, each in its own build directory, stopping at
 # the first failure:
 #   1. gcc, Release, -Werror            + ctest
 #   2. clang, ASan + UBSan              + ctest
@@ -11,6 +11,8 @@
 #   6. cmake --install into a temporary prefix, then build and run a small
 #      program against the installed headers and static and shared libraries
 #      found with pkg-config.
+#   7. gcc, Debug (assertions on), the step node layout of 32-bit targets
+#      (FUTOIN_STEP_KIND_BYTE: the kind in a byte of its own) + ctest.
 #
 #   bash scripts/test.sh
 #
@@ -28,7 +30,7 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
 STAGES=("gcc Release -Werror" "clang ASan+UBSan" "gcc valgrind" "clang TSan (threads)"
-    "fuzz engine vs model" "install + pkg-config")
+    "fuzz engine vs model" "install + pkg-config" "gcc 32-bit step layout")
 declare -A RESULT=()
 CURRENT=""
 START=$(date +%s)
@@ -275,5 +277,16 @@ CEOF
     printf "uv: "
     "$CHECK_DIR/check_uv"
 fi
+passed
+
+# 7 -------------------------------------------------------------------------
+# The step node layout that 32-bit targets get, run on this host: the engine
+# keeps a step's kind in a byte of its own instead of a pointer's low bits.
+stage "gcc 32-bit step layout"
+configure_build "$BUILD_ROOT/gcc-kind-byte" -DCMAKE_BUILD_TYPE=Debug \
+    -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++ -DFUTOIN_WERROR=ON \
+    -DCMAKE_C_FLAGS=-DFUTOIN_STEP_KIND_BYTE -DFUTOIN_WITH_UV=OFF \
+    -DFUTOIN_BUILD_EXAMPLES=OFF -DFUTOIN_BUILD_BENCH=OFF
+run_ctest "$BUILD_ROOT/gcc-kind-byte"
 passed
 CURRENT=""
