@@ -71,7 +71,7 @@ typedef struct T {
     int alloc_calls;
     int var_cleanup_calls;
     int iterations;
-    int flag;   /* scenario-specific check computed inside a callback */
+    int flag;   /* scenario-specific: a check computed inside a callback, or a choice made by the test */
     int result; /* scenario-specific value */
     FutoInAsyncSteps* saved;
     FutoInAsyncSteps* saved2;
@@ -1464,37 +1464,32 @@ static FutoInSync* misaligned_sync(void)
     return (FutoInSync*)(void*)p;
 }
 
+/* t->flag chooses where: 0 the flow itself, 1 a parallel step of it. */
 static void body_add_sync_misaligned(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
     T* t = data;
     ++t->body_calls;
-    as->api->addSync(as, misaligned_sync(), t, never_step, never_eh);
+    FutoInAsyncSteps* target = t->flag ? futoin_parallel(as, NULL, NULL) : as;
+    target->api->addSync(target, misaligned_sync(), t, never_step, never_eh);
 }
 
-static void test_add_sync_misaligned(void** state)
+static void check_add_sync_misaligned(T* t, int in_parallel)
 {
-    T* t = *state;
+    t->flag = in_parallel;
     run_scenario(t, body_add_sync_misaligned, NULL);
     assert_int_equal(t->lock_calls, 0);
     assert_step_internal_error(t, "misaligned sync object");
 }
 
-static void body_par_add_sync_misaligned(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+static void test_add_sync_misaligned(void** state)
 {
-    (void)args;
-    T* t = data;
-    ++t->body_calls;
-    FutoInAsyncSteps* p = futoin_parallel(as, NULL, NULL);
-    p->api->addSync(p, misaligned_sync(), t, never_step, never_eh);
+    check_add_sync_misaligned(*state, 0);
 }
 
 static void test_par_add_sync_misaligned(void** state)
 {
-    T* t = *state;
-    run_scenario(t, body_par_add_sync_misaligned, NULL);
-    assert_int_equal(t->lock_calls, 0);
-    assert_step_internal_error(t, "misaligned sync object");
+    check_add_sync_misaligned(*state, 1);
 }
 
 static void body_state_null_name(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
