@@ -1786,6 +1786,16 @@ void futoin__flow_set_cancel(Flow* fl, void* data, FutoInAsyncSteps_cancel_callb
     f->flags |= FR_WAIT;
 }
 
+int futoin__flow_drop_cancel(Flow* fl, FutoInAsyncSteps_cancel_callback ch, void* data)
+{
+    FrameExtra* x = frame_xp(fl, &fl->frames[fl->depth]);
+    if (!x || x->on_cancel != ch || x->cancel_data != data) {
+        return 0;
+    }
+    x->on_cancel = NULL;
+    return 1;
+}
+
 void futoin__flow_wait(Flow* fl)
 {
     fl->frames[fl->depth].flags |= FR_WAIT;

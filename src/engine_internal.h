@@ -477,6 +477,9 @@ void futoin__flow_error(Flow* fl, const char* code, const char* info);
 void futoin__flow_set_timeout(Flow* fl, uint32_t ms);
 void futoin__flow_set_cancel(Flow* fl, void* data, FutoInAsyncSteps_cancel_callback ch);
 void futoin__flow_wait(Flow* fl);
+/* Takes the cancel handler (ch, data) off fl's top frame if that is its
+ * handler: it will not be called. Returns 1 if it was. */
+int futoin__flow_drop_cancel(Flow* fl, FutoInAsyncSteps_cancel_callback ch, void* data);
 void futoin__flow_ctl(Flow* fl, uint8_t ctl, const char* label);
 void futoin__root_execute(Flow* fl, void* data, FutoInAsyncSteps_error_callback unhandled);
 void futoin__root_cancel(Root* r);

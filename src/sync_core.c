@@ -276,13 +276,19 @@ void futoin__sync_wake(SyncNode* n)
 }
 
 static void node_put(SyncCore* c, SyncNode* n);
+static void sync_cancel(FutoInAsyncSteps* bsi, void* data);
 
 void futoin__sync_reject_waiting(SyncNode* n, const char* info)
 {
     n->state = SN_REJECTED;
-    /* The step fails by itself, so its cancel handler will not run: the
-     * node goes back now. */
-    if (n->core->mtx) {
+    /* The node goes back now, so the step must not call sync_cancel() with
+     * it later. A step that takes the error fails by itself, which drops
+     * its cancel handler; but one whose root is being cancelled or freed
+     * (this may run from the abort of a sibling branch) refuses the error
+     * and is aborted next: its handler is taken off first. */
+    if (futoin__fail_parked_step(n->bsi, sync_cancel, n, FUTOIN_DEFENSE_REJECTED, info)) {
+        /* done */
+    } else if (n->core->mtx) {
         futoin__complete_any_thread(n->bsi, FUTOIN_DEFENSE_REJECTED, info);
     } else {
         n->bsi->api->handle_error(n->bsi, FUTOIN_DEFENSE_REJECTED, info);

@@ -237,6 +237,20 @@ void futoin__xflow_free(Flow* fl)
     post_root_op(fl, xfree_run, "free()");
 }
 
+int futoin__fail_parked_step(FutoInAsyncSteps* bsi, FutoInAsyncSteps_cancel_callback ch, void* data,
+        const char* code, const char* info)
+{
+    Flow* fl = futoin__flow_of(bsi);
+    if (!fl || !futoin__loop_on_thread(fl->loop)) {
+        return 0;
+    }
+    futoin__flow_drop_cancel(fl, ch, data);
+    if (still_waiting(fl, atomic_load_explicit(&fl->xepoch, memory_order_relaxed))) {
+        futoin__flow_error(fl, code, info);
+    }
+    return 1;
+}
+
 void futoin__complete_any_thread(FutoInAsyncSteps* bsi, const char* code, const char* info)
 {
     Flow* fl = futoin__flow_of(bsi);

@@ -29,6 +29,14 @@ void futoin__xflow_free(Flow* fl);
  * race with a cancel is expected there and not a misuse. */
 void futoin__complete_any_thread(FutoInAsyncSteps* bsi, const char* code, const char* info);
 
+/* For library code rejecting a step it parked and gave the cancel handler
+ * (ch, data), when bsi is a flow of this library on the calling thread:
+ * the handler is taken off the step (it will not be called), then the step
+ * fails with code if it still waits (a root being cancelled or freed keeps
+ * it, and aborts it next). Returns 0, doing nothing, for any other flow. */
+int futoin__fail_parked_step(FutoInAsyncSteps* bsi, FutoInAsyncSteps_cancel_callback ch, void* data,
+        const char* code, const char* info);
+
 #pragma GCC visibility pop
 
 #endif

@@ -460,6 +460,73 @@ static void test_abort_after_rate_admission_before_entry(void** state)
     sync_free_ok(l);
 }
 
+/* A flow queued for a slot is rejected by the rate stage (no burst queue)
+ * just as its root is torn down: a branch failing aborts its sibling X,
+ * whose inner parallel's first branch frees the root from its cancel
+ * handler; the root's cancel completes, then the inner abort goes on to the
+ * holder A, whose unlock passes the slot to the queued B, which the rate
+ * stage rejects. B's step does not take the error (its root is gone) and
+ * is aborted next: the Limiter must not be handed B's record twice. It ends
+ * idle and can be freed, and nothing is reported as misuse. */
+static FutoInAsyncSteps* g_torn_root;
+static Worker g_torn_a;
+static Worker g_torn_b;
+
+static void freer_cancel(FutoInAsyncSteps* as, void* data)
+{
+    (void)as;
+    (void)data;
+    tr("free@%llu", vt());
+    futoin_asyncsteps_free(g_torn_root);
+}
+
+static void freer_step(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    futoin_set_cancel(as, freer_cancel, NULL);
+}
+
+static void torn_inner(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    FutoInAsyncSteps* p = futoin_parallel(as, NULL, NULL);
+    futoin_add(p, freer_step, NULL, NULL);
+    worker_branch(p, &g_torn_a);
+    worker_branch(p, &g_torn_b);
+}
+
+static void fail_later(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    futoin_set_timeout(as, 5);
+}
+
+static void test_reject_while_root_torn_down(void** state)
+{
+    (void)state;
+    sync_counters_reset();
+    FutoInSync* l = limiter(1, 1, 1, 1000, 0);
+    g_torn_a = (Worker){.name = "A", .sync = l, .hold_ms = HOLD_FOREVER};
+    g_torn_b = (Worker){.name = "B", .sync = l, .hold_ms = 10};
+    g_torn_root = futoin_asyncsteps_new(g_loop);
+    FutoInAsyncSteps* p = futoin_parallel(g_torn_root, NULL, NULL);
+    futoin_add(p, torn_inner, NULL, NULL);
+    futoin_add(p, fail_later, NULL, NULL);
+    futoin_execute(g_torn_root, no_unhandled, NULL);
+    run();
+    assert_trace("A>0|free@5|A~5");
+    assert_int_equal(g_torn_a.entered, 1);
+    assert_int_equal(g_torn_a.aborted, 1);
+    assert_int_equal(g_torn_b.entered, 0);
+    assert_int_equal(g_torn_b.errors, 0);
+    assert_int_equal(futoin_loop_pending(g_loop), 0);
+    sync_free_ok(l);
+    assert_int_equal(g_misuse, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -478,6 +545,7 @@ int main(void)
             T(test_invalid_options),
             T(test_nodes_pooled),
             T(test_abort_after_rate_admission_before_entry),
+            T(test_reject_while_root_torn_down),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
