@@ -281,17 +281,22 @@ static void sync_cancel(FutoInAsyncSteps* bsi, void* data);
 void futoin__sync_reject_waiting(SyncNode* n, const char* info)
 {
     n->state = SN_REJECTED;
-    /* The node goes back now, so the step must not call sync_cancel() with
-     * it later. A step that takes the error fails by itself, which drops
-     * its cancel handler; but one whose root is being cancelled or freed
-     * (this may run from the abort of a sibling branch) refuses the error
-     * and is aborted next: its handler is taken off first. */
-    if (futoin__fail_parked_step(n->bsi, sync_cancel, n, FUTOIN_DEFENSE_REJECTED, info)) {
-        /* done */
-    } else if (n->core->mtx) {
-        futoin__complete_any_thread(n->bsi, FUTOIN_DEFENSE_REJECTED, info);
-    } else {
+    /* The node is given back exactly once. A step that takes the error
+     * fails by itself, which drops its cancel handler; but one whose root is
+     * being cancelled or freed (this may run from the abort of a sibling
+     * branch) refuses the error and is aborted next, and a step on another
+     * loop thread may be aborted before the error gets there: either way
+     * its cancel handler, sync_cancel(), would give the node back too. So
+     * the handler is taken off first, or, across threads, left to give the
+     * node back itself. */
+    switch (futoin__fail_parked_step(n->bsi, sync_cancel, n, FUTOIN_DEFENSE_REJECTED, info)) {
+    case FUTOIN_PARKED_FAILED:
+        break;
+    case FUTOIN_PARKED_QUEUED:
+        return; /* sync_cancel() gives it back on the step's loop thread */
+    default:
         n->bsi->api->handle_error(n->bsi, FUTOIN_DEFENSE_REJECTED, info);
+        break;
     }
     node_put(n->core, n);
 }

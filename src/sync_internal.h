@@ -132,11 +132,18 @@ void futoin__sync_conc_release(SyncCore* c);
  * any thread; queued quietly when the step's loop is another thread's. */
 void futoin__complete_any_thread(FutoInAsyncSteps* bsi, const char* code, const char* info);
 
-/* For library code rejecting a step it parked and gave the cancel handler
- * (ch, data), when bsi is a flow of this library on the calling thread:
- * the handler is taken off the step (it will not be called), then the step
- * fails with code if it still waits (a root being cancelled or freed keeps
- * it, and aborts it next). Returns 0, doing nothing, for any other flow. */
+/* For library code rejecting a step of this library that it parked and gave
+ * the cancel handler (ch, data), whose data it wants back exactly once:
+ * - FUTOIN_PARKED_FAILED (the step's loop thread): the handler is taken off
+ *   the step, so it will not be called, and the step fails with code if it
+ *   still waits (a root being cancelled or freed keeps it, and aborts it
+ *   next); the caller takes its data back now.
+ * - FUTOIN_PARKED_QUEUED (another thread): queued for the loop thread,
+ *   where ch(bsi, data) is called exactly once, by the step's abort if that
+ *   comes first, else just before the step fails (ch(NULL, data) if the
+ *   loop is freed before it gets there); the caller must not take it back.
+ * - 0: not a flow of this library; nothing was done. */
+enum { FUTOIN_PARKED_FAILED = 1, FUTOIN_PARKED_QUEUED = 2 };
 int futoin__fail_parked_step(FutoInAsyncSteps* bsi, FutoInAsyncSteps_cancel_callback ch, void* data,
         const char* code, const char* info);
 

@@ -31,11 +31,16 @@ typedef struct {
 } XSuccess;
 
 /* code, a NUL, info, a NUL: inline when short, else on the heap. */
-#define XERROR_INLINE (FUTOIN_XMSG_PAYLOAD - 2 * sizeof(void*) - 8)
+#define XERROR_INLINE (FUTOIN_XMSG_PAYLOAD - 4 * sizeof(void*) - 8)
 
 typedef struct {
     Flow* fl;
     char* heap;
+    /* A parked step's own cancel handler, which library code (a sync
+     * object) gives back its record through: called instead of dropped when
+     * the error applies, and when the message is dropped unrun. */
+    FutoInAsyncSteps_cancel_callback take_ch;
+    void* take_data;
     uint32_t epoch;
     uint8_t quiet;
     uint8_t null_code;
@@ -142,20 +147,37 @@ static int xerror_run(void* consumer, FutoInXMsg* m)
         EngineCtx* ctx = futoin__flow_ctx(fl);
         ctx->misuse(ctx->misuse_data, &fl->iface, "error() with a NULL error code (from another thread)");
     } else if (still_waiting(fl, x->epoch)) {
+        if (x->take_ch && futoin__flow_drop_cancel(fl, x->take_ch, x->take_data)) {
+            x->take_ch(&fl->iface, x->take_data);
+        }
         futoin__flow_error(fl, code, info);
     } else if (!x->quiet) {
         report_dropped(fl, "error()");
     }
+    /* else the step stopped waiting first: its abort called take_ch. */
     free(x->heap);
     return 0;
 }
 
 static void xerror_drop(FutoInXMsg* m)
 {
-    free(((XError*)(void*)m->u.bytes)->heap);
+    XError* x = (XError*)(void*)m->u.bytes;
+    if (x->take_ch) {
+        x->take_ch(NULL, x->take_data);
+    }
+    free(x->heap);
 }
 
+static void xflow_error_post(Flow* fl, const char* code, const char* info, int quiet,
+        FutoInAsyncSteps_cancel_callback take_ch, void* take_data);
+
 void futoin__xflow_error(Flow* fl, const char* code, const char* info, int quiet)
+{
+    xflow_error_post(fl, code, info, quiet, NULL, NULL);
+}
+
+static void xflow_error_post(Flow* fl, const char* code, const char* info, int quiet,
+        FutoInAsyncSteps_cancel_callback take_ch, void* take_data)
 {
     FutoInXMsg* m = futoin__loop_xmsg_alloc(fl->loop);
     if (!m) {
@@ -164,6 +186,8 @@ void futoin__xflow_error(Flow* fl, const char* code, const char* info, int quiet
     }
     XError* x = (XError*)(void*)m->u.bytes;
     x->fl = fl;
+    x->take_ch = take_ch;
+    x->take_data = take_data;
     x->epoch = epoch_now(fl);
     x->quiet = (uint8_t)quiet;
     x->null_code = code == NULL;
@@ -241,14 +265,19 @@ int futoin__fail_parked_step(FutoInAsyncSteps* bsi, FutoInAsyncSteps_cancel_call
         const char* code, const char* info)
 {
     Flow* fl = futoin__flow_of(bsi);
-    if (!fl || !futoin__loop_on_thread(fl->loop)) {
+    if (!fl) {
         return 0;
+    }
+    if (!futoin__loop_on_thread(fl->loop)) {
+        /* Decided on the loop thread, whichever comes first there. */
+        xflow_error_post(fl, code, info, 1, ch, data);
+        return FUTOIN_PARKED_QUEUED;
     }
     futoin__flow_drop_cancel(fl, ch, data);
     if (still_waiting(fl, atomic_load_explicit(&fl->xepoch, memory_order_relaxed))) {
         futoin__flow_error(fl, code, info);
     }
-    return 1;
+    return FUTOIN_PARKED_FAILED;
 }
 
 void futoin__complete_any_thread(FutoInAsyncSteps* bsi, const char* code, const char* info)

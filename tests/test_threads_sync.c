@@ -465,6 +465,111 @@ static void test_shared_mutex_waiter_loop_stops(void** state)
     assert_int_equal(futoin_sync_free(m), FUTOIN_SYNC_OK);
 }
 
+/* ---- a rejection that loses to a cancel on the waiter's loop ---- */
+
+/* A shared Limiter rejects, on the holder's loop thread, a flow that waits
+ * for the slot on another loop (rate spent, no burst queue); that flow's
+ * root is cancelled on its own loop before the rejection gets there. The
+ * flow's record comes back to the Limiter exactly once (it ends idle and
+ * can be freed), and the late rejection is dropped without a report. */
+typedef struct {
+    FutoInSync* sync;
+    FutoInAsyncSteps* root;
+    _Atomic(FutoInAsyncSteps*) inside;
+} Leaver;
+
+static void leaver_cs(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    Leaver* lv = data;
+    futoin_wait_external(as);
+    atomic_store(&lv->inside, as);
+}
+
+static void leaver_start(FutoInLoop* loop, void* data)
+{
+    Leaver* lv = data;
+    lv->root = futoin_asyncsteps_new(loop);
+    futoin_add_sync(lv->root, lv->sync, leaver_cs, NULL, lv);
+    futoin_execute(lv->root, NULL, NULL);
+}
+
+static void leaver_stop(FutoInLoop* loop, void* data)
+{
+    (void)loop;
+    futoin_asyncsteps_free(((Leaver*)data)->root);
+}
+
+static void never_inside(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)as;
+    (void)data;
+    (void)args;
+    fail_msg("the rejected flow entered the Limiter");
+}
+
+static void count_error(FutoInAsyncSteps* as, void* data, const char* code)
+{
+    (void)as;
+    (void)code;
+    ++*(int*)data;
+}
+
+static int g_reports;
+
+static void count_report(void* data, FutoInAsyncSteps* as, const char* info)
+{
+    (void)data;
+    (void)as;
+    (void)info;
+    ++g_reports;
+}
+
+static void test_shared_reject_loses_to_cancel(void** state)
+{
+    (void)state;
+    FutoInLimiterOptions o = {1, 1, 1, 3600u * 1000u, 0};
+    FutoInSync* l = futoin_limiter_new_shared(&o);
+    assert_non_null(l);
+    Leaver lv;
+    memset(&lv, 0, sizeof(lv));
+    lv.sync = l;
+    FutoInLoopThreadHooks hooks = { leaver_start, leaver_stop, &lv };
+    FutoInLoopThread* t = futoin_loop_thread_start(&hooks);
+    while (!atomic_load(&lv.inside)) {
+        sleep_us(200);
+    }
+    FutoInLoop* loop = futoin_loop_new_virtual();
+    futoin_set_misuse_handler(loop, count_report, NULL);
+    g_reports = 0;
+    int errors = 0;
+    FutoInAsyncSteps* w = futoin_asyncsteps_new(loop);
+    futoin_add_sync(w, l, never_inside, count_error, &errors);
+    futoin_execute(w, NULL, NULL);
+    futoin_loop_run(loop);
+    FutoInSyncStats st;
+    futoin_sync_stats(l, &st);
+    assert_int_equal(st.queued, 1);
+    /* The holder leaves on its own loop thread: the waiter is rejected
+     * there and the error is queued for this loop. */
+    futoin_success(atomic_load(&lv.inside));
+    do {
+        sleep_us(200);
+        futoin_sync_stats(l, &st);
+    } while (st.active || st.queued);
+    futoin_cancel(w);       /* comes first on this loop */
+    futoin_loop_run(loop);  /* then the rejection, which no longer applies */
+    assert_int_equal(errors, 0);
+    assert_int_equal(g_reports, 0);
+    futoin_loop_thread_stop(t, FUTOIN_LOOP_STOP_NOW);
+    futoin_loop_thread_join(t);
+    futoin_asyncsteps_free(w);
+    futoin_loop_free(loop);
+    futoin_sync_stats(l, &st);
+    assert_int_equal(st.active + st.queued + st.slots_used, 0);
+    assert_int_equal(futoin_sync_free(l), FUTOIN_SYNC_OK);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -473,6 +578,7 @@ int main(void)
         cmocka_unit_test(test_shared_mutex_timeouts_and_rejects),
         cmocka_unit_test(test_shared_throttle_two_loops),
         cmocka_unit_test(test_shared_limiter_two_loops),
+        cmocka_unit_test(test_shared_reject_loses_to_cancel),
         cmocka_unit_test(test_shared_mutex_waiter_loop_stops),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
