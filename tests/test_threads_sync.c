@@ -399,12 +399,14 @@ typedef struct {
     FutoInAsyncSteps* root;
     atomic_int inside;
     atomic_int released;
+    _Atomic(FutoInAsyncSteps*) step; /* the critical section, for success() */
 } Holder;
 
 static void hold_cs(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
     Holder* h = data;
+    atomic_store(&h->step, as);
     atomic_store(&h->inside, 1);
     futoin_set_timeout(as, 3600 * 1000); /* held until the root is freed */
 }
@@ -472,34 +474,6 @@ static void test_shared_mutex_waiter_loop_stops(void** state)
  * root is cancelled on its own loop before the rejection gets there. The
  * flow's record comes back to the Limiter exactly once (it ends idle and
  * can be freed), and the late rejection is dropped without a report. */
-typedef struct {
-    FutoInSync* sync;
-    FutoInAsyncSteps* root;
-    _Atomic(FutoInAsyncSteps*) inside;
-} Leaver;
-
-static void leaver_cs(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
-{
-    (void)args;
-    Leaver* lv = data;
-    futoin_wait_external(as);
-    atomic_store(&lv->inside, as);
-}
-
-static void leaver_start(FutoInLoop* loop, void* data)
-{
-    Leaver* lv = data;
-    lv->root = futoin_asyncsteps_new(loop);
-    futoin_add_sync(lv->root, lv->sync, leaver_cs, NULL, lv);
-    futoin_execute(lv->root, NULL, NULL);
-}
-
-static void leaver_stop(FutoInLoop* loop, void* data)
-{
-    (void)loop;
-    futoin_asyncsteps_free(((Leaver*)data)->root);
-}
-
 static void never_inside(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)as;
@@ -531,12 +505,12 @@ static void test_shared_reject_loses_to_cancel(void** state)
     FutoInLimiterOptions o = {1, 1, 1, 3600u * 1000u, 0};
     FutoInSync* l = futoin_limiter_new_shared(&o);
     assert_non_null(l);
-    Leaver lv;
-    memset(&lv, 0, sizeof(lv));
-    lv.sync = l;
-    FutoInLoopThreadHooks hooks = { leaver_start, leaver_stop, &lv };
+    Holder h;
+    memset(&h, 0, sizeof(h));
+    h.mutex = l;
+    FutoInLoopThreadHooks hooks = { holder_start, holder_stop, &h };
     FutoInLoopThread* t = futoin_loop_thread_start(&hooks);
-    while (!atomic_load(&lv.inside)) {
+    while (!atomic_load(&h.inside)) {
         sleep_us(200);
     }
     FutoInLoop* loop = futoin_loop_new_virtual();
@@ -552,7 +526,7 @@ static void test_shared_reject_loses_to_cancel(void** state)
     assert_int_equal(st.queued, 1);
     /* The holder leaves on its own loop thread: the waiter is rejected
      * there and the error is queued for this loop. */
-    futoin_success(atomic_load(&lv.inside));
+    futoin_success(atomic_load(&h.step));
     do {
         sleep_us(200);
         futoin_sync_stats(l, &st);
