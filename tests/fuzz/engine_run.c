@@ -34,8 +34,8 @@ typedef struct Run {
     FutoInSync* sync[FZ_NSYNC]; /* FZ_SYNC_*: two Mutexes, Throttles, Limiters */
     NodeRt rt[FZ_MAX_NODES];
     long boxes_live;
-    int invariants_only;          /* cancel handlers cancel/free roots */
-    int root_dead[FZ_MAX_ROOTS];  /* cancelled or freed by a cancel handler */
+    int invariants_only;          /* callbacks cancel/free roots */
+    int root_dead[FZ_MAX_ROOTS];  /* cancelled or freed by a callback */
 } Run;
 
 static Run* R;
@@ -179,6 +179,33 @@ static void add_node(FutoInAsyncSteps* as, const FzNode* n)
     }
 }
 
+/* The cross-root action of node n's callback `where` (FZ_XW_*), if any. A
+ * root freed here is gone from roots[]: later actions on it do nothing, as
+ * the program's own teardown does. */
+static void cross_action(const FzNode* n, int where)
+{
+    uint8_t what = n->x_what[where];
+    int j = n->x_target[where];
+    FutoInAsyncSteps* root = R->roots[j];
+    if (!what || !root) {
+        return;
+    }
+    char nm[16];
+    fz_node_name(n, nm, sizeof(nm));
+    stamp();
+    fz_str_addf(R->out, "%s %s r%d\n", nm, what == FZ_XA_FREE ? "frees" : "cancels", j);
+    if (what == FZ_XA_CANCEL) {
+        futoin_cancel(root);
+        if (!futoin_is_valid(root)) {
+            R->root_dead[j] = 1;
+        }
+        return;
+    }
+    R->roots[j] = NULL;
+    futoin_asyncsteps_free(root);
+    R->root_dead[j] = 1;
+}
+
 static void cancel_cb(FutoInAsyncSteps* as, void* data)
 {
     const FzNode* n = data;
@@ -198,6 +225,7 @@ static void cancel_cb(FutoInAsyncSteps* as, void* data)
         futoin_loop_cancel(R->loop, &rt->ext);
         rt->ext_pending = 0;
     }
+    cross_action(n, FZ_XW_CANCEL);
     FutoInAsyncSteps* root = R->roots[n->root];
     if (!root) {
         return;
@@ -256,9 +284,14 @@ static void do_body(FutoInAsyncSteps* as, const FzNode* n, const FzBody* b, int 
     for (int i = 0; i < b->nkids; ++i) {
         add_node(as, b->kids[i]);
     }
+    cross_action(n, FZ_XW_EXEC);
     if (!term_applies) {
         return;
     }
+    /* The calls below still go to the flow when the action above cancelled
+     * or freed its own root (the engine must refuse them cleanly), but no
+     * external completion is scheduled for a flow that is gone. */
+    int own_root_dead = R->root_dead[n->root];
     char info[16];
     FutoInArgs a;
     switch (b->term) {
@@ -280,6 +313,9 @@ static void do_body(FutoInAsyncSteps* as, const FzNode* n, const FzBody* b, int 
     case FZ_T_EXT_OK:
     case FZ_T_EXT_ERR:
         as->api->waitExternal(as);
+        if (own_root_dead) {
+            break;
+        }
         if (rt->ext_pending) {
             violation("a second live instance of a waiting step", n);
         }
@@ -352,6 +388,7 @@ static void eh_cb(FutoInAsyncSteps* as, void* data, const char* code)
     fz_node_name(n, nm, sizeof(nm));
     stamp();
     fz_str_addf(R->out, "eh %s %s %s\n", nm, code, fz_info_col(code, futoin_error_info(as)));
+    cross_action(n, FZ_XW_EH);
     char info[16];
     FutoInArgs a;
     switch (eh->kind) {
@@ -443,7 +480,7 @@ void fz_engine_run(const FzProg* p, FzStr* out)
     R = &run;
     run.p = p;
     run.out = out;
-    run.invariants_only = p->cancel_actions > 0;
+    run.invariants_only = p->cancel_actions > 0 || p->cross_actions > 0;
     run.loop = futoin_loop_new_virtual();
     if (!run.loop) {
         abort();
@@ -561,7 +598,9 @@ int fz_check_input(const uint8_t* data, size_t size, int verbose)
     /* Re-entrant cancellation: invariants only (no model). A rate window
      * timer (Throttle or Limiter) tied with another timer (model returns
      * 1): the order is not documented, invariants only as well. */
-    const char* why = prog.cancel_actions ? "cancel handlers cancel or free roots" : NULL;
+    const char* why = prog.cancel_actions ? "cancel handlers cancel or free roots"
+            : prog.cross_actions          ? "callbacks cancel or free roots"
+                                          : NULL;
     if (!why) {
         int rc = fz_model_run(&prog, &model);
         if (rc < 0) {

@@ -137,7 +137,17 @@ def lsync(index, section, define=None):
     return out + section
 
 
-def prog(roots, burst=100, m0=(1, None), m1=(1, None), exact=False):
+X_EXEC, X_EH, X_CANCEL = range(3)  # which callback of the node acts
+X_CANCEL_ROOT, X_FREE_ROOT = range(2)
+
+
+def xact(node, what, target, where):
+    """One cross-root action of the trailer: node is the node's index in
+    decoding order (pre-order, as read), target a root index."""
+    return [node, what | (target << 1) | (where << 3)]
+
+
+def prog(roots, burst=100, m0=(1, None), m1=(1, None), exact=False, actions=()):
     """roots: list of (top_nodes, cancel_at or None[, no_unhandled]).
 
     exact=True encodes B0 so that it decodes to len(roots) roots with any
@@ -158,6 +168,11 @@ def prog(roots, burst=100, m0=(1, None), m1=(1, None), exact=False):
         out.append(len(top) - 1)
         for n in top:
             out += n
+    if actions:
+        assert 1 <= len(actions) <= 4
+        out += [0xC5, 0x3A, len(actions) - 1]
+        for a in actions:
+            out += a
     return bytes(out)
 
 
@@ -396,6 +411,26 @@ SEEDS = {
     "cancel_handler_cancels_in_branch": one(par([step(term=FOREVER, cancel=True, timeout=3,
                                                       cancel_action=CA_CANCEL_ROOT),
                                                  step(term=ERROR)]), step()),
+    # cross-root actions: a callback cancels or frees a root (invariants only)
+    "xact_step_frees_mutex_holder": prog(
+        [([sync(0, step(term=EXT_OK, delay=10, vals=[1]))], None),
+         ([step(term=EXT_OK, delay=2, vals=[2])], None),
+         ([sync(0, step(term=SUCCESS, vals=[3]))], None)],
+        exact=True, actions=[xact(2, X_FREE_ROOT, 0, X_EXEC)]),
+    "xact_eh_cancels_own_root": one(step(term=ERROR, handler=eh(EH_RECOVER, vals=[1])), step(),
+                                    actions=[xact(0, X_CANCEL_ROOT, 0, X_EH)]),
+    "xact_step_frees_own_root": one(step(term=SUCCESS, vals=["b1"], kids=[step()]), step(),
+                                    actions=[xact(0, X_FREE_ROOT, 0, X_EXEC)]),
+    "xact_cancel_handler_frees_limited_root": prog(
+        [([step(term=FOREVER, cancel=True, timeout=3)], None),
+         ([par([step(term=FOREVER, cancel=True),
+                lsync(0, step(term=EXT_OK, delay=9, vals=["b2"]), define=(1, 1, 1, 10, 1)),
+                lsync(0, step())])], None)],
+        exact=True, actions=[xact(0, X_FREE_ROOT, 1, X_CANCEL)]),
+    "xact_mutual_teardown": prog(
+        [([step(term=EXT_OK, delay=5, vals=[1], cancel=True)], None),
+         ([step(term=EXT_OK, delay=2, vals=[2])], None)],
+        exact=True, actions=[xact(1, X_CANCEL_ROOT, 0, X_EXEC), xact(0, X_FREE_ROOT, 1, X_CANCEL)]),
     # execute() without an unhandled_error callback: the misuse handler reports
     "unhandled_null_callback": prog([([step(term=ERROR, code=2), step()], None, True),
                                      ([step(kids=[step(term=ERROR)], handler=eh(EH_RECOVER)), step()], None, True)]),

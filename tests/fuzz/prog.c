@@ -50,6 +50,16 @@
  *     "M & 8: a Throttle, else a Mutex". Bits 3 and 4 are clear in the M
  *     byte of every mutex node of the corpus files checked in before each
  *     change, so those decode to the same programs.)
+ *
+ *   After the roots, an optional trailer of cross-root actions:
+ *     X0 X1 N (I A){1 + N % 4}, only if X0 X1 = 0xC5 0x3A (a magic pair, so
+ *     that the stray bytes libFuzzer leaves after older inputs do not turn
+ *     them into programs with actions).
+ *     I: node index % number of nodes; A: what = A & 1 (cancel(), free()),
+ *     target root = ((A >> 1) & 3) % nroots, where = ((A >> 3) & 3) % 3
+ *     (the node's execute callback, error handler or cancel handler). An
+ *     entry the node cannot take (no such callback, or one already set for
+ *     that callback) is ignored.
  */
 #include "prog.h"
 
@@ -97,6 +107,7 @@ static void read_args(Rd* r, FzArgs* a)
 }
 
 static FzNode* read_node(FzProg* p, Rd* r, int depth, int in_branch, int force_step, int branch_pos);
+static void read_cross_actions(FzProg* p, Rd* r);
 
 static void read_body(FzProg* p, Rd* r, FzBody* b, int depth, int in_branch, int is_loop)
 {
@@ -311,6 +322,40 @@ void fz_decode(FzProg* p, const uint8_t* data, size_t size)
             }
         }
     }
+    read_cross_actions(p, &r);
+}
+
+/* Can node n's callback `where` (FZ_XW_*) run? */
+static int has_callback(const FzNode* n, unsigned where)
+{
+    switch (where) {
+    case FZ_XW_EXEC:
+        return n->kind == FZ_N_STEP || n->kind == FZ_N_LOOP || n->kind == FZ_N_REPEAT;
+    case FZ_XW_EH:
+        return (n->kind == FZ_N_STEP || n->kind == FZ_N_PAR) && n->eh.kind != FZ_EH_NONE;
+    default:
+        return (n->kind == FZ_N_STEP || n->kind == FZ_N_LOOP || n->kind == FZ_N_REPEAT)
+                && n->body.set_cancel;
+    }
+}
+
+static void read_cross_actions(FzProg* p, Rd* r)
+{
+    if (rd(r) != 0xC5 || rd(r) != 0x3A || p->nnodes == 0) {
+        return;
+    }
+    unsigned n = 1 + rd(r) % FZ_MAX_XACTIONS;
+    for (unsigned i = 0; i < n; ++i) {
+        FzNode* node = &p->nodes[rd(r) % (unsigned)p->nnodes];
+        unsigned a = rd(r);
+        unsigned where = ((a >> 3) & 3) % FZ_XW__COUNT;
+        if (!has_callback(node, where) || node->x_what[where]) {
+            continue;
+        }
+        node->x_what[where] = (uint8_t)((a & 1) ? FZ_XA_FREE : FZ_XA_CANCEL);
+        node->x_target[where] = (uint8_t)(((a >> 1) & 3) % p->nroots);
+        ++p->cross_actions;
+    }
 }
 
 void fz_node_name(const FzNode* n, char* buf, size_t len)
@@ -434,11 +479,25 @@ static void dump_eh(const FzEh* eh, FzStr* o, int ind)
     }
 }
 
+static void dump_cross_actions(const FzNode* n, FzStr* o, int ind)
+{
+    static const char* const where[] = {"execute", "error handler", "cancel handler"};
+    for (int w = 0; w < FZ_XW__COUNT; ++w) {
+        if (n->x_what[w]) {
+            char nm[16];
+            fz_node_name(n, nm, sizeof(nm));
+            fz_str_addf(o, "%*s(%s: its %s %s r%u)\n", ind * 2 + 2, "", nm, where[w],
+                    n->x_what[w] == FZ_XA_FREE ? "frees" : "cancels", n->x_target[w]);
+        }
+    }
+}
+
 static void dump_node(const FzNode* n, FzStr* o, int ind)
 {
     char nm[16];
     fz_node_name(n, nm, sizeof(nm));
     fz_str_addf(o, "%*s%s", ind * 2, "", nm);
+
     switch (n->kind) {
     case FZ_N_VALUE:
         fz_str_addf(o, " successStep");
@@ -479,6 +538,7 @@ static void dump_node(const FzNode* n, FzStr* o, int ind)
     default:
         break;
     }
+    dump_cross_actions(n, o, ind);
 }
 
 void fz_dump(const FzProg* p, FzStr* o)

@@ -71,6 +71,13 @@ enum { FZ_N_STEP = 0, FZ_N_PAR, FZ_N_LOOP, FZ_N_REPEAT, FZ_N_SYNC, FZ_N_VALUE, F
  * only (the model does not cover re-entrant cancellation). */
 enum { FZ_CA_NONE = 0, FZ_CA_CANCEL_ROOT, FZ_CA_FREE_ROOT };
 
+/* Cross-root actions (the optional trailer of a program, see prog.c): a
+ * node's execute callback, error handler or cancel handler cancel()s or
+ * free()s a root, its own or another one. Invariants only, as above. */
+enum { FZ_XW_EXEC = 0, FZ_XW_EH, FZ_XW_CANCEL, FZ_XW__COUNT };
+enum { FZ_XA_NONE = 0, FZ_XA_CANCEL, FZ_XA_FREE };
+#define FZ_MAX_XACTIONS 4
+
 typedef struct FzArgs {
     uint8_t n;
     uint8_t v[4];     /* 0..127 */
@@ -118,6 +125,8 @@ struct FzNode {
     uint8_t count; /* REPEAT: count; LOOP: the iteration that breaks */
     uint8_t sync;  /* SYNC: FZ_SYNC_* */
     FzNode* section; /* SYNC: a STEP node */
+    uint8_t x_what[FZ_XW__COUNT];   /* FZ_XA_* per callback (FZ_XW_*) */
+    uint8_t x_target[FZ_XW__COUNT]; /* the root it acts on */
 };
 
 typedef struct FzRoot {
@@ -159,6 +168,7 @@ typedef struct FzProg {
     FzLimiter limiter[2];
     int nnodes;
     int cancel_actions; /* nodes with a cancel_action */
+    int cross_actions;  /* x_what entries set */
     FzNode nodes[FZ_MAX_NODES];
 } FzProg;
 
