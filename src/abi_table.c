@@ -7,6 +7,7 @@
 #include "engine_internal.h"
 #include "xflow.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* ------------------------------------------------------------------------ */
@@ -21,6 +22,26 @@ static const char* cb_name(uint8_t cb)
     case CB_FINAL: return "the unhandled-error callback";
     default: return "no running step";
     }
+}
+
+/* A call that finds no running step of fl, on a root that was cancelled or
+ * is being freed (perhaps by the very callback the call comes from, which
+ * is still on the C stack): reported as such rather than as a call from
+ * nowhere. Returns 0, reporting nothing, for any other flow. */
+static int misuse_if_gone(Flow* fl, const char* call)
+{
+    const Root* r = futoin__flow_root(fl);
+    if (fl->cb != CB_NONE) {
+        return 0;
+    }
+    const char* how = r->free_pending ? "freed"
+            : r->state == RS_CANCELLED || r->cancelling ? "cancelled"
+                                                       : NULL;
+    if (!how) {
+        return 0;
+    }
+    futoin__misuse(fl, "%s on an instance that was %s: ignored", call, how);
+    return 1;
 }
 
 /* Where add()-like calls put their step: the running step's sub-step queue,
@@ -47,8 +68,12 @@ Frame* futoin__add_target_slow(Flow* fl, const char* what)
         fl->add_fr = &fl->frames[0];
         return fl->add_fr;
     }
-    futoin__misuse(fl, "%s() called from %s of a %s instance", what, cb_name(fl->cb),
-            r->state == RS_RUNNING ? "running" : "finished");
+    char call[32];
+    snprintf(call, sizeof(call), "%s()", what);
+    if (!misuse_if_gone(fl, call)) {
+        futoin__misuse(fl, "%s() called from %s of a %s instance", what, cb_name(fl->cb),
+                r->state == RS_RUNNING ? "running" : "finished");
+    }
     return NULL;
 }
 
@@ -58,9 +83,11 @@ static int in_exec(Flow* fl, const char* what)
     if (fl->cb == CB_EXEC) {
         return 1;
     }
+    char call[32];
+    snprintf(call, sizeof(call), "%s()", what);
     if (fl->cb == CB_ERROR) {
         futoin__misuse(fl, "%s() is not allowed in an error handler", what);
-    } else {
+    } else if (!misuse_if_gone(fl, call)) {
         futoin__misuse(fl, "%s() called from %s (instance %s)", what, cb_name(fl->cb),
                 fl->state == FS_DONE || futoin__flow_root(fl)->state != RS_RUNNING ? "not running"
                                                                       : "waiting");
@@ -223,9 +250,11 @@ static void* flow_stack(FutoInAsyncSteps* bsi, size_t size, void (*cleanup)(void
 {
     Flow* fl = (Flow*)bsi;
     Root* r = futoin__flow_root(fl);
-    int idle_root = fl->cb == CB_NONE && fl == &r->main && r->state != RS_RUNNING;
+    int idle_root = fl->cb == CB_NONE && fl == &r->main && r->state != RS_RUNNING && !r->free_pending;
     if (fl->cb != CB_EXEC && fl->cb != CB_ERROR && !idle_root) {
-        futoin__misuse(fl, "stack() called from %s", cb_name(fl->cb));
+        if (!misuse_if_gone(fl, "stack()")) {
+            futoin__misuse(fl, "stack() called from %s", cb_name(fl->cb));
+        }
         return NULL;
     }
     return futoin__flow_stack(fl, size, cleanup);
@@ -267,9 +296,11 @@ static void flow_success(FutoInAsyncSteps* bsi, FutoInArgs* args)
         futoin__flow_success(fl, args);
         return;
     }
-    futoin__misuse(fl, "success() called from %s while the step is not waiting "
-                       "(completed twice, or the instance is not running)",
-            cb_name(fl->cb));
+    if (!misuse_if_gone(fl, "success()")) {
+        futoin__misuse(fl, "success() called from %s while the step is not waiting "
+                           "(completed twice, or the instance is not running)",
+                cb_name(fl->cb));
+    }
     drop_args(args);
 }
 
@@ -303,9 +334,13 @@ static void flow_handle_error(FutoInAsyncSteps* bsi, const char* code, const cha
         futoin__flow_error(fl, code, info);
         return;
     }
-    futoin__misuse(fl, "error(%.64s) called from %s while the step is not waiting "
-                       "(completed twice, or the instance is not running)",
-            code, cb_name(fl->cb));
+    char call[80];
+    snprintf(call, sizeof(call), "error(%.64s)", code);
+    if (!misuse_if_gone(fl, call)) {
+        futoin__misuse(fl, "%s called from %s while the step is not waiting "
+                           "(completed twice, or the instance is not running)",
+                call, cb_name(fl->cb));
+    }
 }
 
 static void flow_set_timeout(FutoInAsyncSteps* bsi, uint32_t timeout_ms)
@@ -380,7 +415,9 @@ static void loop_control(Flow* fl, uint8_t ctl, const char* label)
 {
     const char* what = ctl == CTL_BREAK ? "break" : "continue";
     if (fl->cb != CB_EXEC && fl->cb != CB_ERROR) {
-        futoin__misuse(fl, "%s() called from %s", what, cb_name(fl->cb));
+        if (!misuse_if_gone(fl, ctl == CTL_BREAK ? "break()" : "continue()")) {
+            futoin__misuse(fl, "%s() called from %s", what, cb_name(fl->cb));
+        }
         return;
     }
     if (fl->out != OUT_NONE) {

@@ -1367,6 +1367,138 @@ static void test_free_in_own_step(void** state)
     assert_int_equal(t->misuse_count, 0);
 }
 
+/* A callback that cancelled or freed its own root may still call the
+ * flow's entries before it returns: each call is refused with a message
+ * that says why, and a value handed to success() is released.
+ * t->flag & 1: free() rather than cancel(); t->flag & 2: from the step's
+ * error handler rather than from the step. */
+static int g_box_cleanups;
+
+static void box_cleanup(FutoInBinaryValue* v)
+{
+    free(v->custom_data);
+    v->custom_data = NULL;
+    ++g_box_cleanups;
+}
+
+static const FutoInType box_type = {FTN_TYPE_CUSTOM_OBJECT, box_cleanup};
+
+static void calls_after_own_root_gone(FutoInAsyncSteps* as, T* t)
+{
+    if (t->flag & 1) {
+        futoin_asyncsteps_free(t->root);
+        t->root = NULL;
+    } else {
+        futoin_cancel(t->root);
+    }
+    t->result = futoin_is_valid(as);
+    int* v = malloc(sizeof(int));
+    assert_non_null(v);
+    *v = 7;
+    FutoInArgs a;
+    memset(&a, 0, sizeof(a));
+    a.args[0] = futoin_val_custom(&box_type, v);
+    as->api->success(as, &a);
+    as->api->handle_error(as, "Late", "after the root went");
+    as->api->setTimeout(as, 5);
+    as->api->waitExternal(as);
+    as->api->breakLoop(as, NULL);
+    /* stack() on a cancelled root is allowed (it is idle, and reusable,
+     * as a finished root is); a root being freed has none to give */
+    t->saved = as->api->stack(as, 16, NULL) ? as : NULL;
+    if (t->flag & 1) {
+        /* on a cancelled root add() would be the reuse of an idle root */
+        as->api->add(as, t, never_step, never_eh);
+    }
+}
+
+static void step_then_root_gone(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    T* t = data;
+    ++t->body_calls;
+    futoin_set_cancel(as, count_cancel, t);
+    if (t->flag & 2) {
+        futoin_error(as, "Boom", NULL);
+        return;
+    }
+    calls_after_own_root_gone(as, t);
+}
+
+static void eh_then_root_gone(FutoInAsyncSteps* as, void* data, const char* code)
+{
+    T* t = data;
+    ++t->inner_eh_calls;
+    copy_str(t->inner_code, sizeof(t->inner_code), code);
+    calls_after_own_root_gone(as, t);
+}
+
+static void check_calls_after_own_root_gone(T* t, int flag)
+{
+    static const char* const calls[] = {
+            "success()", "error(Late)", "setTimeout()", "waitExternal()", "break()", "stack()",
+            "add()"};
+    int nmsg = (flag & 1) ? 7 : 5;
+    const char* how = (flag & 1) ? "was freed" : "was cancelled";
+    t->flag = flag;
+    g_box_cleanups = 0;
+    futoin_add(t->root, step_then_root_gone, eh_then_root_gone, t);
+    futoin_add(t->root, never_step, never_eh, t);
+    futoin_execute(t->root, never_unhandled, t);
+    run_loop(t);
+    assert_int_equal(t->body_calls, 1);
+    assert_int_equal(t->inner_eh_calls, (flag & 2) ? 1 : 0);
+    assert_int_equal(t->result, 0); /* isValid() */
+    /* the step's cancel handler ran once, unless the step had already
+     * failed (a failed step's handler is dropped before its error handler) */
+    assert_int_equal(t->cancel_calls, (flag & 2) ? 0 : 1);
+    assert_int_equal(g_box_cleanups, 1);
+    if (flag & 1) {
+        assert_null(t->saved);
+    } else {
+        assert_non_null(t->saved);
+    }
+    assert_int_equal(t->never_calls, 0);
+    if (t->misuse_count != nmsg) {
+        for (int i = 0; i < t->misuse_count && i < MSG_MAX; ++i) {
+            print_message("misuse %d: %s\n", i, t->misuse_msg[i]);
+        }
+    }
+    assert_int_equal(t->misuse_count, nmsg);
+    for (int i = 0; i < nmsg; ++i) {
+        assert_contains(t->misuse_msg[i], calls[i]);
+        assert_contains(t->misuse_msg[i], how);
+    }
+    assert_int_equal(futoin_loop_pending(t->loop), 0);
+    if (!(flag & 1)) {
+        /* a cancelled root is reused as usual */
+        futoin_add(t->root, after_step, never_eh, t);
+        futoin_execute(t->root, never_unhandled, t);
+        run_loop(t);
+        assert_int_equal(t->after_calls, 1);
+    }
+}
+
+static void test_calls_after_step_cancels_own_root(void** state)
+{
+    check_calls_after_own_root_gone(*state, 0);
+}
+
+static void test_calls_after_step_frees_own_root(void** state)
+{
+    check_calls_after_own_root_gone(*state, 1);
+}
+
+static void test_calls_after_eh_cancels_own_root(void** state)
+{
+    check_calls_after_own_root_gone(*state, 2);
+}
+
+static void test_calls_after_eh_frees_own_root(void** state)
+{
+    check_calls_after_own_root_gone(*state, 3);
+}
+
 static void cancel_frees_root(FutoInAsyncSteps* as, void* data)
 {
     T* t = data;
@@ -1795,6 +1927,10 @@ int main(void)
             TEST(test_cancel_root_in_timeout_cancel_handler),
             TEST(test_cancel_idle_root),
             TEST(test_free_in_own_step),
+            TEST(test_calls_after_step_cancels_own_root),
+            TEST(test_calls_after_step_frees_own_root),
+            TEST(test_calls_after_eh_cancels_own_root),
+            TEST(test_calls_after_eh_frees_own_root),
             TEST(test_free_in_cancel_handler),
             TEST(test_free_in_timeout_cancel_handler),
             TEST(test_add_sync_null_sync),
