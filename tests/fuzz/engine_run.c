@@ -36,6 +36,7 @@ typedef struct Run {
     long boxes_live;
     int invariants_only;          /* callbacks cancel/free roots */
     int root_dead[FZ_MAX_ROOTS];  /* cancelled or freed by a callback */
+    int revived[FZ_MAX_ROOTS];    /* executed again after that: its final step may run */
 } Run;
 
 static Run* R;
@@ -179,6 +180,9 @@ static void add_node(FutoInAsyncSteps* as, const FzNode* n)
     }
 }
 
+static void end_cb(FutoInAsyncSteps* as, void* data, const FutoInArgs* args);
+static void unhandled_cb(FutoInAsyncSteps* as, void* data, const char* code);
+
 /* The cross-root action of node n's callback `where` (FZ_XW_*), if any. A
  * root freed here is gone from roots[]: later actions on it do nothing, as
  * the program's own teardown does. */
@@ -194,10 +198,18 @@ static void cross_action(const FzNode* n, int where)
     fz_node_name(n, nm, sizeof(nm));
     stamp();
     fz_str_addf(R->out, "%s %s r%d\n", nm, what == FZ_XA_FREE ? "frees" : "cancels", j);
+    R->revived[j] = 0; /* a new run ends here too */
     if (what == FZ_XA_CANCEL) {
         futoin_cancel(root);
         if (!futoin_is_valid(root)) {
             R->root_dead[j] = 1;
+            if (n->x_revive[where]) {
+                /* None of its nodes may run again; only the new final step
+                 * (and the unhandled-error callback) of the new run. */
+                R->revived[j] = 1;
+                root->api->add(root, &R->root_ids[j], end_cb, NULL);
+                futoin_execute(root, unhandled_cb, &R->root_ids[j]);
+            }
         }
         return;
     }
@@ -235,6 +247,7 @@ static void cancel_cb(FutoInAsyncSteps* as, void* data)
         as->api->cancel(as); /* on a branch: its root */
         if (!futoin_is_valid(root)) {
             R->root_dead[n->root] = 1;
+            R->revived[n->root] = 0;
         }
         break;
     case FZ_CA_FREE_ROOT:
@@ -243,6 +256,7 @@ static void cancel_cb(FutoInAsyncSteps* as, void* data)
         R->roots[n->root] = NULL;
         futoin_asyncsteps_free(root);
         R->root_dead[n->root] = 1;
+        R->revived[n->root] = 0;
         break;
     default:
         break;
@@ -423,7 +437,7 @@ static void eh_cb(FutoInAsyncSteps* as, void* data, const char* code)
 static void end_cb(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     int r = *(const int*)data;
-    if (R->root_dead[r] || as != R->roots[r]) {
+    if ((R->root_dead[r] && !R->revived[r]) || as != R->roots[r]) {
         violation("the last top-level step does not run on the live root handle", NULL);
     }
     R->end_ran[r] = 1;
@@ -436,7 +450,7 @@ static void end_cb(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 static void unhandled_cb(FutoInAsyncSteps* as, void* data, const char* code)
 {
     int r = *(const int*)data;
-    if (R->root_dead[r] || as != R->roots[r]) {
+    if ((R->root_dead[r] && !R->revived[r]) || as != R->roots[r]) {
         violation("unhandled_error on a dead root or with a foreign handle", NULL);
     }
     R->unhandled[r] = 1;

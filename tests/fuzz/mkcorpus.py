@@ -141,10 +141,11 @@ X_EXEC, X_EH, X_CANCEL = range(3)  # which callback of the node acts
 X_CANCEL_ROOT, X_FREE_ROOT = range(2)
 
 
-def xact(node, what, target, where):
+def xact(node, what, target, where, revive=False):
     """One cross-root action of the trailer: node is the node's index in
-    decoding order (pre-order, as read), target a root index."""
-    return [node, what | (target << 1) | (where << 3)]
+    decoding order (pre-order, as read), target a root index; revive (with
+    X_CANCEL_ROOT): execute the cancelled root again at once."""
+    return [node, what | (target << 1) | (where << 3) | (0x20 if revive else 0)]
 
 
 def prog(roots, burst=100, m0=(1, None), m1=(1, None), exact=False, actions=()):
@@ -431,6 +432,14 @@ SEEDS = {
         [([step(term=EXT_OK, delay=5, vals=[1], cancel=True)], None),
          ([step(term=EXT_OK, delay=2, vals=[2])], None)],
         exact=True, actions=[xact(1, X_CANCEL_ROOT, 0, X_EXEC), xact(0, X_FREE_ROOT, 1, X_CANCEL)]),
+    "xact_step_revives_own_root": one(
+        step(cancel=True, term=SUCCESS, vals=["b1"], kids=[step()]), step(),
+        actions=[xact(0, X_CANCEL_ROOT, 0, X_EXEC, revive=True)]),
+    "xact_revive_other_root_waiting_for_mutex": prog(
+        [([sync(0, step(term=EXT_OK, delay=6, vals=[1]))], None),
+         ([sync(0, step(term=SUCCESS, vals=[2])), step()], None),
+         ([step(term=EXT_OK, delay=2, vals=[3])], None)],
+        exact=True, actions=[xact(5, X_CANCEL_ROOT, 1, X_EXEC, revive=True)]),
     # execute() without an unhandled_error callback: the misuse handler reports
     "unhandled_null_callback": prog([([step(term=ERROR, code=2), step()], None, True),
                                      ([step(kids=[step(term=ERROR)], handler=eh(EH_RECOVER)), step()], None, True)]),

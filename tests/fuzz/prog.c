@@ -57,7 +57,9 @@
  *     them into programs with actions).
  *     I: node index % number of nodes; A: what = A & 1 (cancel(), free()),
  *     target root = ((A >> 1) & 3) % nroots, where = ((A >> 3) & 3) % 3
- *     (the node's execute callback, error handler or cancel handler). An
+ *     (the node's execute callback, error handler or cancel handler);
+ *     A & 0x20 with cancel(): if that left the root cancelled, it is revived
+ *     at once: add() of its final logging step, then execute(). An
  *     entry the node cannot take (no such callback, or one already set for
  *     that callback) is ignored.
  */
@@ -354,6 +356,7 @@ static void read_cross_actions(FzProg* p, Rd* r)
         }
         node->x_what[where] = (uint8_t)((a & 1) ? FZ_XA_FREE : FZ_XA_CANCEL);
         node->x_target[where] = (uint8_t)(((a >> 1) & 3) % p->nroots);
+        node->x_revive[where] = (uint8_t)(!(a & 1) && (a & 0x20));
         ++p->cross_actions;
     }
 }
@@ -487,7 +490,10 @@ static void dump_cross_actions(const FzNode* n, FzStr* o, int ind)
             char nm[16];
             fz_node_name(n, nm, sizeof(nm));
             fz_str_addf(o, "%*s(%s: its %s %s r%u)\n", ind * 2 + 2, "", nm, where[w],
-                    n->x_what[w] == FZ_XA_FREE ? "frees" : "cancels", n->x_target[w]);
+                    n->x_what[w] == FZ_XA_FREE ? "frees"
+                            : n->x_revive[w]   ? "cancels and revives"
+                                               : "cancels",
+                    n->x_target[w]);
         }
     }
 }

@@ -127,6 +127,7 @@ struct FzNode {
     FzNode* section; /* SYNC: a STEP node */
     uint8_t x_what[FZ_XW__COUNT];   /* FZ_XA_* per callback (FZ_XW_*) */
     uint8_t x_target[FZ_XW__COUNT]; /* the root it acts on */
+    uint8_t x_revive[FZ_XW__COUNT]; /* FZ_XA_CANCEL: then add a step and execute() it again */
 };
 
 typedef struct FzRoot {
