@@ -1178,7 +1178,7 @@ static int run_iteration(Flow* fl)
 }
 
 /* Per-iteration state of a loop frame is that of a fresh step. */
-static void iteration_reset(Flow* fl, Frame* f)
+static void iteration_reset_slow(Flow* fl, Frame* f)
 {
     if (f->q_head) {
         queue_free(futoin__flow_ctx(fl), f->q_head);
@@ -1188,6 +1188,17 @@ static void iteration_reset(Flow* fl, Frame* f)
     if (f->flags & FR_X) {
         frame_stop_timer(fl, f);
         frame_x_release(futoin__flow_ctx(fl), f);
+    }
+}
+
+/* Inline for the iteration that left only its wait behind (a loop that
+ * parks on every turn): no call, no queue, no extras. */
+static inline void iteration_reset(Flow* fl, Frame* f)
+{
+    if (f->q_head || (f->flags & FR_X)) {
+        iteration_reset_slow(fl, f);
+    } else {
+        f->flags &= (uint8_t)~FR_WAIT;
     }
 }
 
