@@ -1740,7 +1740,9 @@ void futoin__flow_success(Flow* fl, FutoInArgs* args)
         frame_settle(fl, f);
     }
     f->flags &= (uint8_t)~FR_WAIT;
-    futoin__results_set(fl, args);
+    if (args || fl->results) {
+        futoin__results_set(fl, args);
+    }
     fl->pending = PD_NEXT;
     rq_push(fl);
 }
