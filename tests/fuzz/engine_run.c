@@ -298,10 +298,12 @@ static void do_body(FutoInAsyncSteps* as, const FzNode* n, const FzBody* b, int 
     for (int i = 0; i < b->nkids; ++i) {
         add_node(as, b->kids[i]);
     }
-    cross_action(n, FZ_XW_EXEC);
     if (!term_applies) {
         return;
     }
+    /* In a loop body: at the terminator's iteration, so that a later
+     * iteration, run back to back with the one before, can be the one. */
+    cross_action(n, FZ_XW_EXEC);
     /* The calls below still go to the flow when the action above cancelled
      * or freed its own root (the engine must refuse them cleanly), but no
      * external completion is scheduled for a flow that is gone. */

@@ -440,6 +440,9 @@ SEEDS = {
          ([sync(0, step(term=SUCCESS, vals=[2])), step()], None),
          ([step(term=EXT_OK, delay=2, vals=[3])], None)],
         exact=True, actions=[xact(5, X_CANCEL_ROOT, 1, X_EXEC, revive=True)]),
+    "xact_loop_iteration_cancels_own_root": one(
+        loop(repeat=True, count=3, term_iter=2, term=SUCCESS), step(),
+        actions=[xact(0, X_CANCEL_ROOT, 0, X_EXEC)], burst=100),
     # execute() without an unhandled_error callback: the misuse handler reports
     "unhandled_null_callback": prog([([step(term=ERROR, code=2), step()], None, True),
                                      ([step(kids=[step(term=ERROR)], handler=eh(EH_RECOVER)), step()], None, True)]),

@@ -57,7 +57,8 @@
  *     them into programs with actions).
  *     I: node index % number of nodes; A: what = A & 1 (cancel(), free()),
  *     target root = ((A >> 1) & 3) % nroots, where = ((A >> 3) & 3) % 3
- *     (the node's execute callback, error handler or cancel handler);
+ *     (the node's execute callback, error handler or cancel handler; a
+ *     loop body's execute acts at its terminator's iteration only);
  *     A & 0x20 with cancel(): if that left the root cancelled, it is revived
  *     at once: add() of its final logging step, then execute(). An
  *     entry the node cannot take (no such callback, or one already set for
