@@ -7,7 +7,6 @@
 #include "engine_internal.h"
 #include "xflow.h"
 
-#include <stdio.h>
 #include <string.h>
 
 /* ------------------------------------------------------------------------ */
@@ -28,7 +27,7 @@ static const char* cb_name(uint8_t cb)
  * is being freed (perhaps by the very callback the call comes from, which
  * is still on the C stack): reported as such rather than as a call from
  * nowhere. Returns 0, reporting nothing, for any other flow. */
-static int misuse_if_gone(Flow* fl, const char* call)
+__attribute__((cold, noinline)) static int misuse_if_gone(Flow* fl, const char* what, const char* code)
 {
     const Root* r = futoin__flow_root(fl);
     if (fl->cb != CB_NONE) {
@@ -40,7 +39,7 @@ static int misuse_if_gone(Flow* fl, const char* call)
     if (!how) {
         return 0;
     }
-    futoin__misuse(fl, "%s on an instance that was %s: ignored", call, how);
+    futoin__misuse(fl, "%s(%.64s) on an instance that was %s: ignored", what, code ? code : "", how);
     return 1;
 }
 
@@ -68,9 +67,7 @@ Frame* futoin__add_target_slow(Flow* fl, const char* what)
         fl->add_fr = &fl->frames[0];
         return fl->add_fr;
     }
-    char call[32];
-    snprintf(call, sizeof(call), "%s()", what);
-    if (!misuse_if_gone(fl, call)) {
+    if (!misuse_if_gone(fl, what, NULL)) {
         futoin__misuse(fl, "%s() called from %s of a %s instance", what, cb_name(fl->cb),
                 r->state == RS_RUNNING ? "running" : "finished");
     }
@@ -78,20 +75,23 @@ Frame* futoin__add_target_slow(Flow* fl, const char* what)
 }
 
 /* For calls valid only inside an execute callback (setTimeout & co). */
-static int in_exec(Flow* fl, const char* what)
+__attribute__((cold, noinline)) static void report_not_in_exec(Flow* fl, const char* what)
 {
-    if (fl->cb == CB_EXEC) {
-        return 1;
-    }
-    char call[32];
-    snprintf(call, sizeof(call), "%s()", what);
     if (fl->cb == CB_ERROR) {
         futoin__misuse(fl, "%s() is not allowed in an error handler", what);
-    } else if (!misuse_if_gone(fl, call)) {
+    } else if (!misuse_if_gone(fl, what, NULL)) {
         futoin__misuse(fl, "%s() called from %s (instance %s)", what, cb_name(fl->cb),
                 fl->state == FS_DONE || futoin__flow_root(fl)->state != RS_RUNNING ? "not running"
                                                                       : "waiting");
     }
+}
+
+static inline int in_exec(Flow* fl, const char* what)
+{
+    if (fl->cb == CB_EXEC) {
+        return 1;
+    }
+    report_not_in_exec(fl, what);
     return 0;
 }
 
@@ -252,7 +252,7 @@ static void* flow_stack(FutoInAsyncSteps* bsi, size_t size, void (*cleanup)(void
     Root* r = futoin__flow_root(fl);
     int idle_root = fl->cb == CB_NONE && fl == &r->main && r->state != RS_RUNNING && !r->free_pending;
     if (fl->cb != CB_EXEC && fl->cb != CB_ERROR && !idle_root) {
-        if (!misuse_if_gone(fl, "stack()")) {
+        if (!misuse_if_gone(fl, "stack", NULL)) {
             futoin__misuse(fl, "stack() called from %s", cb_name(fl->cb));
         }
         return NULL;
@@ -266,6 +266,26 @@ static void drop_args(FutoInArgs* args)
         for (int i = 0; i < 4; ++i) {
             futoin_reset_binval(&args->args[i]);
         }
+    }
+}
+
+/* success() or error() where no step of the flow runs or waits. */
+__attribute__((cold, noinline)) static void report_late_success(Flow* fl, FutoInArgs* args)
+{
+    if (!misuse_if_gone(fl, "success", NULL)) {
+        futoin__misuse(fl, "success() called from %s while the step is not waiting "
+                           "(completed twice, or the instance is not running)",
+                cb_name(fl->cb));
+    }
+    drop_args(args);
+}
+
+__attribute__((cold, noinline)) static void report_late_error(Flow* fl, const char* code)
+{
+    if (!misuse_if_gone(fl, "error", code)) {
+        futoin__misuse(fl, "error(%.64s) called from %s while the step is not waiting "
+                           "(completed twice, or the instance is not running)",
+                code, cb_name(fl->cb));
     }
 }
 
@@ -296,12 +316,7 @@ static void flow_success(FutoInAsyncSteps* bsi, FutoInArgs* args)
         futoin__flow_success(fl, args);
         return;
     }
-    if (!misuse_if_gone(fl, "success()")) {
-        futoin__misuse(fl, "success() called from %s while the step is not waiting "
-                           "(completed twice, or the instance is not running)",
-                cb_name(fl->cb));
-    }
-    drop_args(args);
+    report_late_success(fl, args);
 }
 
 static void flow_handle_error(FutoInAsyncSteps* bsi, const char* code, const char* info)
@@ -334,13 +349,7 @@ static void flow_handle_error(FutoInAsyncSteps* bsi, const char* code, const cha
         futoin__flow_error(fl, code, info);
         return;
     }
-    char call[80];
-    snprintf(call, sizeof(call), "error(%.64s)", code);
-    if (!misuse_if_gone(fl, call)) {
-        futoin__misuse(fl, "%s called from %s while the step is not waiting "
-                           "(completed twice, or the instance is not running)",
-                call, cb_name(fl->cb));
-    }
+    report_late_error(fl, code);
 }
 
 static void flow_set_timeout(FutoInAsyncSteps* bsi, uint32_t timeout_ms)
@@ -415,7 +424,7 @@ static void loop_control(Flow* fl, uint8_t ctl, const char* label)
 {
     const char* what = ctl == CTL_BREAK ? "break" : "continue";
     if (fl->cb != CB_EXEC && fl->cb != CB_ERROR) {
-        if (!misuse_if_gone(fl, ctl == CTL_BREAK ? "break()" : "continue()")) {
+        if (!misuse_if_gone(fl, what, NULL)) {
             futoin__misuse(fl, "%s() called from %s", what, cb_name(fl->cb));
         }
         return;
