@@ -74,7 +74,7 @@ Frame* futoin__add_target_slow(Flow* fl, const char* what)
     return NULL;
 }
 
-/* For calls valid only inside an execute callback (setTimeout & co). */
+/* Why a call valid only inside an execute callback was refused. */
 __attribute__((cold, noinline)) static void report_not_in_exec(Flow* fl, const char* what)
 {
     if (fl->cb == CB_ERROR) {
@@ -86,6 +86,7 @@ __attribute__((cold, noinline)) static void report_not_in_exec(Flow* fl, const c
     }
 }
 
+/* For calls valid only inside an execute callback (setTimeout & co). */
 static inline int in_exec(Flow* fl, const char* what)
 {
     if (fl->cb == CB_EXEC) {
