@@ -17,6 +17,7 @@
 
 #include "engine_internal.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -132,9 +133,13 @@ static void slot_on_stop(FutoInLoop* loop, void* data)
 
 FutoInLoopPool* futoin_loop_pool_new(unsigned n)
 {
+    if (n > FUTOIN_THREADS_MAX) {
+        errno = EINVAL;
+        return NULL;
+    }
     if (n == 0) {
         long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-        n = cpus > 0 ? (unsigned)cpus : 1u;
+        n = cpus <= 0 ? 1u : cpus > (long)FUTOIN_THREADS_MAX ? FUTOIN_THREADS_MAX : (unsigned)cpus;
     }
     FutoInLoopPool* pool = calloc(1, sizeof(*pool));
     PoolSlot* slots = calloc(n, sizeof(*slots));

@@ -197,6 +197,9 @@ static void* worker_main(void* arg)
 static unsigned default_threads(void)
 {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    if (cpus > (long)FUTOIN_THREADS_MAX) {
+        return FUTOIN_THREADS_MAX;
+    }
     return cpus > 2 ? (unsigned)cpus : 2u;
 }
 
@@ -227,6 +230,9 @@ static int ensure_started(void)
 
 int futoin_work_pool_configure(unsigned threads)
 {
+    if (threads > FUTOIN_THREADS_MAX) {
+        return -1;
+    }
     pthread_mutex_lock(&g.lock);
     int rc = g.nthreads ? -1 : 0;
     if (rc == 0) {

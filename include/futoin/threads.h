@@ -79,13 +79,22 @@ void futoin_loop_thread_join(FutoInLoopThread* t);
 
 typedef struct FutoInLoopPool FutoInLoopPool;
 
-/* n loops on n threads; 0: one per online CPU (sysconf). NULL on failure. */
+/* Most threads a loop pool or the worker pool runs (the limit of
+ * futoin_loop_pool_new() and futoin_work_pool_configure(); defaults taken
+ * from the CPU count are capped at it). */
+#define FUTOIN_THREADS_MAX 1024u
+
+/* n loops on n threads, n = 0..FUTOIN_THREADS_MAX; 0: one per online CPU
+ * (sysconf, at most FUTOIN_THREADS_MAX). NULL on failure; n above
+ * FUTOIN_THREADS_MAX: NULL with errno EINVAL, no thread started. */
 FutoInLoopPool* futoin_loop_pool_new(unsigned n);
 unsigned futoin_loop_pool_size(const FutoInLoopPool* pool);
+/* Loop i, i = 0..size-1; NULL for i >= futoin_loop_pool_size(). */
 FutoInLoop* futoin_loop_pool_loop(const FutoInLoopPool* pool, unsigned i);
 
 /* Load of loop i: the roots placed there by futoin_loop_pool_spawn that have
- * not finished yet (counted atomically from the spawn call on). */
+ * not finished yet (counted atomically from the spawn call on); 0 for
+ * i >= futoin_loop_pool_size(). */
 unsigned futoin_loop_pool_load(const FutoInLoopPool* pool, unsigned i);
 
 /* Called on the chosen loop's thread with a fresh root: add its steps. */
@@ -141,8 +150,10 @@ typedef void (*FutoInWorkRelease)(void* work_data);
 void futoin_add_work(FutoInAsyncSteps* as, FutoInWorkFn fn, void* work_data,
         FutoInWorkRelease release);
 
-/* Worker threads: started on the first futoin_add_work (default: one per
- * online CPU, at least 2). Returns 0, or -1 once the pool is running. */
+/* Worker threads: started on the first futoin_add_work. threads =
+ * 0..FUTOIN_THREADS_MAX; 0: the default, one per online CPU, at least 2 and
+ * at most FUTOIN_THREADS_MAX. Returns 0, or -1 (setting unchanged) once the
+ * pool is running or when threads is above FUTOIN_THREADS_MAX. */
 int futoin_work_pool_configure(unsigned threads);
 
 /* Waits until queued and running work has finished, then joins the
