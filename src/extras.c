@@ -4,6 +4,8 @@
  */
 #include "engine_internal.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -118,6 +120,55 @@ void futoin_copy_from(FutoInAsyncSteps* as, FutoInAsyncSteps* model)
 /* ------------------------------------------------------------------------ */
 /* forEach                                                                   */
 
+/* A size or count argument out of range: InternalError of the running step
+ * (or a misuse report where no step runs); nothing is added. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static void range_error(FutoInAsyncSteps* as, const char* fmt, ...)
+{
+    char info[200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(info, sizeof(info), fmt, ap);
+    va_end(ap);
+    Flow* fl = futoin__flow_of(as);
+    if (fl) {
+        futoin__misuse(fl, "%s", info);
+    } else {
+        /* Another implementation of the ABI: its own error(). */
+        as->api->handle_error(as, FUTOIN_INTERNAL_ERROR, info);
+    }
+}
+
+/* Checks that count elements of elem_size bytes from base fit in the
+ * address space: count * elem_size does not overflow and base plus that
+ * does not wrap. Reports the bad value (naming the function what and the
+ * size parameter size_name) and returns 0 if not. */
+static int span_ok(FutoInAsyncSteps* as, const char* what, const void* base, size_t count,
+        size_t elem_size, const char* size_name)
+{
+    if (count == 0) {
+        return 1;
+    }
+    if (elem_size == 0) {
+        range_error(as, "%s(): elem_size 0 with count %zu (must be at least 1)", what, count);
+        return 0;
+    }
+    if (count > SIZE_MAX / elem_size) {
+        range_error(as, "%s(): count %zu * %s %zu overflows size_t", what, count, size_name,
+                elem_size);
+        return 0;
+    }
+    size_t bytes = count * elem_size;
+    if (bytes > UINTPTR_MAX - (uintptr_t)base) {
+        range_error(as, "%s(): count %zu: %zu bytes from %p wrap around the address space", what,
+                count, bytes, (void*)(uintptr_t)base);
+        return 0;
+    }
+    return 1;
+}
+
 typedef struct ArrayIter {
     const char* base;
     size_t elem_size;
@@ -136,6 +187,9 @@ void futoin_foreach_array(FutoInAsyncSteps* as, const void* base, size_t count, 
 {
     if (!f || (!base && count)) {
         as->api->repeat(as, NULL, count, NULL, label); /* reports the misuse */
+        return;
+    }
+    if (!span_ok(as, "futoin_foreach_array", base, count, elem_size, "elem_size")) {
         return;
     }
     /* The iterator lives as long as the step that adds the loop. */
@@ -167,6 +221,10 @@ void futoin_foreach_pairs(FutoInAsyncSteps* as, const FutoInKeyValue* pairs, siz
 {
     if (!f || (!pairs && count)) {
         as->api->repeat(as, NULL, count, NULL, label);
+        return;
+    }
+    if (!span_ok(as, "futoin_foreach_pairs", pairs, count, sizeof(FutoInKeyValue),
+                "sizeof(FutoInKeyValue)")) {
         return;
     }
     PairIter* it = as->api->stack(as, sizeof(PairIter), NULL);

@@ -381,12 +381,18 @@ static inline void futoin_continue(FutoInAsyncSteps* as, const char* label)
 }
 
 /* forEach over a C array: f(as, data, i, element) for each of count elements
- * of elem_size bytes at base. The array must outlive the loop. */
+ * of elem_size bytes at base. The array must outlive the loop. Ranges: with
+ * count > 0, elem_size >= 1, count * elem_size must fit in size_t and the
+ * array must not wrap around the address space; otherwise the step fails
+ * with InternalError naming the value (misuse report where no step runs)
+ * and no loop is added. */
 typedef void (*FutoInForEachArrayFn)(FutoInAsyncSteps* as, void* data, size_t i, const void* elem);
 void futoin_foreach_array(FutoInAsyncSteps* as, const void* base, size_t count, size_t elem_size,
         FutoInForEachArrayFn f, void* data, const char* label);
 
-/* forEach over key/value pairs, in array order. */
+/* forEach over key/value pairs, in array order. count * sizeof(FutoInKeyValue)
+ * must fit in size_t without wrapping the address space (else InternalError,
+ * as for futoin_foreach_array). */
 typedef struct FutoInKeyValue {
     const char* key;
     FutoInBinaryValue value;
