@@ -86,6 +86,11 @@
  *   InternalError misuse (NULL arguments, not on a FutoInUv loop, ...)
  * error_info is "<uv_err_name>: <operation and context>", e.g.
  * "ECONNREFUSED: connect 127.0.0.1:1", "EOF: read", "ENOENT: open /x".
+ *
+ * Ranges: a port, size or backlog outside the range given with each
+ * function is refused before anything starts: the added step fails with
+ * InternalError "EINVAL: <function>: <parameter> <value> out of range ..."
+ * (no I/O, no reference taken, nothing copied).
  */
 #ifndef FUTOIN_UV_H
 #define FUTOIN_UV_H
@@ -183,36 +188,39 @@ int futoin_uv_stream_is_open(const FutoInUvStream* s);
 
 /* Step: connects to host:port. host is a numeric IPv4/IPv6 address or a
  * name (resolved with uv_getaddrinfo; each address is tried in turn).
- * Success: arg0 = stream (futoin_uv_stream_type). Errors: ConnectError. */
+ * port: 1..65535. Success: arg0 = stream (futoin_uv_stream_type). Errors:
+ * ConnectError. */
 void futoin_uv_tcp_connect(FutoInAsyncSteps* as, const char* host, unsigned port);
 
 /* Step: reads one line ending in "\n" (at most max_len bytes including the
- * terminator; 0: 64 KiB). Success: arg0 = the line as FTN_TYPE_STRING
+ * terminator; 0: 64 KiB; max_len <= UINT32_MAX). Success: arg0 = the line as FTN_TYPE_STRING
  * without "\n" or "\r\n". Errors: CommError ("EOF: read" when the peer
  * closed before a full line, "ENOBUFS: read line longer than N" when
  * max_len is reached). */
 void futoin_uv_read_line(FutoInAsyncSteps* as, FutoInUvStream* s, size_t max_len);
 
 /* Step: reads up to and including the first occurrence of delim (at most
- * max_len bytes; 0: 64 KiB). Success: arg0 = FTN_TYPE_STRING including
+ * max_len bytes; 0: 64 KiB; max_len <= UINT32_MAX). Success: arg0 = FTN_TYPE_STRING including
  * delim. E.g. delim "\r\n\r\n" reads an HTTP head in one step. */
 void futoin_uv_read_until(FutoInAsyncSteps* as, FutoInUvStream* s, const char* delim,
         size_t max_len);
 
-/* Step: reads exactly n bytes (n <= UINT32_MAX). Success: arg0 =
+/* Step: reads exactly n bytes (0..UINT32_MAX). Success: arg0 =
  * FTN_TYPE_UINT8 | FTN_TYPE_ARRAY of n bytes. */
 void futoin_uv_read_exact(FutoInAsyncSteps* as, FutoInUvStream* s, size_t n);
 
 /* Step: reads whatever is available, at least 1 and at most max bytes
- * (0: 64 KiB). Success: arg0 = FTN_TYPE_UINT8 | FTN_TYPE_ARRAY. */
+ * (0: 64 KiB; max <= UINT32_MAX). Success: arg0 = FTN_TYPE_UINT8 | FTN_TYPE_ARRAY. */
 void futoin_uv_read_some(FutoInAsyncSteps* as, FutoInUvStream* s, size_t max);
 
-/* Step: writes len bytes (copied now). Succeeds with no result once libuv
+/* Step: writes len bytes (copied now; len 0..UINT32_MAX, data may be NULL
+ * only with len 0). Succeeds with no result once libuv
  * has handed all bytes to the kernel (often at once, via uv_try_write).
  * A cancelled write may still be completed by libuv in the background. */
 void futoin_uv_write(FutoInAsyncSteps* as, FutoInUvStream* s, const void* data, size_t len);
 /* Like futoin_uv_write() without the copy: data must stay valid and
- * unchanged until the stream is closed (e.g. a string literal). */
+ * unchanged until the stream is closed (e.g. a string literal). Same
+ * ranges as futoin_uv_write(). */
 void futoin_uv_write_static(FutoInAsyncSteps* as, FutoInUvStream* s, const void* data,
         size_t len);
 
@@ -226,11 +234,14 @@ void futoin_uv_close(FutoInAsyncSteps* as, FutoInUvStream* s, int graceful);
 
 /* Binds and listens at once (not a step): returns a server with one
  * reference, or NULL and the libuv error in *uv_error (may be NULL).
- * port 0 picks a free port: see futoin_uv_server_port(). */
+ * port: 0..65535, 0 picks a free port (see futoin_uv_server_port()).
+ * backlog: 1..INT_MAX (the kernel caps it at SOMAXCONN), 0: 511. A port or
+ * backlog out of range: NULL with UV_EINVAL, nothing bound. */
 FutoInUvServer* futoin_uv_server_new(FutoInUv* uv, const char* host, unsigned port,
         int backlog, int* uv_error);
-/* Step form of futoin_uv_server_new(): success arg0 = server
- * (futoin_uv_server_type); errors: ConnectError. */
+/* Step form of futoin_uv_server_new() (same ranges; out of range:
+ * InternalError): success arg0 = server (futoin_uv_server_type); errors:
+ * ConnectError. */
 void futoin_uv_tcp_listen(FutoInAsyncSteps* as, const char* host, unsigned port, int backlog);
 
 FutoInUvServer* futoin_uv_server_ref(FutoInUvServer* srv);
@@ -265,19 +276,20 @@ void futoin_uv_serve(FutoInAsyncSteps* as, FutoInUvServer* srv, FutoInUvConnecti
  * (FTN_TYPE_STRING). Errors: ConnectError ("EAI_NONAME: getaddrinfo x"). */
 void futoin_uv_resolve(FutoInAsyncSteps* as, const char* host);
 
-/* Step: reads a whole file (at most max_bytes; 0: 64 MiB, larger files
- * fail with "EFBIG"). Success: arg0 = FTN_TYPE_UINT8 | FTN_TYPE_ARRAY.
+/* Step: reads a whole file (at most max_bytes, 0..UINT32_MAX - 1, or
+ * 0..UINT32_MAX - 2 with a 32-bit size_t; 0: 64 MiB; larger files fail
+ * with "EFBIG"). Success: arg0 = FTN_TYPE_UINT8 | FTN_TYPE_ARRAY.
  * Errors: CommError ("ENOENT: open PATH", ...). */
 void futoin_uv_file_read(FutoInAsyncSteps* as, const char* path, size_t max_bytes);
 
-/* Step: writes len bytes (copied now) to path, creating it (mode 0644);
- * truncates it unless append is non-zero. Success: arg0 = bytes written
+/* Step: writes len bytes (copied now; data may be NULL only with len 0) to
+ * path, creating it (mode 0644); truncates it unless append is non-zero. Success: arg0 = bytes written
  * (FTN_TYPE_UINT64). Errors: CommError. */
 void futoin_uv_file_write(FutoInAsyncSteps* as, const char* path, const void* data,
         size_t len, int append);
 
-/* Step: succeeds with no result after ms milliseconds (an AsyncTool timer:
- * no libuv handle per sleep). */
+/* Step: succeeds with no result after ms milliseconds (any uint32_t; an
+ * AsyncTool timer: no libuv handle per sleep). */
 void futoin_uv_sleep(FutoInAsyncSteps* as, uint32_t ms);
 
 #ifdef __cplusplus

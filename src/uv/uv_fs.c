@@ -15,6 +15,9 @@
 
 #define DEFAULT_MAX_FILE (64u * 1024u * 1024u)
 #define READ_CHUNK 65536u
+/* The largest max_bytes: a result value's length is 32 bits, and the
+ * buffer (max + 1 bytes, plus the NUL) must be countable in a size_t. */
+#define MAX_FILE_LIMIT ((uint64_t)SIZE_MAX - 2u < UINT32_MAX - 1u ? (uint64_t)SIZE_MAX - 2u : UINT32_MAX - 1u)
 
 typedef struct {
     uv_fs_t req;
@@ -104,7 +107,8 @@ static void read_more(FileOp* op)
             fail(op, UV_EFBIG, "read");
             return;
         }
-        size_t cap = op->cap * 2 > op->max + 1 ? op->max + 1 : op->cap * 2;
+        /* Doubles up to max + 1 (no overflow: max <= MAX_FILE_LIMIT). */
+        size_t cap = op->cap > (op->max + 1) / 2 ? op->max + 1 : op->cap * 2;
         char* nd = realloc(op->data, cap + 1);
         if (!nd) {
             fail(op, UV_ENOMEM, "read");
@@ -317,19 +321,24 @@ static FileParams* add_file(FutoInAsyncSteps* as, const char* path)
 
 void futoin_uv_file_read(FutoInAsyncSteps* as, const char* path, size_t max_bytes)
 {
+    if (max_bytes > MAX_FILE_LIMIT) {
+        futoin__uv_add_failf(as, "EINVAL: futoin_uv_file_read: max_bytes %zu out of range (0..%llu)",
+                max_bytes, (unsigned long long)MAX_FILE_LIMIT);
+        return;
+    }
     FileParams* p = add_file(as, path);
     if (p) {
         p->max = max_bytes ? max_bytes : DEFAULT_MAX_FILE;
-        if (p->max > UINT32_MAX - 1) {
-            /* A result value's length is 32 bits. */
-            p->max = UINT32_MAX - 1;
-        }
     }
 }
 
 void futoin_uv_file_write(FutoInAsyncSteps* as, const char* path, const void* data,
         size_t len, int append)
 {
+    if (!data && len) {
+        futoin__uv_add_failf(as, "EINVAL: futoin_uv_file_write: NULL data with len %zu", len);
+        return;
+    }
     FileParams* p = add_file(as, path);
     if (!p) {
         return;

@@ -93,6 +93,13 @@ void* futoin__uv_add_step(FutoInAsyncSteps* as, FutoInAsyncSteps_execute_callbac
 
 /* Adds a step that fails with InternalError and info what (a literal). */
 void futoin__uv_add_fail(FutoInAsyncSteps* as, const char* what);
+/* Same with a printf-style info, copied into the current step's stack (an
+ * argument out of range: "EINVAL: <function>: <parameter> <value> ..."). */
+void futoin__uv_add_failf(FutoInAsyncSteps* as, const char* fmt, ...)
+#if defined(__GNUC__)
+        __attribute__((format(printf, 2, 3)))
+#endif
+        ;
 
 /* A heap copy of n bytes plus a NUL as a step result of the given type
  * (FTN_TYPE_STRING or FTN_TYPE_UINT8 | FTN_TYPE_ARRAY), freed by its

@@ -305,6 +305,28 @@ void futoin__uv_add_fail(FutoInAsyncSteps* as, const char* what)
     futoin_add(as, fail_step, NULL, (void*)(uintptr_t)what);
 }
 
+void futoin__uv_add_failf(FutoInAsyncSteps* as, const char* fmt, ...)
+{
+    if (!as) {
+        return;
+    }
+    char info[224];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(info, sizeof(info), fmt, ap);
+    va_end(ap);
+    size_t len = n < 0 ? 0 : (size_t)n < sizeof(info) ? (size_t)n : sizeof(info) - 1;
+    info[len] = '\0';
+    /* Lives as long as the step that adds the failing one. */
+    char* copy = futoin_stack(as, len + 1, NULL);
+    if (!copy) {
+        futoin__uv_add_fail(as, "EINVAL: argument out of range");
+        return;
+    }
+    memcpy(copy, info, len + 1);
+    futoin_add(as, fail_step, NULL, copy);
+}
+
 void* futoin__uv_add_step(FutoInAsyncSteps* as, FutoInAsyncSteps_execute_callback f,
         size_t size, void (*cleanup)(void*), const char* what)
 {
@@ -343,6 +365,12 @@ FutoInBinaryValue futoin__uv_bytes_adopt(char* data, size_t n, int as_string)
 
 FutoInBinaryValue futoin__uv_bytes_value(const char* data, size_t n, int as_string)
 {
+    if (n > UINT32_MAX || n == SIZE_MAX) {
+        /* A value's length is 32 bits (and n + 1 must not wrap). */
+        FutoInBinaryValue none;
+        memset(&none, 0, sizeof(none));
+        return none;
+    }
     char* p = malloc(n + 1);
     if (p) {
         memcpy(p, data, n);

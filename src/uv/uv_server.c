@@ -166,7 +166,7 @@ FutoInUvServer* futoin_uv_server_new(FutoInUv* uv, const char* host, unsigned po
     }
     *uv_error = 0;
     struct sockaddr_storage addr;
-    if (port > 65535 || bind_addr(host, port, &addr) != 0) {
+    if (port > 65535 || backlog < 0 || bind_addr(host, port, &addr) != 0) {
         *uv_error = UV_EINVAL;
         return NULL;
     }
@@ -235,6 +235,17 @@ static void listen_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* arg
 
 void futoin_uv_tcp_listen(FutoInAsyncSteps* as, const char* host, unsigned port, int backlog)
 {
+    if (port > 65535) {
+        futoin__uv_add_failf(as, "EINVAL: futoin_uv_tcp_listen: port %u out of range (0..65535)",
+                port);
+        return;
+    }
+    if (backlog < 0) {
+        futoin__uv_add_failf(as,
+                "EINVAL: futoin_uv_tcp_listen: backlog %d out of range (0: default, 1..INT_MAX)",
+                backlog);
+        return;
+    }
     if (!host) {
         host = "";
     }

@@ -18,6 +18,7 @@
  */
 #include "uv_internal.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,11 @@
 /* With no read step waiting, stop reading beyond this many buffered bytes:
  * a peer that sends faster than we consume is pushed back by TCP. */
 #define HIGH_WATER (256u * 1024u)
+/* The largest read or write: result values have 32-bit lengths and
+ * uv_buf_init() takes an unsigned int. */
+#define MAX_IO_LEN UINT32_MAX
+
+_Static_assert(UINT_MAX >= UINT32_MAX, "uv_buf_init() lengths must hold MAX_IO_LEN");
 
 /* ------------------------------------------------------------------------ */
 /* Reference counting and closing                                           */
@@ -351,6 +357,11 @@ static void connect_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* ar
 
 void futoin_uv_tcp_connect(FutoInAsyncSteps* as, const char* host, unsigned port)
 {
+    if (port == 0 || port > 65535) {
+        futoin__uv_add_failf(as, "EINVAL: futoin_uv_tcp_connect: port %u out of range (1..65535)",
+                port);
+        return;
+    }
     if (!host) {
         host = "";
     }
@@ -500,6 +511,11 @@ static void on_alloc(uv_handle_t* h, size_t suggested, uv_buf_t* buf)
             s->off = 0;
         }
         if (s->cap - s->len < MIN_FREE) {
+            if (s->cap > SIZE_MAX / 2) {
+                /* Cannot grow: libuv reports UV_ENOBUFS. */
+                *buf = uv_buf_init(NULL, 0);
+                return;
+            }
             size_t cap = s->cap ? s->cap * 2 : INITIAL_BUF;
             char* nb = realloc(s->buf, cap);
             if (!nb) {
@@ -511,7 +527,8 @@ static void on_alloc(uv_handle_t* h, size_t suggested, uv_buf_t* buf)
             s->cap = cap;
         }
     }
-    *buf = uv_buf_init(s->buf + s->len, (unsigned)(s->cap - s->len));
+    size_t room = s->cap - s->len;
+    *buf = uv_buf_init(s->buf + s->len, room > UINT_MAX ? UINT_MAX : (unsigned)room);
 }
 
 static void stop_reading(FutoInUvStream* s)
@@ -633,14 +650,30 @@ static void add_read(FutoInAsyncSteps* as, FutoInUvStream* s, uint8_t mode, size
     }
 }
 
+/* A read length above MAX_IO_LEN: the step fails instead. */
+static int read_len_ok(FutoInAsyncSteps* as, const char* fn, const char* param, size_t n)
+{
+    if (n <= MAX_IO_LEN) {
+        return 1;
+    }
+    futoin__uv_add_failf(as, "EINVAL: %s: %s %zu out of range (0..%lu)", fn, param, n,
+            (unsigned long)MAX_IO_LEN);
+    return 0;
+}
+
 void futoin_uv_read_line(FutoInAsyncSteps* as, FutoInUvStream* s, size_t max_len)
 {
-    add_read(as, s, RD_LINE, max_len ? max_len : DEFAULT_MAX_READ, "\n");
+    if (read_len_ok(as, "futoin_uv_read_line", "max_len", max_len)) {
+        add_read(as, s, RD_LINE, max_len ? max_len : DEFAULT_MAX_READ, "\n");
+    }
 }
 
 void futoin_uv_read_until(FutoInAsyncSteps* as, FutoInUvStream* s, const char* delim,
         size_t max_len)
 {
+    if (!read_len_ok(as, "futoin_uv_read_until", "max_len", max_len)) {
+        return;
+    }
     if (!delim || !*delim) {
         delim = "\n";
     }
@@ -649,15 +682,16 @@ void futoin_uv_read_until(FutoInAsyncSteps* as, FutoInUvStream* s, const char* d
 
 void futoin_uv_read_exact(FutoInAsyncSteps* as, FutoInUvStream* s, size_t n)
 {
-    if (n > UINT32_MAX) {
-        n = UINT32_MAX;
+    if (read_len_ok(as, "futoin_uv_read_exact", "n", n)) {
+        add_read(as, s, RD_EXACT, n, NULL);
     }
-    add_read(as, s, RD_EXACT, n, NULL);
 }
 
 void futoin_uv_read_some(FutoInAsyncSteps* as, FutoInUvStream* s, size_t max)
 {
-    add_read(as, s, RD_SOME, max ? max : DEFAULT_MAX_READ, NULL);
+    if (read_len_ok(as, "futoin_uv_read_some", "max", max)) {
+        add_read(as, s, RD_SOME, max ? max : DEFAULT_MAX_READ, NULL);
+    }
 }
 
 /* ------------------------------------------------------------------------ */
@@ -755,9 +789,16 @@ static void write_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* args
 static void add_write(FutoInAsyncSteps* as, FutoInUvStream* s, const void* data, size_t len,
         int copy)
 {
-    if (len > UINT32_MAX) {
-        /* uv_buf_t lengths are unsigned int on Unix. */
-        len = UINT32_MAX;
+    const char* fn = copy ? "futoin_uv_write" : "futoin_uv_write_static";
+    if (len > MAX_IO_LEN) {
+        /* uv_buf_init() takes an unsigned int length. */
+        futoin__uv_add_failf(as, "EINVAL: %s: len %zu out of range (0..%lu)", fn, len,
+                (unsigned long)MAX_IO_LEN);
+        return;
+    }
+    if (!data && len) {
+        futoin__uv_add_failf(as, "EINVAL: %s: NULL data with len %zu", fn, len);
+        return;
     }
     WriteParams* p = futoin__uv_add_step(as, write_start,
             sizeof(WriteParams) + (copy ? len : 0), params_release, "write: out of memory");
