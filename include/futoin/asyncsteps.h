@@ -336,7 +336,8 @@ static inline void futoin_error(FutoInAsyncSteps* as, const char* code, const ch
     as->api->handle_error(as, code, info);
 }
 /* Fails the step with Timeout unless it completes within timeout_ms
- * (covers its sub-steps too). A second call replaces the first. */
+ * (covers its sub-steps too; any uint32_t, see futoin_loop_deferred()).
+ * A second call replaces the first. */
 static inline void futoin_set_timeout(FutoInAsyncSteps* as, uint32_t timeout_ms)
 {
     as->api->setTimeout(as, timeout_ms);

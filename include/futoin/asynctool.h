@@ -51,8 +51,10 @@ void futoin_loop_free(FutoInLoop* loop);
 FutoInHandle futoin_loop_immediate(FutoInLoop* loop, void* data, FutoInLoopCallback cb);
 
 /* Queues cb(data) to run once delay_ms have passed (0 is allowed: it runs on
- * the next round after the immediates queued before it). Timers due at the
- * same time run in the order they were scheduled. Any thread; from another
+ * the next round after the immediates queued before it; any uint32_t up to
+ * about 49.7 days is valid). Due times are kept in 64-bit nanoseconds and
+ * saturate at the clock's end (UINT64_MAX ns, about 584 years) instead of
+ * wrapping. Timers due at the same time run in the order they were scheduled. Any thread; from another
  * thread the delay counts from the call (real clock) or from when the loop
  * thread receives it (virtual clock). */
 FutoInHandle futoin_loop_deferred(
@@ -132,7 +134,8 @@ size_t futoin_loop_pending(const FutoInLoop* loop);
  * ran, 0 if the loop was empty. */
 int futoin_loop_run_next(FutoInLoop* loop);
 
-/* Moves the virtual clock forward by ms, running everything that becomes
+/* Moves the virtual clock forward by ms (any value: the clock stops at
+ * UINT64_MAX ns rather than wrapping), running everything that becomes
  * due on the way (immediates first, then timers in due order, each at its
  * own due time). */
 void futoin_loop_advance(FutoInLoop* loop, uint64_t ms);
