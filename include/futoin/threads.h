@@ -63,7 +63,9 @@ enum {
 };
 
 /* Asks the thread to stop (any thread, the loop thread included; may be
- * repeated: NOW after DRAIN makes it stop at once). Returns at once. After
+ * repeated: NOW after DRAIN makes it stop at once). mode is
+ * FUTOIN_LOOP_STOP_DRAIN or FUTOIN_LOOP_STOP_NOW; any other value acts as
+ * DRAIN. Returns at once. After
  * the loop stopped and on_stop ran, the thread still receives what other
  * threads post while the loop is held (for instance work completing after
  * a NOW stop), so that nothing is posted to a freed loop; then it frees the
