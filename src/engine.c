@@ -32,11 +32,13 @@ struct StackBlock {
 
 static void advance(Flow* fl);
 static void unwind(Flow* fl);
-static void frame_pop_slow(Flow* fl, int aborted);
+static int frame_pop_slow(Flow* fl, int aborted);
 
 /* The step on top of fl ends; see frame_pop_slow(). Inline for the common
- * case of a plain step that holds nothing to release. */
-static inline void frame_pop(Flow* fl, int aborted)
+ * case of a plain step that holds nothing to release. Returns 0 if user
+ * code run meanwhile (a cleanup, a cancel handler, unlock()) aborted the
+ * flow or freed its root: the caller must not touch the flow any more. */
+static inline int frame_pop(Flow* fl, int aborted)
 {
     Frame* top = &fl->frames[fl->depth];
     if (!aborted && top->kind == SK_PLAIN && !(top->flags & FR_X) && !top->q_head) {
@@ -44,9 +46,9 @@ static inline void frame_pop(Flow* fl, int aborted)
             futoin__pool_put(&futoin__flow_ctx(fl)->steps, top->node);
         }
         --fl->depth;
-        return;
+        return 1;
     }
-    frame_pop_slow(fl, aborted);
+    return frame_pop_slow(fl, aborted);
 }
 static void flow_abort(Flow* fl);
 static int start_unwind(Flow* fl, uint32_t k, int own);
@@ -368,33 +370,37 @@ static void box_free(EngineCtx* ctx, ArgsBox* b)
     futoin__pool_put(&ctx->boxes, b);
 }
 
+/* The values' cleanups are user code that may call back into the engine,
+ * on this flow too: the box is the caller's alone before they run. */
 void futoin__results_drop_slow(Flow* fl)
 {
-    box_free(futoin__flow_ctx(fl), fl->results);
+    ArgsBox* b = fl->results;
     fl->results = NULL;
+    box_free(futoin__flow_ctx(fl), b);
 }
 
-/* Takes ownership of args' values (none: the flow has no results). */
+/* Takes ownership of args' values (none: the flow has no results). The
+ * new results are in place before the old ones' cleanups run. */
 void futoin__results_set(Flow* fl, FutoInArgs* args)
 {
-    futoin__results_drop(fl);
-    if (!args) {
-        return;
-    }
-    FutoInBinaryValue* a = args->args;
-    uint8_t n = a[3].type ? 4 : a[2].type ? 3 : a[1].type ? 2 : a[0].type ? 1 : 0;
-    if (!n) {
-        return;
-    }
-    ArgsBox* b = futoin__pool_get(&futoin__flow_ctx(fl)->boxes);
-    b->args = *args;
-    for (uint8_t i = 0; i < n; ++i) {
-        if (!a[i].type) {
-            memset(&b->args.args[i], 0, sizeof(FutoInBinaryValue)); /* a gap */
+    ArgsBox* old = fl->results;
+    ArgsBox* b = NULL;
+    FutoInBinaryValue* a = args ? args->args : NULL;
+    uint8_t n = !a ? 0 : a[3].type ? 4 : a[2].type ? 3 : a[1].type ? 2 : a[0].type ? 1 : 0;
+    if (n) {
+        b = futoin__pool_get(&futoin__flow_ctx(fl)->boxes);
+        b->args = *args;
+        for (uint8_t i = 0; i < n; ++i) {
+            if (!a[i].type) {
+                memset(&b->args.args[i], 0, sizeof(FutoInBinaryValue)); /* a gap */
+            }
         }
+        b->nargs = n;
     }
-    b->nargs = n;
     fl->results = b;
+    if (old) {
+        box_free(futoin__flow_ctx(fl), old);
+    }
 }
 
 static void queue_free(EngineCtx* ctx, Step* s)
@@ -496,6 +502,18 @@ Step* futoin__step_copy(EngineCtx* ctx, const Step* s, Flow* owner, const char**
 static void root_enter(Root* r)
 {
     ++r->busy;
+}
+
+static inline void root_leave(Root* r);
+
+void futoin__root_hold(Root* r)
+{
+    root_enter(r);
+}
+
+void futoin__root_unhold(Root* r)
+{
+    root_leave(r);
 }
 
 static void flow_recycle(EngineCtx* ctx, Flow* f)
@@ -889,7 +907,10 @@ void* futoin__flow_stack(Flow* fl, size_t size, void (*cleanup)(void*))
         memset(b + 1, 0, size);
         b->hdr.h.pooled = 1;
     } else {
-        b = calloc(1, sizeof(StackBlock) + size);
+        /* No object may be larger than PTRDIFF_MAX (pointer differences
+         * within it must be defined), and the header must not wrap the
+         * size around: anything larger is a block that cannot be had. */
+        b = size <= PTRDIFF_MAX - sizeof(StackBlock) ? calloc(1, sizeof(StackBlock) + size) : NULL;
         if (!b) {
             return NULL;
         }
@@ -913,11 +934,14 @@ static void call_cancel(Flow* fl, Frame* f)
     x->on_cancel = NULL;
     uint8_t saved = fl->cb;
     Frame* saved_fr = fl->add_fr;
+    uint32_t gen = fl->gen;
     fl->cb = CB_CANCEL;
     fl->add_fr = NULL;
     ch(&fl->iface, x->cancel_data);
-    fl->cb = saved;
-    fl->add_fr = saved_fr;
+    if (gen == fl->gen) { /* else aborted or revived: its state is new */
+        fl->cb = saved;
+        fl->add_fr = saved_fr;
+    }
 }
 
 static void flow_release(Flow* fl);
@@ -928,25 +952,27 @@ static void call_unlock(Flow* fl, FutoInSync* sync)
 {
     uint8_t saved = fl->cb;
     Frame* saved_fr = fl->add_fr;
+    uint32_t gen = fl->gen;
     fl->cb = CB_CANCEL;
     fl->add_fr = NULL;
     sync->api->unlock(&fl->iface, sync);
-    fl->cb = saved;
-    fl->add_fr = saved_fr;
+    if (gen == fl->gen) {
+        fl->cb = saved;
+        fl->add_fr = saved_fr;
+    }
 }
 
-/* Aborts every live branch of a parallel step, innermost frames first. */
-static void parallel_abort_branches(Parallel* p)
+static int flow_unwind_to(Flow* base, uint32_t k);
+
+/* The live branches of the parallel frame on top of fl, if it is one. */
+static inline Flow* live_branches(const Flow* fl)
 {
-    /* Before the loop: a cancel handler may cancel or free the root, which
-     * releases p (nested) while we are still in here. */
-    p->pending = 0;
-    while (p->branches) {
-        Flow* b = p->branches;
-        p->branches = futoin__branch(b)->sib_next;
-        flow_abort(b);
-        flow_release(b);
+    const Frame* top = &fl->frames[fl->depth];
+    if (top->kind != SK_PARALLEL || !fl->depth) {
+        return NULL;
     }
+    const Parallel* p = futoin__step_ext(top->node);
+    return p->started ? p->branches : NULL;
 }
 
 /* The step on top of fl ends. aborted: it did not complete, so its cancel
@@ -954,8 +980,16 @@ static void parallel_abort_branches(Parallel* p)
  * are released and a held sync lock is unlocked.
  * The frame is taken off the stack before any user code runs, so a cancel
  * handler or unlock() that cancels or frees the root cannot pop it twice. */
-static void frame_pop_slow(Flow* fl, int aborted)
+static int frame_pop_slow(Flow* fl, int aborted)
 {
+    uint32_t gen = fl->gen;
+    if (live_branches(fl)) {
+        /* Every caller has already aborted them (flow_unwind_to()); were
+         * one not to, they go first, without nesting C calls per level. */
+        if (!flow_unwind_to(fl, fl->depth) || gen != fl->gen) {
+            return 0;
+        }
+    }
     Frame* top = &fl->frames[fl->depth];
     EngineCtx* ctx = futoin__flow_ctx(fl);
     Frame f = *top;
@@ -971,7 +1005,9 @@ static void frame_pop_slow(Flow* fl, int aborted)
     Step* node = f.node;
     switch (f.kind) {
     case SK_PARALLEL:
-        parallel_abort_branches(futoin__step_ext(node));
+        /* Its branches are gone: see frame_pop_slow() and flow_unwind_to(). */
+        assert(!((Parallel*)futoin__step_ext(node))->started
+                || !((Parallel*)futoin__step_ext(node))->branches);
         futoin__step_free(ctx, node); /* and the Parallel */
         break;
     case SK_SYNC: {
@@ -995,6 +1031,7 @@ static void frame_pop_slow(Flow* fl, int aborted)
     }
     /* Last: a cancel handler may still use the step's stack memory. */
     frame_x_release(ctx, &f);
+    return gen == fl->gen;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1073,18 +1110,24 @@ static void lock_acquired(Flow* fl, Frame* f)
 /* lock() of the sync frame f is done: the critical section becomes the
  * frame's sub-step and gets the results that came into the sync step
  * (whatever lock() itself produced is dropped). */
-static inline void enter_section(Flow* fl, Frame* f)
+static inline int enter_section(Flow* fl, Frame* f)
 {
     if (f->flags & FR_LOCK_PHASE) {
         lock_acquired(fl, f);
     }
     Step* s = f->node;
-    futoin__results_drop(fl);
+    ArgsBox* dropped = fl->results;
     fl->results = s->held;
     s->held = NULL;
     f->flags |= FR_SECTION;
     futoin__queue_step(fl, f,
             futoin__step_new(futoin__flow_ctx(fl), SK_PLAIN, s->data, s->f, s->eh, NULL));
+    if (dropped) { /* user cleanups: last */
+        uint32_t gen = fl->gen;
+        box_free(futoin__flow_ctx(fl), dropped);
+        return gen == fl->gen;
+    }
+    return 1;
 }
 
 /* Decides what happens after an execute callback of the top frame returned. */
@@ -1143,7 +1186,13 @@ static int run_iteration(Flow* fl)
     Frame* f = &fl->frames[fl->depth];
     LoopSpec* l = f->node;
     /* Results of the previous iteration are not an input of the next. */
-    futoin__results_drop(fl);
+    if (fl->results) {
+        uint32_t gen = fl->gen;
+        futoin__results_drop_slow(fl);
+        if (gen != fl->gen) {
+            return HANDLED;
+        }
+    }
     if (!call_step(fl, f, l->count ? CALL_REPEAT : CALL_LOOP, NULL, NULL)) {
         return HANDLED;
     }
@@ -1178,28 +1227,36 @@ static int run_iteration(Flow* fl)
 }
 
 /* Per-iteration state of a loop frame is that of a fresh step. */
-static void iteration_reset_slow(Flow* fl, Frame* f)
+static int iteration_reset_slow(Flow* fl, Frame* f)
 {
-    if (f->q_head) {
-        queue_free(futoin__flow_ctx(fl), f->q_head);
-        f->q_head = NULL;
-    }
+    uint32_t gen = fl->gen;
+    Step* queued = f->q_head;
+    f->q_head = NULL;
     f->flags &= (uint8_t)~FR_WAIT;
+    /* What the iteration held is taken off the frame, then released: the
+     * cleanups are user code. */
+    Frame spent = *f;
     if (f->flags & FR_X) {
         frame_stop_timer(fl, f);
-        frame_x_release(futoin__flow_ctx(fl), f);
+        f->flags &= (uint8_t)~FR_X;
     }
+    if (queued) {
+        queue_free(futoin__flow_ctx(fl), queued);
+    }
+    frame_x_release(futoin__flow_ctx(fl), &spent);
+    return gen == fl->gen;
 }
 
 /* Inline for the iteration that left only its wait behind (a loop that
- * parks on every turn): no call, no queue, no extras. */
-static inline void iteration_reset(Flow* fl, Frame* f)
+ * parks on every turn): no call, no queue, no extras. Returns 0 if a
+ * cleanup aborted the flow. */
+static inline int iteration_reset(Flow* fl, Frame* f)
 {
     if (f->q_head || (f->flags & FR_X)) {
-        iteration_reset_slow(fl, f);
-    } else {
-        f->flags &= (uint8_t)~FR_WAIT;
+        return iteration_reset_slow(fl, f);
     }
+    f->flags &= (uint8_t)~FR_WAIT;
+    return 1;
 }
 
 static void yield_resume(void* data, uintptr_t depth)
@@ -1221,8 +1278,9 @@ static void start_parallel(Flow* fl, Frame* f)
     p->started = 1;
     p->branches = NULL;
     p->pending = 0;
-    /* Parallel branches take no input. */
-    futoin__results_drop(fl);
+    /* Parallel branches take no input (dropped last: user cleanups). */
+    ArgsBox* dropped = fl->results;
+    fl->results = NULL;
     Flow** tail = &p->branches;
     while (queued) {
         Step* s = queued;
@@ -1252,12 +1310,15 @@ static void start_parallel(Flow* fl, Frame* f)
     }
     if (!p->pending) {
         rq_push(fl);
-        return;
+    } else {
+        f->flags |= FR_PAR_WAIT;
+        fl->state = FS_WAIT;
+        for (Flow* b = p->branches; b; b = futoin__branch(b)->sib_next) {
+            rq_push(b);
+        }
     }
-    f->flags |= FR_PAR_WAIT;
-    fl->state = FS_WAIT;
-    for (Flow* b = p->branches; b; b = futoin__branch(b)->sib_next) {
-        rq_push(b);
+    if (dropped) {
+        box_free(ctx, dropped);
     }
 }
 
@@ -1273,9 +1334,9 @@ static int start_frame(Flow* fl, FutoInAsyncSteps_execute_callback fn, void* dat
         LoopSpec* l = f->node;
         if (!l->loop_fn) {
             /* repeat(0) completes at once, as a finished loop does. */
+            uint32_t gen = fl->gen;
             futoin__results_drop(fl);
-            frame_pop(fl, 0);
-            return GO_ON;
+            return gen == fl->gen && frame_pop(fl, 0) ? GO_ON : HANDLED;
         }
         return run_iteration(fl);
     }
@@ -1295,16 +1356,21 @@ static int start_frame(Flow* fl, FutoInAsyncSteps_execute_callback fn, void* dat
             /* Admitted at once: the critical section is queued now, so the
              * flow's next step (this turn or its next) is the section
              * itself, as frame_complete() would have arranged. */
-            enter_section(fl, f);
-            return CONTINUE;
+            return enter_section(fl, f) ? CONTINUE : HANDLED;
         }
         return exec_outcome(fl);
     }
-    case SK_VALUE:
-        futoin__results_drop(fl);
+    case SK_VALUE: {
+        ArgsBox* dropped = fl->results;
         fl->results = futoin__step_ext(f->node);
         futoin__step_set(f->node, SK_VALUE, NULL);
+        if (dropped) {
+            uint32_t gen = fl->gen;
+            box_free(futoin__flow_ctx(fl), dropped);
+            return gen == fl->gen ? GO_ON : HANDLED;
+        }
         return GO_ON;
+    }
     case SK_YIELD:
         f->flags |= FR_WAIT | FR_TIMER;
         frame_x(fl, f)->timer = futoin__loop_ref(
@@ -1323,17 +1389,24 @@ static int frame_complete(Flow* fl)
     Frame* f = &fl->frames[fl->depth];
     if (f->kind == SK_LOOP) {
         LoopSpec* l = f->node;
-        iteration_reset(fl, f);
+        if (!iteration_reset(fl, f)) {
+            return HANDLED;
+        }
         ++l->i;
         if (!l->count || l->i < l->count) {
             return run_iteration(fl);
         }
-        futoin__results_drop(fl);
+        if (fl->results) {
+            uint32_t gen = fl->gen;
+            futoin__results_drop_slow(fl);
+            if (gen != fl->gen) {
+                return HANDLED;
+            }
+        }
     } else if (f->kind == SK_SYNC && !(f->flags & FR_SECTION)) {
         /* lock() done: run the critical section as this frame's sub-step,
          * with the results that came into the sync step. */
-        enter_section(fl, f); /* lock() completed through sub-steps */
-        return GO_ON;
+        return enter_section(fl, f) ? GO_ON : HANDLED; /* lock() completed through sub-steps */
     } else if (f->kind == SK_SYNC && !(f->flags & FR_X)) {
         /* The critical section is done: pop the frame, then unlock() (it
          * may wake other flows, never this one). */
@@ -1342,31 +1415,44 @@ static int frame_complete(Flow* fl)
         futoin__pool_put(&futoin__flow_ctx(fl)->steps, f->node);
         --fl->depth;
         if (locked) {
+            uint32_t gen = fl->gen;
             call_unlock(fl, sync);
+            return gen == fl->gen ? GO_ON : HANDLED;
         }
         return GO_ON;
     }
-    frame_pop(fl, 0);
-    return GO_ON;
+    return frame_pop(fl, 0) ? GO_ON : HANDLED;
 }
 
-/* Branch flow finished with success. */
-static void branch_done(Flow* fl)
+static void branch_unlink(Flow* fl)
 {
     Parallel* p = futoin__branch(fl)->par;
-    Flow* parent = futoin__branch(fl)->parent;
-    futoin__results_drop(fl);
     for (Flow** pp = &p->branches; *pp; pp = &futoin__branch(*pp)->sib_next) {
         if (*pp == fl) {
             *pp = futoin__branch(fl)->sib_next;
             break;
         }
     }
-    flow_release(fl);
+}
+
+/* Branch flow finished with success. Its results are dropped last: their
+ * cleanups may cancel or free the root, and find the branch gone and the
+ * parent's bookkeeping done. */
+static void branch_done(Flow* fl)
+{
+    Parallel* p = futoin__branch(fl)->par;
+    Flow* parent = futoin__branch(fl)->parent;
+    ArgsBox* res = fl->results;
+    fl->results = NULL;
+    branch_unlink(fl);
     if (--p->pending == 0) {
         Frame* pf = &parent->frames[parent->depth];
         pf->flags &= (uint8_t)~FR_PAR_WAIT;
         rq_push(parent);
+    }
+    flow_release(fl);
+    if (res) {
+        box_free(futoin__flow_ctx(parent), res);
     }
 }
 
@@ -1374,21 +1460,16 @@ static void branch_done(Flow* fl)
  * fails in the parent flow with the same error (or break/continue). */
 static void branch_failed(Flow* fl)
 {
-    Parallel* p = futoin__branch(fl)->par;
     Flow* parent = futoin__branch(fl)->parent;
-    for (Flow** pp = &p->branches; *pp; pp = &futoin__branch(*pp)->sib_next) {
-        if (*pp == fl) {
-            *pp = futoin__branch(fl)->sib_next;
-            break;
-        }
-    }
+    branch_unlink(fl);
     futoin__flow_set_code(parent, futoin__flow_code(fl));
     parent->ctl = fl->ctl;
-    flow_release(fl);
     uint32_t gen = parent->gen;
-    parallel_abort_branches(p);
-    if (gen != parent->gen) {
-        return; /* a sibling's cancel handler cancelled or freed the root */
+    flow_release(fl);
+    /* The siblings, with the frame left in place (start_unwind() would
+     * call a cancel handler of it; a parallel frame has none). */
+    if (gen != parent->gen || !flow_unwind_to(parent, parent->depth)) {
+        return; /* a cleanup or cancel handler cancelled or freed the root */
     }
     Frame* pf = &parent->frames[parent->depth];
     pf->flags &= (uint8_t)~FR_PAR_WAIT;
@@ -1397,19 +1478,32 @@ static void branch_failed(Flow* fl)
     }
 }
 
+/* The root's run ended (r->state says how). What it still holds is taken
+ * off it before any of it is released: the cleanups are user code, which
+ * may free the root or execute it again. */
 static inline void root_finish(Root* r, const char* code)
 {
     Flow* fl = &r->main;
-    queue_free(futoin__root_ctx(r), fl->frames[0].q_head);
+    EngineCtx* ctx = futoin__root_ctx(r);
+    Step* queued = fl->frames[0].q_head;
+    ArgsBox* res = fl->results;
+    Frame level0 = fl->frames[0];
     fl->frames[0].q_head = NULL;
-    frame_x_release(futoin__root_ctx(r), &fl->frames[0]);
+    fl->frames[0].flags &= (uint8_t)~FR_X;
+    fl->results = NULL;
     fl->state = FS_DONE;
     RootDoneHook hook = futoin__root_done(r);
-    if (hook) {
+    if (hook) { /* while code and the results are still as they ended */
         r->ext->done = NULL;
-        hook(r->ext->done_data, r, code, fl->results ? &fl->results->args : NULL);
+        hook(r->ext->done_data, r, code, res ? &res->args : NULL);
     }
-    futoin__results_drop(fl);
+    if (queued) {
+        queue_free(ctx, queued);
+    }
+    frame_x_release(ctx, &level0);
+    if (res) {
+        box_free(ctx, res);
+    }
 }
 
 /* Level 0 is empty: the flow is complete. */
@@ -1438,9 +1532,18 @@ static void flow_failed(Flow* fl)
         fl->ctl = CTL_NONE;
     }
     r->state = RS_FAILED;
-    queue_free(futoin__root_ctx(r), fl->frames[0].q_head);
+    Step* queued = fl->frames[0].q_head;
     fl->frames[0].q_head = NULL;
+    queue_free(futoin__root_ctx(r), queued);
     futoin__results_drop(fl);
+    if (r->state != RS_FAILED) {
+        return; /* a cleanup just now executed the root again */
+    }
+    if (r->free_pending) {
+        /* A cleanup just now freed the root: nothing of it is called. */
+        root_finish(r, futoin__flow_code(fl));
+        return;
+    }
     FutoInAsyncSteps_error_callback unhandled = fl->frames[0].unhandled;
     if (unhandled) {
         uint32_t gen = fl->gen;
@@ -1565,11 +1668,9 @@ static void advance(Flow* fl)
 static int start_unwind(Flow* fl, uint32_t k, int own)
 {
     uint32_t gen = fl->gen;
-    while (fl->depth > k) {
-        frame_pop(fl, 1);
-        if (gen != fl->gen) {
-            return 0;
-        }
+    /* The frames above k and, if frame k is a parallel, its branches. */
+    if ((fl->depth > k || live_branches(fl)) && !flow_unwind_to(fl, k)) {
+        return 0;
     }
     Frame* f = &fl->frames[k];
     frame_stop_timer(fl, f);
@@ -1584,18 +1685,20 @@ static int start_unwind(Flow* fl, uint32_t k, int own)
         }
         f = &fl->frames[k];
     }
-    if (f->kind == SK_PARALLEL) {
-        parallel_abort_branches(futoin__step_ext(f->node));
-        if (gen != fl->gen) {
-            return 0;
-        }
-        f = &fl->frames[k];
-    }
-    queue_free(futoin__flow_ctx(fl), f->q_head);
+    Step* queued = f->q_head;
+    ArgsBox* dropped = fl->results;
     f->q_head = NULL;
     f->flags &= (uint8_t)~(FR_WAIT | FR_PAR_WAIT);
-    futoin__results_drop(fl);
+    fl->results = NULL;
     fl->pending = PD_UNWIND;
+    if (queued || dropped) { /* user cleanups, once the flow is consistent */
+        EngineCtx* ctx = futoin__flow_ctx(fl);
+        queue_free(ctx, queued);
+        if (dropped) {
+            box_free(ctx, dropped);
+        }
+        return gen == fl->gen;
+    }
     return 1;
 }
 
@@ -1638,7 +1741,7 @@ static void unwind(Flow* fl)
             } else {
                 call_cancel(fl, f);
                 if (gen == fl->gen) {
-                    iteration_reset(fl, &fl->frames[fl->depth]);
+                    (void)iteration_reset(fl, &fl->frames[fl->depth]);
                 }
             }
             if (gen == fl->gen) {
@@ -1651,8 +1754,16 @@ static void unwind(Flow* fl)
         /* Sub-steps of this frame that have not started yet are abandoned
          * with it: the error handler must see an empty queue, or it could
          * neither call success() nor tell its own added steps from them. */
-        queue_free(futoin__flow_ctx(fl), f->q_head);
-        f->q_head = NULL;
+        if (f->q_head) {
+            Step* queued = f->q_head;
+            uint32_t gen = fl->gen;
+            f->q_head = NULL;
+            queue_free(futoin__flow_ctx(fl), queued);
+            if (gen != fl->gen) {
+                return;
+            }
+            f = &fl->frames[fl->depth];
+        }
         FutoInAsyncSteps_error_callback eh = frame_eh(f);
         if (!fl->ctl && eh && !(f->flags & FR_EH_USED)) {
             f->flags |= FR_EH_USED;
@@ -1669,8 +1780,9 @@ static void unwind(Flow* fl)
             f = &fl->frames[fl->depth];
             switch (fl->out) {
             case OUT_SUCCESS:
-                frame_pop(fl, 0);
-                rq_push(fl);
+                if (frame_pop(fl, 0)) {
+                    rq_push(fl);
+                }
                 return;
             case OUT_ERROR:
                 break; /* new code already stored; keep unwinding */
@@ -1687,9 +1799,7 @@ static void unwind(Flow* fl)
                 break;
             }
         }
-        uint32_t gen = fl->gen;
-        frame_pop(fl, 1);
-        if (gen != fl->gen) {
+        if (!frame_pop(fl, 1)) {
             return;
         }
     }
@@ -1740,11 +1850,12 @@ void futoin__flow_success(Flow* fl, FutoInArgs* args)
         frame_settle(fl, f);
     }
     f->flags &= (uint8_t)~FR_WAIT;
-    if (args || fl->results) {
-        futoin__results_set(fl, args);
-    }
     fl->pending = PD_NEXT;
     rq_push(fl);
+    if (args || fl->results) {
+        /* Last: results it replaces have cleanups, which are user code. */
+        futoin__results_set(fl, args);
+    }
 }
 
 void futoin__flow_error(Flow* fl, const char* code, const char* info)
@@ -1758,9 +1869,14 @@ void futoin__flow_error(Flow* fl, const char* code, const char* info)
         return;
     }
     fl->ctl = CTL_NONE;
+    /* From outside the engine: the unwind runs user code (cleanups), which
+     * may free the root; that takes effect once the unwind is done. */
+    Root* r = futoin__flow_root(fl);
+    root_enter(r);
     if (start_unwind(fl, fl->depth, 1)) {
         rq_push(fl);
     }
+    root_leave(r);
 }
 
 static void on_timeout(void* data, uintptr_t k)
@@ -1846,23 +1962,86 @@ static inline int flow_holds_work(const Flow* fl)
     return fl->depth || fl->frames[0].q_head || fl->results;
 }
 
-static void flow_abort_frames(Flow* fl)
+/* A flow whose frames above level 0 are gone ends: its level-0 queue and
+ * results are taken off it, it is marked done (a branch also leaves its
+ * parallel and is released), and only then are they released, since
+ * their cleanups are user code that may cancel or free the root. */
+static void flow_end_aborted(Flow* fl)
 {
-    while (fl->depth > 0) {
-        frame_pop(fl, 1);
-    }
-    queue_free(futoin__flow_ctx(fl), fl->frames[0].q_head);
+    Step* queued = fl->frames[0].q_head;
+    ArgsBox* dropped = fl->results;
     fl->frames[0].q_head = NULL;
-    futoin__results_drop(fl);
+    fl->results = NULL;
+    fl->add_fr = NULL;
+    flow_clear(fl, FS_DONE);
+    EngineCtx* ctx = futoin__flow_ctx(fl);
+    if (fl->is_branch) {
+        branch_unlink(fl);
+        flow_release(fl);
+    }
+    if (queued) {
+        queue_free(ctx, queued);
+    }
+    if (dropped) {
+        box_free(ctx, dropped);
+    }
 }
 
+/* Aborts the frames of base above level k, innermost first, and the
+ * branches of a parallel frame at level k. A parallel frame's branches go
+ * before the frame, and theirs before them, to any depth: the walk goes
+ * down into a branch and back up through Branch.parent rather than
+ * nesting a C call per level, so neither the C stack nor the heap grows
+ * with the depth (the tree of flows is the walk's stack).
+ * A branch stays linked to its parallel until it has no frame left, so
+ * that user code run on the way (a cancel handler, a cleanup, unlock())
+ * which cancels or frees the root finds it, and aborts it with the rest.
+ * Returns 0 if such code aborted base: that abort finished the walk. */
+static int flow_unwind_to(Flow* base, uint32_t k)
+{
+    uint32_t gen = base->gen;
+    Flow* cur = base;
+    for (;;) {
+        Flow* b = live_branches(cur);
+        if (b) {
+            /* Down into the first live branch; it is aborted from now on
+             * (a callback of it still on the C stack sees its gen move). */
+            futoin__branch(b)->par->pending = 0;
+            rq_remove(b);
+            ++b->gen;
+            cur = b;
+            continue;
+        }
+        if (cur->depth > (cur == base ? k : 0)) {
+            frame_pop(cur, 1);
+        } else if (cur == base) {
+            return 1;
+        } else {
+            Flow* parent = futoin__branch(cur)->parent;
+            flow_end_aborted(cur);
+            cur = parent;
+        }
+        if (gen != base->gen) {
+            return 0;
+        }
+    }
+}
+
+/* Stops a flow where it is: every frame is aborted innermost first. */
 static void flow_abort(Flow* fl)
 {
     rq_remove(fl);
     ++fl->gen;
     /* A finished flow (what free() mostly meets) has nothing to release. */
     if (flow_holds_work(fl)) {
-        flow_abort_frames(fl);
+        uint32_t gen = fl->gen;
+        if (fl->depth && !flow_unwind_to(fl, 0)) {
+            return;
+        }
+        if (gen == fl->gen) {
+            flow_end_aborted(fl);
+            return;
+        }
     }
     fl->add_fr = NULL;
     flow_clear(fl, FS_DONE);
@@ -1873,15 +2052,17 @@ static void flow_abort(Flow* fl)
 static void flow_release(Flow* fl)
 {
     Root* r = futoin__flow_root(fl);
+    Frame level0 = fl->frames[0];
     rq_remove(fl);
     ++fl->gen;
     fl->add_fr = NULL;
-    frame_x_release(futoin__flow_ctx(fl), &fl->frames[0]);
+    fl->frames[0].flags &= (uint8_t)~FR_X;
     flow_code_release(fl);
     fl->state = FS_DONE;
     RootExt* x = futoin__root_ext(r);
     futoin__branch(fl)->sib_next = x->zombies;
     x->zombies = fl;
+    frame_x_release(futoin__flow_ctx(fl), &level0); /* user cleanups: last */
 }
 
 void futoin__root_cancel(Root* r)

@@ -483,6 +483,11 @@ int futoin__flow_drop_cancel(Flow* fl, FutoInAsyncSteps_cancel_callback ch, void
 void futoin__flow_ctl(Flow* fl, uint8_t ctl, const char* label);
 void futoin__root_execute(Flow* fl, void* data, FutoInAsyncSteps_error_callback unhandled);
 void futoin__root_cancel(Root* r);
+/* Keeps r from being destroyed while code outside the engine's own paths
+ * calls user code on it (a free() meanwhile takes effect at the matching
+ * unhold, which may destroy r). */
+void futoin__root_hold(Root* r);
+void futoin__root_unhold(Root* r);
 void futoin__root_free(Root* r);
 void* futoin__flow_stack(Flow* fl, size_t size, void (*cleanup)(void*));
 
@@ -499,7 +504,7 @@ void futoin__results_set(Flow* fl, FutoInArgs* args);
 /* state.c */
 void* futoin__state_var(Root* r, void* data, const char* name,
         void* (*allocate)(void*), void (*cleanup)(void*, void*));
-void futoin__state_copy(Root* dst, const Root* src);
+void futoin__state_copy(Root* dst, Root* src);
 void futoin__state_free(Root* r);
 
 /* Pools shared between kinds (see futoin__ctx_create()). */

@@ -51,24 +51,43 @@ void* futoin__state_var(Root* r, void* data, const char* name,
     if (!allocate) {
         return NULL;
     }
+    if (r->free_pending) {
+        /* The root is going away (perhaps its variables are being cleaned
+         * up right now, and this comes from a cleanup): a new variable
+         * would outlive it or be cleaned up twice. */
+        futoin__misuse(&r->main, "stateVariable(%.64s) on an instance that was freed: not created",
+                name);
+        return NULL;
+    }
+    /* allocate() is user code: it may create variables itself (so the
+     * slot is taken afterwards) or free the root, which then takes effect
+     * after the variable is recorded, and cleans it up with the rest. */
+    futoin__root_hold(r);
     void* value = allocate(data);
-    /* allocate() may itself have created variables: insert afterwards. */
     v = insert(r, name);
     v->value = value;
     v->data = data;
     v->allocate = allocate;
     v->cleanup = cleanup;
+    futoin__root_unhold(r);
     return value;
 }
 
-void futoin__state_copy(Root* dst, const Root* src)
+void futoin__state_copy(Root* dst, Root* src)
 {
+    /* The allocators are user code: they may add variables to src (its
+     * array may move, so nothing is kept across a call but the index) or
+     * free either root (held until the copy is done). */
+    futoin__root_hold(src);
+    futoin__root_hold(dst);
     for (uint32_t i = 0; src->ext && i < src->ext->nvars; ++i) {
-        const StateVar* sv = &src->ext->vars[i];
-        if (sv->allocate && !find(dst, sv->name)) {
-            futoin__state_var(dst, sv->data, sv->name, sv->allocate, sv->cleanup);
+        StateVar sv = src->ext->vars[i];
+        if (sv.allocate && !find(dst, sv.name)) {
+            futoin__state_var(dst, sv.data, sv.name, sv.allocate, sv.cleanup);
         }
     }
+    futoin__root_unhold(dst);
+    futoin__root_unhold(src);
 }
 
 void futoin__state_free(Root* r)
@@ -79,11 +98,13 @@ void futoin__state_free(Root* r)
         return;
     }
     while (x->nvars) {
-        StateVar* v = &x->vars[--x->nvars];
-        if (v->cleanup) {
-            v->cleanup(v->data, v->value);
+        /* Off the array before its cleanup (user code) runs, which may
+         * look the others up; creating one is refused (free_pending). */
+        StateVar v = x->vars[--x->nvars];
+        if (v.cleanup) {
+            v.cleanup(v.data, v.value);
         }
-        free(v->name);
+        free(v.name);
     }
     free(x->vars);
     x->vars = NULL;

@@ -1,0 +1,463 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Re-entry from callbacks other than steps: a result value's cleanup, a
+ * state variable's cleanup or allocator, a stack() cleanup, each calling
+ * back into the engine on the root it belongs to while the engine is in
+ * the middle of its own bookkeeping. Every test asserts that each cleanup
+ * runs exactly once and that the loop ends (a bounded run: a hang fails
+ * the test instead of spinning).
+ *
+ * Callbacks never assert (cmocka would longjmp through the engine): they
+ * count, and the test body checks.
+ */
+#include "tsupport.h"
+
+#include <futoin/asynctool.h>
+
+/* Runs the loop to the end, failing the test if it does not end within
+ * max_callbacks loop callbacks. */
+static void run_bounded(size_t max_callbacks)
+{
+    size_t n = 0;
+    while (futoin_loop_run_next(g_loop)) {
+        if (++n > max_callbacks) {
+            fail_msg("the loop did not end within %zu callbacks", max_callbacks);
+        }
+    }
+}
+
+/* ---- a value whose cleanup acts on a root ---- */
+
+enum Act { ACT_NONE, ACT_FREE, ACT_CANCEL, ACT_FREE_CANCEL };
+
+typedef struct Actor {
+    FutoInAsyncSteps* root;
+    int act;
+    int cleanups;
+} Actor;
+
+static void act_on(Actor* a)
+{
+    switch (a->act) {
+    case ACT_FREE:
+        futoin_asyncsteps_free(a->root);
+        break;
+    case ACT_CANCEL:
+        futoin_cancel(a->root);
+        break;
+    case ACT_FREE_CANCEL:
+        futoin_cancel(a->root);
+        futoin_asyncsteps_free(a->root);
+        break;
+    default:
+        break;
+    }
+}
+
+static void actor_cleanup(FutoInBinaryValue* v)
+{
+    Actor* a = (Actor*)v->custom_data;
+    ++a->cleanups;
+    act_on(a);
+}
+
+static const FutoInType actor_type = {FTN_TYPE_CUSTOM_OBJECT, actor_cleanup};
+
+static void branch_returns_actor(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    futoin_success1(as, futoin_val_custom(&actor_type, data));
+}
+
+static int g_after_parallel;
+
+static void after_parallel(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)as, (void)data, (void)args;
+    ++g_after_parallel;
+}
+
+static void start_parallel_actor(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    FutoInAsyncSteps* p = futoin_parallel(as, NULL, NULL);
+    futoin_add(p, branch_returns_actor, NULL, data);
+    futoin_add(as, after_parallel, NULL, NULL);
+}
+
+/* A parallel branch ends with a value whose cleanup frees (or cancels) the
+ * root: the branch is released once, the cleanup runs once, the loop
+ * ends and nothing of the root runs after it. */
+static void branch_value_cleanup_acts_on_root(int act, int expect_after)
+{
+    g_after_parallel = 0;
+    FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
+    Actor a = {root, act, 0};
+    futoin_add(root, start_parallel_actor, NULL, &a);
+    futoin_execute(root, no_unhandled, NULL);
+    run_bounded(1000);
+    assert_int_equal(a.cleanups, 1);
+    assert_int_equal(g_after_parallel, expect_after);
+    if (act != ACT_FREE && act != ACT_FREE_CANCEL) {
+        futoin_asyncsteps_free(root);
+    }
+    assert_int_equal(futoin_loop_pending(g_loop), 0);
+    assert_int_equal(a.cleanups, 1);
+}
+
+static void test_branch_value_cleanup_frees_root(void** state)
+{
+    (void)state;
+    branch_value_cleanup_acts_on_root(ACT_FREE, 0);
+    assert_int_equal(g_misuse, 0);
+}
+
+static void test_branch_value_cleanup_cancels_root(void** state)
+{
+    (void)state;
+    branch_value_cleanup_acts_on_root(ACT_CANCEL, 0);
+    assert_int_equal(g_misuse, 0);
+}
+
+static void test_branch_value_cleanup_cancels_and_frees_root(void** state)
+{
+    (void)state;
+    branch_value_cleanup_acts_on_root(ACT_FREE_CANCEL, 0);
+    assert_int_equal(g_misuse, 0);
+}
+
+/* The same root is reused after the cleanup freed it: a new root from the
+ * pool runs normally (the pool's free list is intact). */
+static void test_branch_value_cleanup_free_then_new_roots(void** state)
+{
+    (void)state;
+    branch_value_cleanup_acts_on_root(ACT_FREE, 0);
+    for (int i = 0; i < 3; ++i) {
+        FutoInAsyncSteps* r = futoin_asyncsteps_new(g_loop);
+        futoin_add(r, step_tag, NULL, (void*)"ok");
+        futoin_execute(r, no_unhandled, NULL);
+        run_bounded(100);
+        futoin_asyncsteps_free(r);
+    }
+    assert_trace("ok|ok|ok");
+}
+
+/* ---- the root's last results, dropped when it finishes ---- */
+
+static void last_step_returns_actor(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    futoin_success1(as, futoin_val_custom(&actor_type, data));
+}
+
+static void test_final_result_cleanup_frees_root(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
+    Actor a = {root, ACT_FREE, 0};
+    futoin_add(root, last_step_returns_actor, NULL, &a);
+    futoin_execute(root, no_unhandled, NULL);
+    run_bounded(100);
+    assert_int_equal(a.cleanups, 1);
+    assert_int_equal(g_misuse, 0);
+    assert_int_equal(futoin_loop_pending(g_loop), 0);
+}
+
+/* A step's input value is dropped when its callback returns: the value's
+ * cleanup frees the root while the engine still holds the step. */
+static FutoInAsyncSteps* g_waiter;
+
+static void wait_step(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)data, (void)args;
+    g_waiter = as;
+    futoin_wait_external(as);
+}
+
+static void results_then_wait(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    futoin_success1(as, futoin_val_custom(&actor_type, data));
+}
+
+static void test_results_cleanup_in_external_success_frees_root(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
+    Actor a = {root, ACT_FREE, 0};
+    futoin_add(root, results_then_wait, NULL, &a);
+    futoin_add(root, wait_step, NULL, NULL);
+    futoin_add(root, must_not_run, NULL, (void*)"after the free");
+    futoin_execute(root, no_unhandled, NULL);
+    run_bounded(100);
+    /* The waiting step got the value as its input, which was dropped when
+     * its callback returned. */
+    assert_int_equal(a.cleanups, 1);
+    futoin_asyncsteps_free(root);
+    assert_int_equal(a.cleanups, 1);
+}
+
+/* ---- state variables ---- */
+
+typedef struct StateBox {
+    FutoInAsyncSteps* root;
+    int allocs;
+    int cleanups;
+    int create_in_cleanup; /* the cleanup creates another variable */
+    int free_in_alloc;     /* the allocator frees the root */
+    int created_in_cleanup;
+    void* got_in_cleanup;
+} StateBox;
+
+static void* sb_alloc(void* data)
+{
+    StateBox* b = (StateBox*)data;
+    ++b->allocs;
+    if (b->free_in_alloc) {
+        futoin_asyncsteps_free(b->root);
+    }
+    return b;
+}
+
+static void sb_cleanup2(void* data, void* value)
+{
+    (void)value;
+    ++((StateBox*)data)->cleanups;
+}
+
+static void* sb_alloc2(void* data)
+{
+    ++((StateBox*)data)->allocs;
+    return data;
+}
+
+static void sb_cleanup(void* data, void* value)
+{
+    (void)value;
+    StateBox* b = (StateBox*)data;
+    ++b->cleanups;
+    if (b->create_in_cleanup) {
+        b->got_in_cleanup = futoin_state(b->root, "late", sb_alloc2, sb_cleanup2, b);
+        ++b->created_in_cleanup;
+    }
+}
+
+/* A state variable's cleanup, run while its root is freed, asks for a new
+ * variable on that root: nothing is created (the root is going away),
+ * the misuse handler says so, and every variable is cleaned once. */
+static void test_state_cleanup_creates_state_while_freeing(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
+    StateBox b = {root, 0, 0, 1, 0, 0, NULL};
+    assert_ptr_equal(futoin_state(root, "first", sb_alloc, sb_cleanup, &b), &b);
+    assert_ptr_equal(futoin_state(root, "second", sb_alloc2, sb_cleanup2, &b), &b);
+    assert_int_equal(b.allocs, 2);
+    futoin_asyncsteps_free(root);
+    /* "second" is cleaned first (no re-entry), then "first", whose
+     * cleanup's request is refused. */
+    assert_int_equal(b.created_in_cleanup, 1);
+    assert_null(b.got_in_cleanup);
+    assert_int_equal(b.allocs, 2);
+    assert_int_equal(b.cleanups, 2);
+    assert_int_equal(g_misuse, 1);
+    assert_non_null(strstr(g_misuse_msg, "late"));
+    assert_non_null(strstr(g_misuse_msg, "freed"));
+}
+
+/* The same while a running root is freed from a step. */
+static void free_own_root_step(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    StateBox* b = (StateBox*)data;
+    futoin_state(as, "first", sb_alloc, sb_cleanup, b);
+    futoin_asyncsteps_free(b->root);
+}
+
+static void test_state_cleanup_creates_state_while_freeing_running(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
+    StateBox b = {root, 0, 0, 1, 0, 0, NULL};
+    futoin_add(root, free_own_root_step, NULL, &b);
+    futoin_add(root, must_not_run, NULL, (void*)"after free");
+    futoin_execute(root, no_unhandled, NULL);
+    run_bounded(100);
+    assert_int_equal(b.allocs, 1);
+    assert_int_equal(b.cleanups, 1);
+    assert_null(b.got_in_cleanup);
+}
+
+/* A state variable's allocator frees its (idle) root: the variable is
+ * still recorded, and cleaned once when the free takes effect. */
+static void test_state_alloc_frees_idle_root(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
+    StateBox b = {root, 0, 0, 0, 1, 0, NULL};
+    assert_ptr_equal(futoin_state(root, "v", sb_alloc, sb_cleanup, &b), &b);
+    assert_int_equal(b.allocs, 1);
+    assert_int_equal(b.cleanups, 1);
+    /* The pool hands the memory out again: a fresh root has no "v". */
+    FutoInAsyncSteps* r2 = futoin_asyncsteps_new(g_loop);
+    assert_null(futoin_state(r2, "v", NULL, NULL, NULL));
+    futoin_asyncsteps_free(r2);
+    assert_int_equal(b.cleanups, 1);
+}
+
+/* ---- stack() sizes ---- */
+
+static int g_stack_cleanups;
+static void* g_stack_got[4];
+
+static void stack_cleanup(void* p)
+{
+    (void)p;
+    ++g_stack_cleanups;
+}
+
+static void huge_stack_step(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)data, (void)args;
+    g_stack_got[0] = futoin_stack(as, SIZE_MAX, stack_cleanup);
+    g_stack_got[1] = futoin_stack(as, SIZE_MAX - 16, stack_cleanup);
+    g_stack_got[2] = futoin_stack(as, SIZE_MAX / 2 + 1, stack_cleanup);
+    g_stack_got[3] = futoin_stack(as, 1000, stack_cleanup);
+    if (g_stack_got[3]) {
+        memset(g_stack_got[3], 0xA5, 1000);
+    }
+}
+
+/* A size that cannot be had is NULL (no wrap-around to a small block),
+ * registers no cleanup and does not fail the step. */
+static void test_stack_size_overflow_is_null(void** state)
+{
+    (void)state;
+    g_stack_cleanups = 0;
+    FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
+    futoin_add(root, huge_stack_step, NULL, NULL);
+    futoin_add(root, step_tag, NULL, (void*)"next");
+    futoin_execute(root, no_unhandled, NULL);
+    run_bounded(100);
+    assert_null(g_stack_got[0]);
+    assert_null(g_stack_got[1]);
+    assert_null(g_stack_got[2]);
+    assert_non_null(g_stack_got[3]);
+    assert_int_equal(g_stack_cleanups, 1);
+    assert_trace("next");
+    futoin_asyncsteps_free(root);
+}
+
+/* The same on an idle root (stack() before execute()). */
+static void test_stack_size_overflow_idle_root(void** state)
+{
+    (void)state;
+    g_stack_cleanups = 0;
+    FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
+    assert_null(futoin_stack(root, SIZE_MAX, stack_cleanup));
+    assert_null(futoin_stack(root, SIZE_MAX - 100, stack_cleanup));
+    futoin_asyncsteps_free(root);
+    assert_int_equal(g_stack_cleanups, 0);
+}
+
+/* ---- a stack() cleanup that frees its root ---- */
+
+typedef struct StackActor {
+    FutoInAsyncSteps* root;
+    int act;
+    int cleanups;
+} StackActor;
+
+static void stack_actor_cleanup(void* p)
+{
+    StackActor* sa = *(StackActor**)p;
+    ++sa->cleanups;
+    Actor a = {sa->root, sa->act, 0};
+    act_on(&a);
+}
+
+static void stack_actor_step(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    StackActor** slot = (StackActor**)futoin_stack(as, sizeof(StackActor*), stack_actor_cleanup);
+    *slot = (StackActor*)data;
+}
+
+static void test_stack_cleanup_frees_root(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
+    StackActor sa = {root, ACT_FREE, 0};
+    futoin_add(root, stack_actor_step, NULL, &sa);
+    futoin_add(root, must_not_run, NULL, (void*)"after the free");
+    futoin_execute(root, no_unhandled, NULL);
+    run_bounded(100);
+    assert_int_equal(sa.cleanups, 1);
+    assert_int_equal(futoin_loop_pending(g_loop), 0);
+}
+
+static void test_stack_cleanup_cancels_root(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
+    StackActor sa = {root, ACT_CANCEL, 0};
+    futoin_add(root, stack_actor_step, NULL, &sa);
+    futoin_add(root, must_not_run, NULL, (void*)"after the cancel");
+    futoin_execute(root, no_unhandled, NULL);
+    run_bounded(100);
+    assert_int_equal(sa.cleanups, 1);
+    futoin_asyncsteps_free(root);
+    assert_int_equal(sa.cleanups, 1);
+}
+
+/* A stack() cleanup of a parallel branch's step frees the root while the
+ * branch is being released. */
+static void branch_stack_actor(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    stack_actor_step(as, data, args);
+}
+
+static void start_parallel_stack_actor(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    FutoInAsyncSteps* p = futoin_parallel(as, NULL, NULL);
+    futoin_add(p, branch_stack_actor, NULL, data);
+    futoin_add(p, step_tag, NULL, (void*)"sibling");
+    futoin_add(as, must_not_run, NULL, (void*)"after the parallel");
+}
+
+static void test_branch_stack_cleanup_frees_root(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
+    StackActor sa = {root, ACT_FREE, 0};
+    futoin_add(root, start_parallel_stack_actor, NULL, &sa);
+    futoin_execute(root, no_unhandled, NULL);
+    run_bounded(1000);
+    assert_int_equal(sa.cleanups, 1);
+    assert_int_equal(futoin_loop_pending(g_loop), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        T(test_branch_value_cleanup_frees_root),
+        T(test_branch_value_cleanup_cancels_root),
+        T(test_branch_value_cleanup_cancels_and_frees_root),
+        T(test_branch_value_cleanup_free_then_new_roots),
+        T(test_final_result_cleanup_frees_root),
+        T(test_results_cleanup_in_external_success_frees_root),
+        T(test_state_cleanup_creates_state_while_freeing),
+        T(test_state_cleanup_creates_state_while_freeing_running),
+        T(test_state_alloc_frees_idle_root),
+        T(test_stack_size_overflow_is_null),
+        T(test_stack_size_overflow_idle_root),
+        T(test_stack_cleanup_frees_root),
+        T(test_stack_cleanup_cancels_root),
+        T(test_branch_stack_cleanup_frees_root),
+    };
+    if (getenv("TEST_FILTER")) {
+        cmocka_set_test_filter(getenv("TEST_FILTER"));
+    }
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
