@@ -226,7 +226,13 @@ static inline FutoInAsyncSteps* futoin_parallel(
     return as->api->parallel(as, data, eh);
 }
 /* Named state variable of the root: allocate(data) creates it on first use,
- * cleanup(data, value) releases it with the root. */
+ * cleanup(data, value) releases it with the root (last created first).
+ * name: non-NULL, NUL-terminated, any length. Both callbacks may call the
+ * library, on this root too: an allocate() that frees the root still gets
+ * its variable recorded, and cleaned up with the others. Once the root's
+ * free() has been called (also from a cleanup run while it is freed) no
+ * variable is created: NULL, allocate() is not called, and the misuse
+ * handler is told; existing variables can still be looked up. */
 static inline void* futoin_state(FutoInAsyncSteps* as, const char* name,
         void* (*allocate)(void* data), void (*cleanup)(void* data, void* value), void* data)
 {
@@ -239,7 +245,9 @@ static inline const char* futoin_error_info(FutoInAsyncSteps* as)
     return s ? s : "";
 }
 /* Memory that lives until the current step is destroyed; cleanup (optional)
- * runs first. Zero-filled, aligned for any type. */
+ * runs first. Zero-filled, aligned for any type. size: 0 to PTRDIFF_MAX
+ * less a small header; a larger size, or memory that cannot be had, gives
+ * NULL (no cleanup is registered, the step goes on). */
 static inline void* futoin_stack(FutoInAsyncSteps* as, size_t size, void (*cleanup)(void* value))
 {
     return as->api->stack(as, size, cleanup);
