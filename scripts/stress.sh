@@ -3,6 +3,11 @@
 # roots parked in waitExternal() and completed in random order, one million
 # timers with half cancelled, a parallel step of 100,000 branches with one
 # failing. Each checks completeness and prints its peak RSS (getrusage).
+# Then the deep-nesting cases of tests/test_deep.c at 1,000,000 levels
+# (nested parallel(), add() and loops, each ended by cancel, timeout, error,
+# free and completion), once with the default 8 MB stack and once under
+# `ulimit -s 1024`, both on the main thread: teardown must not recurse per
+# level.
 #
 #   bash scripts/stress.sh [plain|asan|valgrind]     default: plain
 #
@@ -32,7 +37,7 @@ case "$MODE" in
             -DCMAKE_CXX_COMPILER=g++ "${COMMON[@]}" >/dev/null ;;
     *) echo "usage: $0 [plain|asan|valgrind]" >&2; exit 2 ;;
 esac
-cmake --build "$BUILD_DIR" --target stress_roots stress_timers stress_parallel -j"$(nproc)"
+cmake --build "$BUILD_DIR" --target stress_roots stress_timers stress_parallel test_deep -j"$(nproc)"
 
 run() {
     local prog=$1 count=$2
@@ -54,4 +59,22 @@ div=1
 run stress_roots $(( 1000000 / div ))
 run stress_timers $(( 1000000 / div ))
 run stress_parallel $(( 100000 / div ))
+
+deep() {
+    local levels=$1 stack_kb=$2
+    local bin="$BUILD_DIR/tests/test_deep"
+    echo "==> test_deep $levels levels, main thread, ulimit -s $stack_kb ($MODE)"
+    local start
+    start=$(date +%s)
+    if [ "$MODE" = valgrind ]; then
+        (ulimit -s "$stack_kb" && FUTOIN_DEEP_MAIN_THREAD=1 FUTOIN_DEEP_LEVELS=$levels \
+            valgrind --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
+            --quiet "$bin")
+    else
+        (ulimit -s "$stack_kb" && FUTOIN_DEEP_MAIN_THREAD=1 FUTOIN_DEEP_LEVELS=$levels "$bin")
+    fi
+    echo "    ($(( $(date +%s) - start )) s)"
+}
+deep $(( 1000000 / div )) 8192
+deep $(( 1000000 / div )) 1024
 echo "==> stress: all passed ($MODE)"
