@@ -27,6 +27,11 @@
  * (unhandled-error callback). Mutex, Throttle and Limiter rows have a
  * third root that takes the object first, so that R1 queues.
  *
+ * Two cells outside the table have tests of their own: stack() of sizes
+ * that cannot be had (test_stack_size_max) and a root cancel through
+ * 100,000 nested parallel() levels (test_deep_parallel_cancel;
+ * REENTRY_DEEP_LEVELS overrides the depth).
+ *
  * Callbacks never assert (cmocka would longjmp through the engine): they
  * record, and the test body checks.
  *
@@ -772,6 +777,8 @@ static const Row rows[] = {
     R(K_VALUE_BRANCH, C_ERROR, T_SAME, "r1[after] " R2T " m1", "error(ReErr)"),
     R(K_VALUE_BRANCH, C_ADD, T_SAME, "r1[after] " R2T " m1", "add()"),
     R(K_VALUE_BRANCH, C_EXECUTE, T_SAME, "r1[after] " R2T " m1", "execute()"),
+    R(K_VALUE_BRANCH, C_CANCEL, T_SAME, "r1[] " R2T " m0", NULL),
+    R(K_VALUE_BRANCH, C_FREE, T_SAME, "r1[] " R2T " m0", NULL),
     R(K_VALUE_BRANCH, C_STATE, T_SAME, "r1[after] " R2T " m0 state=ptr", NULL),
     R(K_VALUE_BRANCH, C_STACK, T_SAME, "r1[after] " R2T " m1 stack=null", "stack()"),
     R(K_VALUE_BRANCH, C_SET_TIMEOUT, T_SAME, "r1[after] " R2T " m1", "setTimeout()"),
@@ -835,6 +842,7 @@ static const Row rows[] = {
     R(K_STATE_CLEANUP, C_EXECUTE, T_SAME, "r1[after] " R2T " m1", "execute()"),
     R(K_STATE_CLEANUP, C_CANCEL, T_SAME, "r1[after] " R2T " m0", NULL),
     R(K_STATE_CLEANUP, C_FREE, T_SAME, "r1[after] " R2T " m0", NULL),
+    R(K_STATE_CLEANUP, C_STATE, T_SAME, "r1[after] " R2T " m1 state=null", "was freed"),
     R(K_STATE_CLEANUP, C_STACK, T_SAME, "r1[after] " R2T " m1 stack=null", "was freed"),
     R(K_STATE_CLEANUP, C_SET_TIMEOUT, T_SAME, "r1[after] " R2T " m1", "was freed"),
     R(K_STATE_CLEANUP, C_SUCCESS, T_OTHER, "r1[after] r2[after] m0", NULL),
@@ -1019,10 +1027,138 @@ static void test_matrix(void** state)
     assert_int_equal(failures, 0);
 }
 
+/* ------------------------------------------------------------------------ */
+/* Two cells outside the table                                               */
+
+/* stack() of a size that cannot be had, called from a step: NULL, no
+ * cleanup registered, the step goes on (asyncsteps.h; it once returned a
+ * tiny block because the size overflowed when rounded up). */
+typedef struct StackMax {
+    int step_ran;
+    int got_block[3];
+} StackMax;
+
+static int g_stack_max_cleanups;
+
+static void stack_max_cleanup(void* block)
+{
+    (void)block;
+    ++g_stack_max_cleanups;
+}
+
+static void stack_max_step(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    StackMax* s = data;
+    const size_t sizes[3] = {SIZE_MAX, SIZE_MAX - 7, SIZE_MAX / 2 + 1};
+    ++s->step_ran;
+    for (int i = 0; i < 3; ++i) {
+        s->got_block[i] = futoin_stack(as, sizes[i], stack_max_cleanup) != NULL;
+    }
+}
+
+static void test_stack_size_max(void** state)
+{
+    (void)state;
+    StackMax s;
+    memset(&s, 0, sizeof(s));
+    g_stack_max_cleanups = 0;
+    FutoInLoop* loop = futoin_loop_new_virtual();
+    FutoInAsyncSteps* root = futoin_asyncsteps_new(loop);
+    futoin_add(root, stack_max_step, NULL, &s);
+    futoin_execute(root, NULL, NULL);
+    int n = 0;
+    while (n < RUN_BOUND && futoin_loop_run_next(loop) == 1) {
+        ++n;
+    }
+    futoin_asyncsteps_free(root);
+    futoin_loop_free(loop);
+    assert_true(n < RUN_BOUND);
+    assert_int_equal(s.step_ran, 1);
+    assert_int_equal(s.got_block[0], 0);
+    assert_int_equal(s.got_block[1], 0);
+    assert_int_equal(s.got_block[2], 0);
+    assert_int_equal(g_stack_max_cleanups, 0);
+}
+
+/* A cancel handler per level of 100,000 levels of parallel() nested in one
+ * another (each level a step whose single branch is the next level), then a
+ * root cancel: it terminates (it once recursed per level and overflowed the
+ * C stack), every level's cancel handler runs exactly once, nothing runs
+ * afterwards.
+ * REENTRY_DEEP_LEVELS overrides the depth (e.g. 20000 under valgrind). */
+typedef struct Deep {
+    FutoInAsyncSteps* root;
+    long levels;
+    long started;
+    long cancels;
+    long late;
+    int cancelled;
+} Deep;
+
+static void deep_cancel(FutoInAsyncSteps* as, void* data)
+{
+    (void)as;
+    Deep* d = data;
+    if (d->cancelled) {
+        ++d->late;
+    }
+    ++d->cancels;
+}
+
+static void deep_level(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    Deep* d = data;
+    if (d->cancelled) {
+        ++d->late;
+    }
+    ++d->started;
+    futoin_set_cancel(as, deep_cancel, d);
+    if (d->started < d->levels) {
+        FutoInAsyncSteps* p = futoin_parallel(as, NULL, d);
+        p->api->add(p, d, deep_level, NULL);
+    }
+}
+
+static void deep_cancel_root(void* data)
+{
+    Deep* d = data;
+    futoin_cancel(d->root);
+    d->cancelled = 1;
+}
+
+static void test_deep_parallel_cancel(void** state)
+{
+    (void)state;
+    Deep d;
+    memset(&d, 0, sizeof(d));
+    const char* env = getenv("REENTRY_DEEP_LEVELS");
+    d.levels = env && *env ? atol(env) : 100000;
+    FutoInLoop* loop = futoin_loop_new_virtual();
+    d.root = futoin_asyncsteps_new(loop);
+    futoin_add(d.root, deep_level, NULL, &d);
+    futoin_execute(d.root, NULL, NULL);
+    /* the cancel fires once every level waits */
+    futoin_loop_deferred(loop, 10, &d, deep_cancel_root);
+    long n = 0;
+    while (n < 100L * d.levels + RUN_BOUND && futoin_loop_run_next(loop) == 1) {
+        ++n;
+    }
+    futoin_asyncsteps_free(d.root);
+    futoin_loop_free(loop);
+    assert_true(n < 100L * d.levels + RUN_BOUND);
+    assert_int_equal(d.started, d.levels);
+    assert_int_equal(d.cancels, d.levels);
+    assert_int_equal(d.late, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_matrix),
+        cmocka_unit_test(test_stack_size_max),
+        cmocka_unit_test(test_deep_parallel_cancel),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
