@@ -60,6 +60,8 @@ typedef enum {
     K_STEP,          /* a step's execute callback */
     K_EH,            /* an error handler */
     K_CANCEL,        /* a cancel handler (the root is cancelled by a timer) */
+    K_CANCEL_TIMEOUT,/* a cancel handler (its step's own timeout) */
+    K_CANCEL_SIBLING,/* a cancel handler of a branch (its sibling branch fails) */
     K_UNHANDLED,     /* the unhandled-error callback of execute() */
     K_VALUE,         /* FutoInType.cleanup of a result value (after the next step) */
     K_VALUE_BRANCH,  /* the same, the value being a parallel branch's last result */
@@ -75,7 +77,8 @@ typedef enum {
     K_COUNT
 } Kind;
 
-static const char* const kind_names[K_COUNT] = {"step", "eh", "cancel", "unhandled", "value",
+static const char* const kind_names[K_COUNT] = {"step", "eh", "cancel", "cancel_timeout",
+    "cancel_sibling", "unhandled", "value",
     "value_branch", "stack", "state_alloc", "state_cleanup", "mutex", "throttle", "limiter",
     "immediate", "deferred", "await_eh"};
 
@@ -299,16 +302,18 @@ static void do_call(Fx* fx, RootCtx* rc, FutoInAsyncSteps* x)
     case C_EXECUTE:
         futoin_execute(x, rec_unhandled, rc);
         break;
-    case C_CANCEL:
+    case C_CANCEL: /* on a branch's interface: cancels its root */
         futoin_cancel(x);
-        if (!rc->freed && !futoin_is_valid(x)) {
+        if (!rc->freed && !futoin_is_valid(rc->h)) {
             rc->dead = 1;
         }
         break;
-    case C_FREE:
-        rc->freed = 1;
+    case C_FREE: /* on a branch's interface: refused */
+        if (x == rc->h) {
+            rc->freed = 1;
+        }
         futoin_asyncsteps_free(x);
-        rc->dead = 1;
+        rc->dead = rc->dead || x == rc->h;
         break;
     case C_STATE: {
         void* v = futoin_state(x, "re", state_alloc, state_cleanup, fx);
@@ -399,6 +404,17 @@ static void wait_trig_cancel(FutoInAsyncSteps* as, void* data, const FutoInArgs*
     futoin_set_cancel(as, trig_cancel, data);
     futoin_wait_external(as);
 }
+static void timeout_trig_cancel(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    futoin_set_cancel(as, trig_cancel, data);
+    futoin_set_timeout(as, 5);
+}
+static void sibling_fail(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)data, (void)args;
+    futoin_error(as, "Sib", "sibling");
+}
 static void give_value(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
@@ -450,6 +466,13 @@ static void outer1(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
     case K_STEP: futoin_add(as, trig_step, NULL, rc); break;
     case K_EH: futoin_add(as, fail_step, trig_eh, rc); break;
     case K_CANCEL: futoin_add(as, wait_trig_cancel, NULL, rc); break;
+    case K_CANCEL_TIMEOUT: futoin_add(as, timeout_trig_cancel, NULL, rc); break;
+    case K_CANCEL_SIBLING: {
+        FutoInAsyncSteps* p = futoin_parallel(as, NULL, rc);
+        p->api->add(p, rc, wait_trig_cancel, NULL);
+        p->api->add(p, rc, sibling_fail, NULL);
+        break;
+    }
     case K_VALUE:
         futoin_add(as, give_value, NULL, rc);
         futoin_add(as, noop_step, NULL, rc);
@@ -730,6 +753,48 @@ static const Row rows[] = {
     R(K_CANCEL, C_SET_TIMEOUT, T_OTHER, "r1[ch] " R2T " m1", "setTimeout()"),
     R(K_CANCEL, C_SYNC_FREE, T_SYNC, "r1[ch] " R2T " m0 sync=OK", NULL),
     R(K_CANCEL, C_LOOP_STOP, T_LOOP, "r1[ch] " R2T " m0 runs=2", NULL),
+    /* cancel_timeout */
+    R(K_CANCEL_TIMEOUT, C_SUCCESS, T_SAME, "r1[ch eh:Timeout after] " R2T " m1", "success()"),
+    R(K_CANCEL_TIMEOUT, C_ERROR, T_SAME, "r1[ch eh:Timeout after] " R2T " m1", "error(ReErr)"),
+    R(K_CANCEL_TIMEOUT, C_ADD, T_SAME, "r1[ch eh:Timeout after] " R2T " m1", "add()"),
+    R(K_CANCEL_TIMEOUT, C_EXECUTE, T_SAME, "r1[ch eh:Timeout after] " R2T " m1", "execute()"),
+    R(K_CANCEL_TIMEOUT, C_CANCEL, T_SAME, "r1[ch] " R2T " m0", NULL),
+    R(K_CANCEL_TIMEOUT, C_FREE, T_SAME, "r1[ch] " R2T " m0", NULL),
+    R(K_CANCEL_TIMEOUT, C_STATE, T_SAME, "r1[ch eh:Timeout after] " R2T " m0 state=ptr", NULL),
+    R(K_CANCEL_TIMEOUT, C_STACK, T_SAME, "r1[ch eh:Timeout after] " R2T " m1 stack=null", "stack()"),
+    R(K_CANCEL_TIMEOUT, C_SET_TIMEOUT, T_SAME, "r1[ch eh:Timeout after] " R2T " m1", "setTimeout()"),
+    R(K_CANCEL_TIMEOUT, C_SUCCESS, T_OTHER, "r1[ch eh:Timeout after] r2[after] m0", NULL),
+    R(K_CANCEL_TIMEOUT, C_ERROR, T_OTHER, "r1[ch eh:Timeout after] r2[eh:ReErr after] m0", NULL),
+    R(K_CANCEL_TIMEOUT, C_ADD, T_OTHER, "r1[ch eh:Timeout after] " R2T " m1", "add()"),
+    R(K_CANCEL_TIMEOUT, C_EXECUTE, T_OTHER, "r1[ch eh:Timeout after] " R2T " m1", "execute()"),
+    R(K_CANCEL_TIMEOUT, C_CANCEL, T_OTHER, "r1[ch eh:Timeout after] r2[ch] m0", NULL),
+    R(K_CANCEL_TIMEOUT, C_FREE, T_OTHER, "r1[ch eh:Timeout after] r2[ch] m0", NULL),
+    R(K_CANCEL_TIMEOUT, C_STATE, T_OTHER, "r1[ch eh:Timeout after] " R2T " m0 state=ptr", NULL),
+    R(K_CANCEL_TIMEOUT, C_STACK, T_OTHER, "r1[ch eh:Timeout after] " R2T " m1 stack=null", "stack()"),
+    R(K_CANCEL_TIMEOUT, C_SET_TIMEOUT, T_OTHER, "r1[ch eh:Timeout after] " R2T " m1", "setTimeout()"),
+    R(K_CANCEL_TIMEOUT, C_SYNC_FREE, T_SYNC, "r1[ch eh:Timeout after] " R2T " m0 sync=OK", NULL),
+    R(K_CANCEL_TIMEOUT, C_LOOP_STOP, T_LOOP, "r1[ch eh:Timeout after] " R2T " m0 runs=2", NULL),
+    /* cancel_sibling */
+    R(K_CANCEL_SIBLING, C_SUCCESS, T_SAME, "r1[ch eh:Sib after] " R2T " m1", "success()"),
+    R(K_CANCEL_SIBLING, C_ERROR, T_SAME, "r1[ch eh:Sib after] " R2T " m1", "error(ReErr)"),
+    R(K_CANCEL_SIBLING, C_ADD, T_SAME, "r1[ch eh:Sib after] " R2T " m1", "add()"),
+    R(K_CANCEL_SIBLING, C_EXECUTE, T_SAME, "r1[ch eh:Sib after] " R2T " m1", "execute()"),
+    R(K_CANCEL_SIBLING, C_CANCEL, T_SAME, "r1[ch] " R2T " m0", NULL),
+    R(K_CANCEL_SIBLING, C_FREE, T_SAME, "r1[ch eh:Sib after] " R2T " m1", "free() on a parallel branch"),
+    R(K_CANCEL_SIBLING, C_STATE, T_SAME, "r1[ch eh:Sib after] " R2T " m0 state=ptr", NULL),
+    R(K_CANCEL_SIBLING, C_STACK, T_SAME, "r1[ch eh:Sib after] " R2T " m1 stack=null", "stack()"),
+    R(K_CANCEL_SIBLING, C_SET_TIMEOUT, T_SAME, "r1[ch eh:Sib after] " R2T " m1", "setTimeout()"),
+    R(K_CANCEL_SIBLING, C_SUCCESS, T_OTHER, "r1[ch eh:Sib after] r2[after] m0", NULL),
+    R(K_CANCEL_SIBLING, C_ERROR, T_OTHER, "r1[ch eh:Sib after] r2[eh:ReErr after] m0", NULL),
+    R(K_CANCEL_SIBLING, C_ADD, T_OTHER, "r1[ch eh:Sib after] " R2T " m1", "add()"),
+    R(K_CANCEL_SIBLING, C_EXECUTE, T_OTHER, "r1[ch eh:Sib after] " R2T " m1", "execute()"),
+    R(K_CANCEL_SIBLING, C_CANCEL, T_OTHER, "r1[ch eh:Sib after] r2[ch] m0", NULL),
+    R(K_CANCEL_SIBLING, C_FREE, T_OTHER, "r1[ch eh:Sib after] r2[ch] m0", NULL),
+    R(K_CANCEL_SIBLING, C_STATE, T_OTHER, "r1[ch eh:Sib after] " R2T " m0 state=ptr", NULL),
+    R(K_CANCEL_SIBLING, C_STACK, T_OTHER, "r1[ch eh:Sib after] " R2T " m1 stack=null", "stack()"),
+    R(K_CANCEL_SIBLING, C_SET_TIMEOUT, T_OTHER, "r1[ch eh:Sib after] " R2T " m1", "setTimeout()"),
+    R(K_CANCEL_SIBLING, C_SYNC_FREE, T_SYNC, "r1[ch eh:Sib after] " R2T " m0 sync=OK", NULL),
+    R(K_CANCEL_SIBLING, C_LOOP_STOP, T_LOOP, "r1[ch eh:Sib after] " R2T " m0 runs=2", NULL),
     /* unhandled */
     R(K_UNHANDLED, C_SUCCESS, T_SAME, "r1[unh:Orig] " R2T " m1", "success()"),
     R(K_UNHANDLED, C_ERROR, T_SAME, "r1[unh:Orig] " R2T " m1", "error(ReErr)"),
