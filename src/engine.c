@@ -983,9 +983,10 @@ static inline Flow* live_branches(const Flow* fl)
 static int frame_pop_slow(Flow* fl, int aborted)
 {
     uint32_t gen = fl->gen;
-    if (live_branches(fl)) {
+    if (aborted && live_branches(fl)) {
         /* Every caller has already aborted them (flow_unwind_to()); were
-         * one not to, they go first, without nesting C calls per level. */
+         * one not to, they go first, without nesting C calls per level.
+         * (A parallel that completed has none left.) */
         if (!flow_unwind_to(fl, fl->depth) || gen != fl->gen) {
             return 0;
         }
@@ -1481,7 +1482,7 @@ static void branch_failed(Flow* fl)
 /* The root's run ended (r->state says how). What it still holds is taken
  * off it before any of it is released: the cleanups are user code, which
  * may free the root or execute it again. */
-static inline void root_finish(Root* r, const char* code)
+__attribute__((noinline)) static void root_finish_slow(Root* r, const char* code)
 {
     Flow* fl = &r->main;
     EngineCtx* ctx = futoin__root_ctx(r);
@@ -1491,7 +1492,6 @@ static inline void root_finish(Root* r, const char* code)
     fl->frames[0].q_head = NULL;
     fl->frames[0].flags &= (uint8_t)~FR_X;
     fl->results = NULL;
-    fl->state = FS_DONE;
     RootDoneHook hook = futoin__root_done(r);
     if (hook) { /* while code and the results are still as they ended */
         r->ext->done = NULL;
@@ -1503,6 +1503,17 @@ static inline void root_finish(Root* r, const char* code)
     frame_x_release(ctx, &level0);
     if (res) {
         box_free(ctx, res);
+    }
+}
+
+/* Inline for a root that ends holding nothing: no queued step, results,
+ * level-0 extras or completion hook. */
+static inline void root_finish(Root* r, const char* code)
+{
+    Flow* fl = &r->main;
+    fl->state = FS_DONE;
+    if (fl->frames[0].q_head || (fl->frames[0].flags & FR_X) || fl->results || futoin__root_done(r)) {
+        root_finish_slow(r, code);
     }
 }
 
@@ -2052,17 +2063,16 @@ static void flow_abort(Flow* fl)
 static void flow_release(Flow* fl)
 {
     Root* r = futoin__flow_root(fl);
-    Frame level0 = fl->frames[0];
     rq_remove(fl);
     ++fl->gen;
     fl->add_fr = NULL;
-    fl->frames[0].flags &= (uint8_t)~FR_X;
     flow_code_release(fl);
     fl->state = FS_DONE;
     RootExt* x = futoin__root_ext(r);
     futoin__branch(fl)->sib_next = x->zombies;
     x->zombies = fl;
-    frame_x_release(futoin__flow_ctx(fl), &level0); /* user cleanups: last */
+    /* A branch's level 0 runs no step, so it holds no extras. */
+    assert(!(fl->frames[0].flags & FR_X));
 }
 
 void futoin__root_cancel(Root* r)
