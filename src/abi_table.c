@@ -455,6 +455,20 @@ static void flow_continue(FutoInAsyncSteps* bsi, const char* label)
     loop_control((Flow*)bsi, CTL_CONTINUE, label);
 }
 
+/* Why execute() of a root was refused. */
+__attribute__((cold, noinline)) static void report_bad_execute(Flow* fl)
+{
+    const Root* r = futoin__flow_root(fl);
+    if (r->free_pending) {
+        futoin__misuse(fl, "execute() on an instance that was freed: ignored");
+    } else if (fl->cb == CB_FINAL) {
+        futoin__misuse(fl, "execute() from the unhandled-error callback: the root is still "
+                           "finishing; execute it again once the callback has returned");
+    } else {
+        futoin__misuse(fl, "execute() on a root that is already running");
+    }
+}
+
 static void flow_execute(FutoInAsyncSteps* bsi, void* data, FutoInAsyncSteps_error_callback unhandled)
 {
     Flow* fl = (Flow*)bsi;
@@ -464,7 +478,7 @@ static void flow_execute(FutoInAsyncSteps* bsi, void* data, FutoInAsyncSteps_err
     }
     Root* r = (Root*)fl;
     if (r->state == RS_RUNNING || fl->cb != CB_NONE || r->free_pending) {
-        futoin__misuse(fl, "execute() on a root that is already running");
+        report_bad_execute(fl);
         return;
     }
     futoin__root_execute(fl, data, unhandled);
