@@ -15,8 +15,7 @@
  * reaches the unhandled-error callback.
  *
  * Environment:
- *   FUTOIN_DEEP_LEVELS=N      levels (default 100000; CTest sets 20000 under
- *                             valgrind, which is 50 times slower)
+ *   FUTOIN_DEEP_LEVELS=N      levels (default 100000)
  *   FUTOIN_DEEP_STACK_KB=K    the thread's stack (default 256)
  *   FUTOIN_DEEP_MAIN_THREAD=1 run on the calling thread instead (its stack
  *                             is what `ulimit -s` says): scripts/stress.sh
