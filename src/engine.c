@@ -383,20 +383,21 @@ void futoin__results_drop_slow(Flow* fl)
  * new results are in place before the old ones' cleanups run. */
 void futoin__results_set(Flow* fl, FutoInArgs* args)
 {
-    ArgsBox* old = fl->results;
-    ArgsBox* b = NULL;
     FutoInBinaryValue* a = args ? args->args : NULL;
     uint8_t n = !a ? 0 : a[3].type ? 4 : a[2].type ? 3 : a[1].type ? 2 : a[0].type ? 1 : 0;
-    if (n) {
-        b = futoin__pool_get(&futoin__flow_ctx(fl)->boxes);
-        b->args = *args;
-        for (uint8_t i = 0; i < n; ++i) {
-            if (!a[i].type) {
-                memset(&b->args.args[i], 0, sizeof(FutoInBinaryValue)); /* a gap */
-            }
-        }
-        b->nargs = n;
+    if (!n) {
+        futoin__results_drop(fl);
+        return;
     }
+    ArgsBox* b = futoin__pool_get(&futoin__flow_ctx(fl)->boxes);
+    b->args = *args;
+    for (uint8_t i = 0; i < n; ++i) {
+        if (!a[i].type) {
+            memset(&b->args.args[i], 0, sizeof(FutoInBinaryValue)); /* a gap */
+        }
+    }
+    b->nargs = n;
+    ArgsBox* old = fl->results;
     fl->results = b;
     if (old) {
         box_free(futoin__flow_ctx(fl), old);
@@ -948,7 +949,7 @@ static void flow_release(Flow* fl);
 
 /* The engine owes unlock() once lock() succeeded; it runs in the CANCEL
  * context (nothing may be added to the flow from inside it). */
-static void call_unlock(Flow* fl, FutoInSync* sync)
+static int call_unlock(Flow* fl, FutoInSync* sync)
 {
     uint8_t saved = fl->cb;
     Frame* saved_fr = fl->add_fr;
@@ -956,10 +957,12 @@ static void call_unlock(Flow* fl, FutoInSync* sync)
     fl->cb = CB_CANCEL;
     fl->add_fr = NULL;
     sync->api->unlock(&fl->iface, sync);
-    if (gen == fl->gen) {
-        fl->cb = saved;
-        fl->add_fr = saved_fr;
+    if (gen != fl->gen) {
+        return 0; /* aborted or revived meanwhile: its state is new */
     }
+    fl->cb = saved;
+    fl->add_fr = saved_fr;
+    return 1;
 }
 
 static int flow_unwind_to(Flow* base, uint32_t k);
@@ -980,8 +983,29 @@ static inline Flow* live_branches(const Flow* fl)
  * are released and a held sync lock is unlocked.
  * The frame is taken off the stack before any user code runs, so a cancel
  * handler or unlock() that cancels or frees the root cannot pop it twice. */
+/* Stops the timer of a frame taken off the stack (FR_TIMER). */
+static inline void popped_timer_stop(EngineCtx* ctx, const Frame* f)
+{
+    FutoInHandle h = futoin__loop_handle(ctx->loop, xslot(ctx, f->xid)->timer);
+    futoin__loop_cancel_local(ctx->loop, &h);
+}
+
 static int frame_pop_slow(Flow* fl, int aborted)
 {
+    EngineCtx* ctx = futoin__flow_ctx(fl);
+    if (!aborted && (fl->frames[fl->depth].flags & FR_X)
+            && fl->frames[fl->depth].kind == SK_PLAIN && !fl->frames[fl->depth].node
+            && !fl->frames[fl->depth].q_head && !xslot(ctx, fl->frames[fl->depth].xid)->stack) {
+        /* A completed plain step that kept only a timer or a spent cancel
+         * handler (setTimeout()): no user code runs, so nothing is to be
+         * re-checked after. */
+        Frame f = fl->frames[fl->depth--];
+        if (f.flags & FR_TIMER) {
+            popped_timer_stop(ctx, &f);
+        }
+        frame_x_release(ctx, &f);
+        return 1;
+    }
     uint32_t gen = fl->gen;
     if (aborted && live_branches(fl)) {
         /* Every caller has already aborted them (flow_unwind_to()); were
@@ -991,13 +1015,9 @@ static int frame_pop_slow(Flow* fl, int aborted)
             return 0;
         }
     }
-    Frame* top = &fl->frames[fl->depth];
-    EngineCtx* ctx = futoin__flow_ctx(fl);
-    Frame f = *top;
-    --fl->depth;
+    Frame f = fl->frames[fl->depth--];
     if (f.flags & FR_TIMER) {
-        FutoInHandle h = futoin__loop_handle(ctx->loop, xslot(ctx, f.xid)->timer);
-        futoin__loop_cancel_local(ctx->loop, &h);
+        popped_timer_stop(ctx, &f);
     }
     if (aborted) {
         call_cancel(fl, &f);
@@ -1416,9 +1436,7 @@ static int frame_complete(Flow* fl)
         futoin__pool_put(&futoin__flow_ctx(fl)->steps, f->node);
         --fl->depth;
         if (locked) {
-            uint32_t gen = fl->gen;
-            call_unlock(fl, sync);
-            return gen == fl->gen ? GO_ON : HANDLED;
+            return call_unlock(fl, sync) ? GO_ON : HANDLED;
         }
         return GO_ON;
     }
