@@ -85,7 +85,8 @@
  *   Timeout       from an enclosing futoin_set_timeout()
  *   InternalError misuse (NULL arguments, not on a FutoInUv loop, ...)
  * error_info is "<uv_err_name>: <operation and context>", e.g.
- * "ECONNREFUSED: connect 127.0.0.1:1", "EOF: read", "ENOENT: open /x".
+ * "ECONNREFUSED: connect 127.0.0.1:1", "EOF: read: connection closed by
+ * peer", "ENOENT: open /x".
  *
  * Ranges: a port, size or backlog outside the range given with each
  * function is refused before anything starts: the added step fails with
@@ -194,14 +195,17 @@ void futoin_uv_tcp_connect(FutoInAsyncSteps* as, const char* host, unsigned port
 
 /* Step: reads one line ending in "\n" (at most max_len bytes including the
  * terminator; 0: 64 KiB; max_len <= UINT32_MAX). Success: arg0 = the line as FTN_TYPE_STRING
- * without "\n" or "\r\n". Errors: CommError ("EOF: read" when the peer
- * closed before a full line, "ENOBUFS: read line longer than N" when
- * max_len is reached). */
+ * without "\n" or "\r\n". Errors: CommError ("EOF: read: connection closed
+ * by peer" when the peer closed before a full line, "ENOBUFS: read: line
+ * longer than N bytes" when the line with its terminator would exceed
+ * max_len, N being max_len or its default). */
 void futoin_uv_read_line(FutoInAsyncSteps* as, FutoInUvStream* s, size_t max_len);
 
 /* Step: reads up to and including the first occurrence of delim (at most
  * max_len bytes; 0: 64 KiB; max_len <= UINT32_MAX). Success: arg0 = FTN_TYPE_STRING including
- * delim. E.g. delim "\r\n\r\n" reads an HTTP head in one step. */
+ * delim. E.g. delim "\r\n\r\n" reads an HTTP head in one step. delim NULL
+ * or "": "\n". Errors: like futoin_uv_read_line(), but the limit is
+ * "ENOBUFS: read: delimiter not found within N bytes". */
 void futoin_uv_read_until(FutoInAsyncSteps* as, FutoInUvStream* s, const char* delim,
         size_t max_len);
 

@@ -404,13 +404,27 @@ static const char* find_delim(const char* hay, size_t hlen, const char* d, size_
     return NULL;
 }
 
+/* Room for try_read()'s failure text. */
+#define READ_WHAT_SIZE 96
+
+/* The text of a line or delimited read that reached its limit (rd_n bytes,
+ * the terminator included). */
+static void too_long(const FutoInUvStream* s, char* what)
+{
+    if (s->rd_mode == RD_LINE) {
+        snprintf(what, READ_WHAT_SIZE, "read: line longer than %zu bytes", s->rd_n);
+    } else {
+        snprintf(what, READ_WHAT_SIZE, "read: delimiter not found within %zu bytes", s->rd_n);
+    }
+}
+
 /* Result of try_read(). */
 enum { RD_WAIT = 0, RD_DONE, RD_FAILED };
 
 /* Checks whether the buffered data satisfies the pending read. On RD_DONE
  * *out holds the value and the bytes are consumed; on RD_FAILED *err and
- * *what describe the failure. */
-static int try_read(FutoInUvStream* s, FutoInBinaryValue* out, int* err, const char** what)
+ * what (READ_WHAT_SIZE bytes) describe the failure. */
+static int try_read(FutoInUvStream* s, FutoInBinaryValue* out, int* err, char* what)
 {
     size_t avail = s->len - s->off;
     /* No buffer before the first read callback (buf is NULL). */
@@ -443,7 +457,7 @@ static int try_read(FutoInUvStream* s, FutoInBinaryValue* out, int* err, const c
             take = (size_t)(hit - data) + s->rd_dlen;
             if (take > s->rd_n) {
                 *err = UV_ENOBUFS;
-                *what = "read: line longer than the limit";
+                too_long(s, what);
                 return RD_FAILED;
             }
             keep = take;
@@ -457,7 +471,7 @@ static int try_read(FutoInUvStream* s, FutoInBinaryValue* out, int* err, const c
             ready = 1;
         } else if (avail >= s->rd_n) {
             *err = UV_ENOBUFS;
-            *what = "read: line longer than the limit";
+            too_long(s, what);
             return RD_FAILED;
         } else {
             s->scanned = avail >= s->rd_dlen ? avail - s->rd_dlen + 1 : 0;
@@ -471,7 +485,7 @@ static int try_read(FutoInUvStream* s, FutoInBinaryValue* out, int* err, const c
         *out = futoin__uv_bytes_value(data, keep, as_string);
         if (!out->type) {
             *err = UV_ENOMEM;
-            *what = "read";
+            snprintf(what, READ_WHAT_SIZE, "read");
             return RD_FAILED;
         }
         s->off += take;
@@ -483,17 +497,17 @@ static int try_read(FutoInUvStream* s, FutoInBinaryValue* out, int* err, const c
     }
     if (s->read_error) {
         *err = s->read_error;
-        *what = "read";
+        snprintf(what, READ_WHAT_SIZE, "read");
         return RD_FAILED;
     }
     if (s->eof) {
         *err = UV_EOF;
-        *what = "read: connection closed by peer";
+        snprintf(what, READ_WHAT_SIZE, "read: connection closed by peer");
         return RD_FAILED;
     }
     if (s->closing) {
         *err = UV_ECANCELED;
-        *what = "read: stream closed";
+        snprintf(what, READ_WHAT_SIZE, "read: stream closed");
         return RD_FAILED;
     }
     return RD_WAIT;
@@ -544,8 +558,8 @@ static void serve_reader(FutoInUvStream* s)
 {
     FutoInBinaryValue v;
     int err = 0;
-    const char* what = NULL;
-    int r = try_read(s, &v, &err, &what);
+    char what[READ_WHAT_SIZE];
+    int r = try_read(s, &v, &err, what);
     if (r == RD_WAIT) {
         return;
     }
@@ -608,8 +622,8 @@ static void read_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
     s->scanned = 0;
     FutoInBinaryValue v;
     int err = 0;
-    const char* what = NULL;
-    int r = try_read(s, &v, &err, &what);
+    char what[READ_WHAT_SIZE];
+    int r = try_read(s, &v, &err, what);
     if (r != RD_WAIT) {
         s->rd_mode = RD_NONE;
         if (r == RD_DONE) {
