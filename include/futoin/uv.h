@@ -88,6 +88,14 @@
  * "ECONNREFUSED: connect 127.0.0.1:1", "EOF: read: connection closed by
  * peer", "ENOENT: open /x".
  *
+ * NULL arguments: a NULL stream, server, host or path given to a step
+ * function is refused like a range error (below): the added step fails with
+ * InternalError "EINVAL: <function>: <parameter> is NULL", e.g.
+ * "EINVAL: futoin_uv_read_line: s is NULL", "EINVAL: futoin_uv_accept: srv
+ * is NULL", "EINVAL: futoin_uv_file_read: path is NULL" (no I/O, no
+ * reference taken or dropped). A NULL as adds nothing. The plain functions
+ * below document what they return for NULL.
+ *
  * Ranges: a port, size or backlog outside the range given with each
  * function is refused before anything starts: the added step fails with
  * InternalError "EINVAL: <function>: <parameter> <value> out of range ..."
@@ -130,9 +138,9 @@ FutoInUv* futoin_uv_new(uv_loop_t* uv_loop);
  * your loop once more before uv_loop_close(). */
 void futoin_uv_free(FutoInUv* uv);
 
-/* The AsyncTool loop to create roots on. */
+/* The AsyncTool loop to create roots on (NULL if uv is NULL). */
 FutoInLoop* futoin_uv_loop(const FutoInUv* uv);
-/* The libuv loop. */
+/* The libuv loop (NULL if uv is NULL). */
 uv_loop_t* futoin_uv_uv_loop(const FutoInUv* uv);
 /* The backend driving loop, or NULL if loop is not driven by a FutoInUv. */
 FutoInUv* futoin_uv_of_loop(FutoInLoop* loop);
@@ -140,7 +148,8 @@ FutoInUv* futoin_uv_of_loop(FutoInLoop* loop);
 FutoInUv* futoin_uv_of(FutoInAsyncSteps* as);
 
 /* uv_run(UV_RUN_DEFAULT): returns when neither libuv nor the AsyncTool have
- * anything left to do, or after uv_stop(). Returns uv_run()'s result. */
+ * anything left to do, or after uv_stop(). Returns uv_run()'s result, or
+ * UV_EINVAL if uv is NULL. */
 int futoin_uv_run(FutoInUv* uv);
 
 /* ------------------------------------------------------------------------ */
@@ -172,24 +181,27 @@ const char* futoin_uv_arg_bytes(const FutoInArgs* args, int i, size_t* len);
  * the stream. Queued steps that use a stream hold one too. When the last
  * reference goes, the connection is closed (uv_close) and a pending read or
  * accept elsewhere fails with CommError "ECANCELED: closed"; memory is
- * released from libuv's close callback. */
+ * released from libuv's close callback.
+ * ref returns s (NULL for NULL); release of NULL does nothing. */
 FutoInUvStream* futoin_uv_stream_ref(FutoInUvStream* s);
 void futoin_uv_stream_release(FutoInUvStream* s);
-/* The libuv handle, e.g. for uv_tcp_nodelay() or uv_tcp_getpeername(). */
+/* The libuv handle, e.g. for uv_tcp_nodelay() or uv_tcp_getpeername();
+ * NULL if s is NULL. */
 uv_tcp_t* futoin_uv_stream_handle(FutoInUvStream* s);
-/* Bytes received but not yet consumed by a read step. */
+/* Bytes received but not yet consumed by a read step (0 if s is NULL). */
 size_t futoin_uv_stream_buffered(const FutoInUvStream* s);
 /* Closes the stream now (uv_close) without waiting and without dropping a
  * reference: a pending read fails with CommError "ECANCELED: read: stream
- * closed", queued writes are dropped, later steps on it fail. */
+ * closed", queued writes are dropped, later steps on it fail. NULL: does
+ * nothing. */
 void futoin_uv_stream_close(FutoInUvStream* s);
 /* 0 once the stream is closed (by futoin_uv_close(), futoin_uv_stream_close()
- * or the last release). */
+ * or the last release), and for NULL. */
 int futoin_uv_stream_is_open(const FutoInUvStream* s);
 
 /* Step: connects to host:port. host is a numeric IPv4/IPv6 address or a
- * name (resolved with uv_getaddrinfo; each address is tried in turn).
- * port: 1..65535. Success: arg0 = stream (futoin_uv_stream_type). Errors:
+ * name (resolved with uv_getaddrinfo; each address is tried in turn);
+ * not NULL. port: 1..65535. Success: arg0 = stream (futoin_uv_stream_type). Errors:
  * ConnectError. */
 void futoin_uv_tcp_connect(FutoInAsyncSteps* as, const char* host, unsigned port);
 
@@ -238,24 +250,26 @@ void futoin_uv_close(FutoInAsyncSteps* as, FutoInUvStream* s, int graceful);
 
 /* Binds and listens at once (not a step): returns a server with one
  * reference, or NULL and the libuv error in *uv_error (may be NULL).
+ * host: a numeric IPv4/IPv6 address; NULL or "": 127.0.0.1.
  * port: 0..65535, 0 picks a free port (see futoin_uv_server_port()).
  * backlog: 1..INT_MAX (the kernel caps it at SOMAXCONN), 0: 511. A port or
- * backlog out of range: NULL with UV_EINVAL, nothing bound. */
+ * backlog out of range, or a NULL uv: NULL with UV_EINVAL, nothing bound. */
 FutoInUvServer* futoin_uv_server_new(FutoInUv* uv, const char* host, unsigned port,
         int backlog, int* uv_error);
-/* Step form of futoin_uv_server_new() (same ranges; out of range:
+/* Step form of futoin_uv_server_new() (same ranges and host; out of range:
  * InternalError): success arg0 = server (futoin_uv_server_type); errors:
  * ConnectError. */
 void futoin_uv_tcp_listen(FutoInAsyncSteps* as, const char* host, unsigned port, int backlog);
 
+/* ref returns srv (NULL for NULL); release of NULL does nothing. */
 FutoInUvServer* futoin_uv_server_ref(FutoInUvServer* srv);
 /* The last release stops listening; a pending accept fails with CommError. */
 void futoin_uv_server_release(FutoInUvServer* srv);
 /* Stops listening now without dropping a reference: a pending accept (and
  * so futoin_uv_serve()) fails with CommError "ECANCELED: accept: server
- * closed". */
+ * closed". NULL: does nothing. */
 void futoin_uv_server_close(FutoInUvServer* srv);
-/* The bound port (useful after port 0). */
+/* The bound port (useful after port 0); 0 if srv is NULL. */
 unsigned futoin_uv_server_port(const FutoInUvServer* srv);
 
 /* Step: waits for the next connection. Success: arg0 = stream. */
@@ -265,7 +279,7 @@ void futoin_uv_accept(FutoInAsyncSteps* as, FutoInUvServer* srv);
  * reference to keep it. Runs inside a step of the serving flow; start one
  * new root per connection rather than blocking the accept loop. */
 typedef void (*FutoInUvConnectionCb)(void* data, FutoInUvStream* s);
-/* Step: an accept loop that runs until the server is closed (CommError
+/* Step: an accept loop (srv and cb not NULL) that runs until the server is closed (CommError
  * "ECANCELED: accept: server closed") or the flow is cancelled. Other accept
  * failures (EMFILE, ...) pause the loop for 100 ms and it goes on. */
 void futoin_uv_serve(FutoInAsyncSteps* as, FutoInUvServer* srv, FutoInUvConnectionCb cb,
@@ -274,20 +288,20 @@ void futoin_uv_serve(FutoInAsyncSteps* as, FutoInUvServer* srv, FutoInUvConnecti
 /* ------------------------------------------------------------------------ */
 /* DNS, files, time                                                          */
 
-/* Step: resolves host (uv_getaddrinfo, AF_UNSPEC, TCP). Success:
+/* Step: resolves host (not NULL; uv_getaddrinfo, AF_UNSPEC, TCP). Success:
  * arg0 = first address (FTN_TYPE_STRING, numeric), arg1 = number of
  * addresses (FTN_TYPE_UINT32), arg2 = every address, one per line
  * (FTN_TYPE_STRING). Errors: ConnectError ("EAI_NONAME: getaddrinfo x"). */
 void futoin_uv_resolve(FutoInAsyncSteps* as, const char* host);
 
-/* Step: reads a whole file (at most max_bytes, 0..UINT32_MAX - 1, or
+/* Step: reads a whole file (path not NULL; at most max_bytes, 0..UINT32_MAX - 1, or
  * 0..UINT32_MAX - 2 with a 32-bit size_t; 0: 64 MiB; larger files fail
  * with "EFBIG"). Success: arg0 = FTN_TYPE_UINT8 | FTN_TYPE_ARRAY.
  * Errors: CommError ("ENOENT: open PATH", ...). */
 void futoin_uv_file_read(FutoInAsyncSteps* as, const char* path, size_t max_bytes);
 
 /* Step: writes len bytes (copied now; data may be NULL only with len 0) to
- * path, creating it (mode 0644); truncates it unless append is non-zero. Success: arg0 = bytes written
+ * path (not NULL), creating it (mode 0644); truncates it unless append is non-zero. Success: arg0 = bytes written
  * (FTN_TYPE_UINT64). Errors: CommError. */
 void futoin_uv_file_write(FutoInAsyncSteps* as, const char* path, const void* data,
         size_t len, int append);

@@ -130,7 +130,8 @@ static void resolve_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* ar
 void futoin_uv_resolve(FutoInAsyncSteps* as, const char* host)
 {
     if (!host) {
-        host = "";
+        futoin__uv_add_fail(as, "EINVAL: futoin_uv_resolve: host is NULL");
+        return;
     }
     size_t hlen = strlen(host);
     char* p = futoin__uv_add_step(as, resolve_start, hlen + 1, NULL, "resolve: out of memory");

@@ -307,9 +307,6 @@ static void file_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 
 static FileParams* add_file(FutoInAsyncSteps* as, const char* path)
 {
-    if (!path) {
-        path = "";
-    }
     size_t plen = strlen(path);
     FileParams* p = futoin__uv_add_step(as, file_start, sizeof(FileParams) + plen + 1,
             file_params_free, "file: out of memory");
@@ -321,6 +318,10 @@ static FileParams* add_file(FutoInAsyncSteps* as, const char* path)
 
 void futoin_uv_file_read(FutoInAsyncSteps* as, const char* path, size_t max_bytes)
 {
+    if (!path) {
+        futoin__uv_add_fail(as, "EINVAL: futoin_uv_file_read: path is NULL");
+        return;
+    }
     if (max_bytes > MAX_FILE_LIMIT) {
         futoin__uv_add_failf(as, "EINVAL: futoin_uv_file_read: max_bytes %zu out of range (0..%llu)",
                 max_bytes, (unsigned long long)MAX_FILE_LIMIT);
@@ -335,6 +336,10 @@ void futoin_uv_file_read(FutoInAsyncSteps* as, const char* path, size_t max_byte
 void futoin_uv_file_write(FutoInAsyncSteps* as, const char* path, const void* data,
         size_t len, int append)
 {
+    if (!path) {
+        futoin__uv_add_fail(as, "EINVAL: futoin_uv_file_write: path is NULL");
+        return;
+    }
     if (!data && len) {
         futoin__uv_add_failf(as, "EINVAL: futoin_uv_file_write: NULL data with len %zu", len);
         return;

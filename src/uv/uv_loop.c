@@ -233,12 +233,12 @@ void futoin_uv_free(FutoInUv* u)
 
 FutoInLoop* futoin_uv_loop(const FutoInUv* u)
 {
-    return u->loop;
+    return u ? u->loop : NULL;
 }
 
 uv_loop_t* futoin_uv_uv_loop(const FutoInUv* u)
 {
-    return u->uv;
+    return u ? u->uv : NULL;
 }
 
 FutoInUv* futoin_uv_of_loop(FutoInLoop* loop)
@@ -257,6 +257,9 @@ FutoInUv* futoin_uv_of(FutoInAsyncSteps* as)
 
 int futoin_uv_run(FutoInUv* u)
 {
+    if (!u) {
+        return UV_EINVAL;
+    }
     /* Work queued before the loop started (roots executed before this call)
      * has already armed the idle handle through the wakeup hook. */
     return uv_run(u->uv, UV_RUN_DEFAULT);
@@ -301,6 +304,9 @@ static void fail_step(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 
 void futoin__uv_add_fail(FutoInAsyncSteps* as, const char* what)
 {
+    if (!as) {
+        return;
+    }
     /* what is a string literal of the caller: it outlives the step. */
     futoin_add(as, fail_step, NULL, (void*)(uintptr_t)what);
 }
@@ -425,5 +431,8 @@ static void sleep_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* args
 
 void futoin_uv_sleep(FutoInAsyncSteps* as, uint32_t ms)
 {
+    if (!as) {
+        return;
+    }
     futoin_add(as, sleep_start, NULL, (void*)(uintptr_t)ms);
 }

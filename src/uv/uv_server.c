@@ -75,7 +75,7 @@ void futoin_uv_server_release(FutoInUvServer* srv)
 
 unsigned futoin_uv_server_port(const FutoInUvServer* srv)
 {
-    return srv->port;
+    return srv ? srv->port : 0;
 }
 
 static void server_value_cleanup(FutoInBinaryValue* v)
@@ -166,7 +166,7 @@ FutoInUvServer* futoin_uv_server_new(FutoInUv* uv, const char* host, unsigned po
     }
     *uv_error = 0;
     struct sockaddr_storage addr;
-    if (port > 65535 || backlog < 0 || bind_addr(host, port, &addr) != 0) {
+    if (!uv || port > 65535 || backlog < 0 || bind_addr(host, port, &addr) != 0) {
         *uv_error = UV_EINVAL;
         return NULL;
     }
@@ -311,6 +311,10 @@ static void accept_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* arg
 
 void futoin_uv_accept(FutoInAsyncSteps* as, FutoInUvServer* srv)
 {
+    if (!srv) {
+        futoin__uv_add_fail(as, "EINVAL: futoin_uv_accept: srv is NULL");
+        return;
+    }
     ServerParams* p = futoin__uv_add_step(as, accept_start, sizeof(ServerParams),
             server_params_release, "accept: out of memory");
     if (p) {
@@ -363,8 +367,12 @@ static void serve_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* args
 void futoin_uv_serve(FutoInAsyncSteps* as, FutoInUvServer* srv, FutoInUvConnectionCb cb,
         void* data)
 {
+    if (!srv) {
+        futoin__uv_add_fail(as, "EINVAL: futoin_uv_serve: srv is NULL");
+        return;
+    }
     if (!cb) {
-        futoin__uv_add_fail(as, "serve: NULL connection callback");
+        futoin__uv_add_fail(as, "EINVAL: futoin_uv_serve: cb is NULL");
         return;
     }
     ServerParams* p = futoin__uv_add_step(as, serve_start, sizeof(ServerParams),

@@ -133,17 +133,27 @@ void futoin_uv_stream_release(FutoInUvStream* s)
 
 uv_tcp_t* futoin_uv_stream_handle(FutoInUvStream* s)
 {
-    return &s->tcp;
+    return s ? &s->tcp : NULL;
 }
 
 size_t futoin_uv_stream_buffered(const FutoInUvStream* s)
 {
-    return s->len - s->off;
+    return s ? s->len - s->off : 0;
 }
 
 int futoin_uv_stream_is_open(const FutoInUvStream* s)
 {
-    return !s->closing;
+    return s && !s->closing;
+}
+
+/* A NULL stream given to a step function: the added step fails instead. */
+static int stream_ok(FutoInAsyncSteps* as, const char* fn, const FutoInUvStream* s)
+{
+    if (s) {
+        return 1;
+    }
+    futoin__uv_add_failf(as, "EINVAL: %s: s is NULL", fn);
+    return 0;
 }
 
 static void stream_value_cleanup(FutoInBinaryValue* v)
@@ -357,13 +367,14 @@ static void connect_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* ar
 
 void futoin_uv_tcp_connect(FutoInAsyncSteps* as, const char* host, unsigned port)
 {
+    if (!host) {
+        futoin__uv_add_fail(as, "EINVAL: futoin_uv_tcp_connect: host is NULL");
+        return;
+    }
     if (port == 0 || port > 65535) {
         futoin__uv_add_failf(as, "EINVAL: futoin_uv_tcp_connect: port %u out of range (1..65535)",
                 port);
         return;
-    }
-    if (!host) {
-        host = "";
     }
     size_t hlen = strlen(host);
     /* Layout: host string, NUL, then the port (aligned by the copy). */
@@ -677,7 +688,7 @@ static int read_len_ok(FutoInAsyncSteps* as, const char* fn, const char* param, 
 
 void futoin_uv_read_line(FutoInAsyncSteps* as, FutoInUvStream* s, size_t max_len)
 {
-    if (read_len_ok(as, "futoin_uv_read_line", "max_len", max_len)) {
+    if (stream_ok(as, "futoin_uv_read_line", s) && read_len_ok(as, "futoin_uv_read_line", "max_len", max_len)) {
         add_read(as, s, RD_LINE, max_len ? max_len : DEFAULT_MAX_READ, "\n");
     }
 }
@@ -685,7 +696,8 @@ void futoin_uv_read_line(FutoInAsyncSteps* as, FutoInUvStream* s, size_t max_len
 void futoin_uv_read_until(FutoInAsyncSteps* as, FutoInUvStream* s, const char* delim,
         size_t max_len)
 {
-    if (!read_len_ok(as, "futoin_uv_read_until", "max_len", max_len)) {
+    if (!stream_ok(as, "futoin_uv_read_until", s)
+            || !read_len_ok(as, "futoin_uv_read_until", "max_len", max_len)) {
         return;
     }
     if (!delim || !*delim) {
@@ -696,14 +708,16 @@ void futoin_uv_read_until(FutoInAsyncSteps* as, FutoInUvStream* s, const char* d
 
 void futoin_uv_read_exact(FutoInAsyncSteps* as, FutoInUvStream* s, size_t n)
 {
-    if (read_len_ok(as, "futoin_uv_read_exact", "n", n)) {
+    if (stream_ok(as, "futoin_uv_read_exact", s)
+            && read_len_ok(as, "futoin_uv_read_exact", "n", n)) {
         add_read(as, s, RD_EXACT, n, NULL);
     }
 }
 
 void futoin_uv_read_some(FutoInAsyncSteps* as, FutoInUvStream* s, size_t max)
 {
-    if (read_len_ok(as, "futoin_uv_read_some", "max", max)) {
+    if (stream_ok(as, "futoin_uv_read_some", s)
+            && read_len_ok(as, "futoin_uv_read_some", "max", max)) {
         add_read(as, s, RD_SOME, max ? max : DEFAULT_MAX_READ, NULL);
     }
 }
@@ -804,6 +818,9 @@ static void add_write(FutoInAsyncSteps* as, FutoInUvStream* s, const void* data,
         int copy)
 {
     const char* fn = copy ? "futoin_uv_write" : "futoin_uv_write_static";
+    if (!stream_ok(as, fn, s)) {
+        return;
+    }
     if (len > MAX_IO_LEN) {
         /* uv_buf_init() takes an unsigned int length. */
         futoin__uv_add_failf(as, "EINVAL: %s: len %zu out of range (0..%lu)", fn, len,
@@ -897,6 +914,9 @@ static void close_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* args
 
 void futoin_uv_close(FutoInAsyncSteps* as, FutoInUvStream* s, int graceful)
 {
+    if (!stream_ok(as, "futoin_uv_close", s)) {
+        return;
+    }
     CloseParams* p = futoin__uv_add_step(as, close_start, sizeof(CloseParams), params_release,
             "close: out of memory");
     if (!p) {
