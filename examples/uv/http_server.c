@@ -4,7 +4,11 @@
  *   http_server [-t read_timeout_ms] [-c concurrent] [-q max_queue]
  *               [-r rate] [-p period_ms] [-b burst] [-L] [port]
  *
- * Listens on 127.0.0.1:port (default 8080). GET / answers
+ * Listens on 127.0.0.1:port (default 8080; 0: any free port, printed at
+ * start). Numbers are decimal digits only: the port 0..65535, -t
+ * 1..4294967295, the limiter options 0..4294967295 (the limiter refuses a
+ * concurrency, rate or period of 0); anything else is a usage error (exit
+ * status 2). GET / answers
  * "Hello from AsyncSteps\n"; GET /stats prints the server's counters.
  *
  * Shape of the program:
@@ -338,8 +342,50 @@ static void usage(const char* argv0)
 {
     fprintf(stderr,
             "usage: %s [-t read_timeout_ms] [-c concurrent] [-q max_queue] [-r rate]\n"
-            "          [-p period_ms] [-b burst] [-L] [port]\n",
+            "          [-p period_ms] [-b burst] [-L] [port]\n"
+            "  port: 0..65535 (0: any free port; default 8080)\n"
+            "  -t: 1..4294967295; -c -q -r -p -b: 0..4294967295\n",
             argv0);
+}
+
+/* Parses text as a decimal number in min..max: digits only (no sign, no
+ * blanks, no suffix, not empty). Returns 0 and stores it in *out, or -1. */
+static int parse_number(const char* text, unsigned long long min, unsigned long long max,
+        unsigned long long* out)
+{
+    if (!text || !*text) {
+        return -1;
+    }
+    unsigned long long v = 0;
+    for (const char* p = text; *p; ++p) {
+        if (*p < '0' || *p > '9') {
+            return -1;
+        }
+        unsigned d = (unsigned)(*p - '0');
+        if (d > max || v > (max - d) / 10) {
+            return -1; /* above max (and no wrap-around on the way) */
+        }
+        v = v * 10 + d;
+    }
+    if (v < min) {
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* A numeric option: prints what is wrong and returns -1 if it is invalid. */
+static int option_u32(const char* argv0, int opt, const char* text, unsigned long long min,
+        uint32_t* out)
+{
+    unsigned long long v;
+    if (parse_number(text, min, UINT32_MAX, &v) != 0) {
+        fprintf(stderr, "%s: invalid -%c value '%s' (expected %llu..%lu)\n", argv0, opt, text,
+                min, (unsigned long)UINT32_MAX);
+        return -1;
+    }
+    *out = (uint32_t)v;
+    return 0;
 }
 
 int main(int argc, char** argv)
@@ -352,20 +398,35 @@ int main(int argc, char** argv)
     unsigned port = 8080;
     int opt;
     while ((opt = getopt(argc, argv, "t:c:q:r:p:b:Lh")) != -1) {
-        unsigned long v = optarg ? strtoul(optarg, NULL, 10) : 0;
+        int bad = 0;
         switch (opt) {
-        case 't': srv.read_timeout_ms = (uint32_t)v; break;
-        case 'c': lim.concurrent = (uint32_t)v; break;
-        case 'q': lim.max_queue = (uint32_t)v; break;
-        case 'r': lim.rate = (uint32_t)v; break;
-        case 'p': lim.period_ms = (uint32_t)v; break;
-        case 'b': lim.burst = (uint32_t)v; break;
+        case 't': bad = option_u32(argv[0], opt, optarg, 1, &srv.read_timeout_ms); break;
+        case 'c': bad = option_u32(argv[0], opt, optarg, 0, &lim.concurrent); break;
+        case 'q': bad = option_u32(argv[0], opt, optarg, 0, &lim.max_queue); break;
+        case 'r': bad = option_u32(argv[0], opt, optarg, 0, &lim.rate); break;
+        case 'p': bad = option_u32(argv[0], opt, optarg, 0, &lim.period_ms); break;
+        case 'b': bad = option_u32(argv[0], opt, optarg, 0, &lim.burst); break;
         case 'L': use_limiter = 0; break;
-        default: usage(argv[0]); return 2;
+        default: bad = -1; break;
+        }
+        if (bad) {
+            usage(argv[0]);
+            return 2;
         }
     }
     if (optind < argc) {
-        port = (unsigned)strtoul(argv[optind], NULL, 10);
+        unsigned long long v;
+        if (parse_number(argv[optind], 0, 65535, &v) != 0) {
+            fprintf(stderr, "%s: invalid port '%s' (expected 0..65535)\n", argv[0], argv[optind]);
+            usage(argv[0]);
+            return 2;
+        }
+        if (optind + 1 < argc) {
+            fprintf(stderr, "%s: unexpected argument '%s'\n", argv[0], argv[optind + 1]);
+            usage(argv[0]);
+            return 2;
+        }
+        port = (unsigned)v;
     }
     /* A peer that resets its connection must cost us an EPIPE, not the
      * process: libuv writes with plain write(). */
