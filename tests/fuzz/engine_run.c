@@ -11,9 +11,25 @@
 #include <futoin/asyncsteps.h>
 #include <futoin/sync.h>
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Hang detection: a run that makes more loop turns or callbacks than any
+ * program of the language needs is reported as a hang (abort()). A spin
+ * inside the library with no callback at all is left to libFuzzer's
+ * -timeout. */
+#define FZ_MAX_TURNS 1000000L
+#define FZ_MAX_CALLBACKS 2000000L
+/* Deep chains: at most this many levels run per program (a chain that
+ * would exceed it adds its node at once), to keep every input fast. */
+#define FZ_CHAIN_BUDGET 20000L
+/* C stack a callback may find in use below fz_engine_run(): the engine must
+ * not recurse per nesting level (a chain is up to 4096 levels deep).
+ * FUZZ_MAX_C_STACK_KB=n in the environment sets another limit (0: none). */
+#define FZ_MAX_C_STACK_KB 512L
+#define FZ_MAGIC 0x5eed1e55u
 
 typedef struct NodeRt {
     unsigned iter;          /* loop(): iterations so far of the live instance */
@@ -37,7 +53,26 @@ typedef struct Run {
     int invariants_only;          /* callbacks cancel/free roots */
     int root_dead[FZ_MAX_ROOTS];  /* cancelled or freed by a callback */
     int revived[FZ_MAX_ROOTS];    /* executed again after that: its final step may run */
+    /* Re-entry programs (p->reentry): every root has a sentinel state
+     * variable, made first, so cleaned up last, when the root is destroyed:
+     * until then a root whose free() is in progress can still be acted on
+     * (freeing[]), afterwards none of its callbacks may run (destroyed[]). */
+    int sentinels;
+    FutoInAsyncSteps* freeing[FZ_MAX_ROOTS];
+    int destroyed[FZ_MAX_ROOTS];
+    long stacks_live; /* stack() blocks whose cleanup has not run */
+    long states_live; /* state variables whose cleanup has not run */
+    long turns;
+    long callbacks;
+    long chain_budget;
+    uintptr_t stack_base;
+    uintptr_t stack_max; /* bytes, 0: not checked */
+    /* Per wrapped node: one byte per chain level (its data pointer):
+     * CL_* flags of the level's live instance. */
+    uint8_t* chain_lv[FZ_MAX_NODES];
 } Run;
+
+enum { CL_LOOPED = 1, CL_ARMED = 2, CL_LAST = 4 };
 
 static Run* R;
 
@@ -48,31 +83,69 @@ static void violation(const char* what, const FzNode* n)
     abort();
 }
 
+/* Every callback: the hang budget and the C stack depth. */
+static void enter_cb(const FzNode* n)
+{
+    if (++R->callbacks > FZ_MAX_CALLBACKS) {
+        violation("hang: more callbacks than any program of the language makes", n);
+    }
+    uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+    if (R->stack_max && R->stack_base > here && R->stack_base - here > R->stack_max) {
+        violation("the engine recurses: a callback found more C stack in use than "
+                  "FUZZ_MAX_C_STACK_KB (default 512) allows",
+                n);
+    }
+}
+
+/* A callback of root r after it was destroyed (its free() completed). */
+static void check_not_destroyed(int r, const char* what, const FzNode* n)
+{
+    if (R->destroyed[r]) {
+        violation(what, n);
+    }
+}
+
 /* ------------------------------------------------------------------------ */
 /* Values                                                                    */
 
+/* A boxed value: the int first (log_args() reads it), then its maker. */
+typedef struct Box {
+    int v;
+    const FzNode* node;
+} Box;
+
+static void do_action(const FzNode* n, int where);
+
 static void box_cleanup(FutoInBinaryValue* v)
 {
-    if (!v->custom_data) {
+    Box* b = v->custom_data;
+    if (!b) {
         violation("boxed value cleaned up twice", NULL);
     }
-    free(v->custom_data);
+    const FzNode* n = b->node;
+    free(b);
     v->custom_data = NULL;
     --R->boxes_live;
+    enter_cb(n);
+    if (R->sentinels) {
+        check_not_destroyed(n->root, "a boxed value cleaned up after its root was destroyed", n);
+    }
+    do_action(n, FZ_XW_VALUE);
 }
 
 static const FutoInType box_type = {FTN_TYPE_CUSTOM_OBJECT, box_cleanup};
 
-static void make_args(const FzArgs* a, FutoInArgs* out)
+static void make_args(const FzNode* n, const FzArgs* a, FutoInArgs* out)
 {
     memset(out, 0, sizeof(*out));
     for (int i = 0; i < a->n; ++i) {
         if (a->boxed[i]) {
-            int* p = malloc(sizeof(int));
+            Box* p = malloc(sizeof(Box));
             if (!p) {
                 abort();
             }
-            *p = a->v[i];
+            p->v = a->v[i];
+            p->node = n;
             ++R->boxes_live;
             out->args[i] = futoin_val_custom(&box_type, p);
         } else {
@@ -117,6 +190,7 @@ static int root_of(FutoInAsyncSteps* as)
  * flow of their own with a distinct rootId(). */
 static void check_flow(FutoInAsyncSteps* as, const FzNode* n)
 {
+    enter_cb(n);
     if (R->root_dead[n->root]) {
         violation("a callback of a root ran after a cancel handler cancelled or freed it", n);
     }
@@ -141,7 +215,20 @@ static FutoInAsyncSteps_error_callback eh_for(const FzNode* n)
     return n->eh.kind == FZ_EH_NONE ? NULL : eh_cb;
 }
 
+static void add_node_plain(FutoInAsyncSteps* as, const FzNode* n);
+static void chain_step_cb(FutoInAsyncSteps* as, void* data, const FutoInArgs* args);
+
+/* A node wrapped in a chain is added as the chain's first level. */
 static void add_node(FutoInAsyncSteps* as, const FzNode* n)
+{
+    if (n->chain_kind) {
+        as->api->add(as, R->chain_lv[n->id], chain_step_cb, NULL);
+    } else {
+        add_node_plain(as, n);
+    }
+}
+
+static void add_node_plain(FutoInAsyncSteps* as, const FzNode* n)
 {
     void* d = (void*)(uintptr_t)n;
     switch (n->kind) {
@@ -150,7 +237,7 @@ static void add_node(FutoInAsyncSteps* as, const FzNode* n)
         break;
     case FZ_N_VALUE: {
         FutoInArgs a;
-        make_args(&n->value, &a);
+        make_args(n, &n->value, &a);
         futoin_success_step(as, n->value.n ? &a : NULL);
         break;
     }
@@ -183,21 +270,179 @@ static void add_node(FutoInAsyncSteps* as, const FzNode* n)
 static void end_cb(FutoInAsyncSteps* as, void* data, const FutoInArgs* args);
 static void unhandled_cb(FutoInAsyncSteps* as, void* data, const char* code);
 
-/* The cross-root action of node n's callback `where` (FZ_XW_*), if any. A
- * root freed here is gone from roots[]: later actions on it do nothing, as
- * the program's own teardown does. */
-static void cross_action(const FzNode* n, int where)
+/* Action-made state variables (FZ_XA_STATE) and the sentinels: plain
+ * values that count their cleanups. */
+typedef struct StateRec {
+    unsigned magic;
+    int root;     /* a sentinel: its root, else -1 */
+    const FzNode* node; /* a node's own variable: the node (its hooks act) */
+} StateRec;
+
+static const char* const state_names[FZ_NSTATE_NAMES] = {"v0", "v1", "v2", "v3"};
+
+static StateRec* state_rec(int root, const FzNode* node)
+{
+    StateRec* v = malloc(sizeof(*v));
+    if (!v) {
+        abort();
+    }
+    v->magic = FZ_MAGIC;
+    v->root = root;
+    v->node = node;
+    ++R->states_live;
+    return v;
+}
+
+static void state_rec_free(void* value, const FzNode* n)
+{
+    StateRec* v = value;
+    if (!v || v->magic != FZ_MAGIC) {
+        violation("a state variable cleaned up twice (or with a foreign value)", n);
+    }
+    v->magic = 0;
+    free(v);
+    --R->states_live;
+}
+
+static void* plain_state_alloc(void* data)
+{
+    (void)data;
+    enter_cb(NULL);
+    return state_rec(-1, NULL);
+}
+
+static void plain_state_cleanup(void* data, void* value)
+{
+    (void)data;
+    enter_cb(NULL);
+    state_rec_free(value, NULL);
+}
+
+static void* sentinel_alloc(void* data)
+{
+    return state_rec(*(const int*)data, NULL);
+}
+
+/* The root is being destroyed: its other variables are gone (the sentinel
+ * was made first), and nothing of it may run any more. */
+static void sentinel_cleanup(void* data, void* value)
+{
+    int r = *(const int*)data;
+    enter_cb(NULL);
+    if (R->roots[r]) {
+        violation("a root was destroyed without free()", NULL);
+    }
+    R->destroyed[r] = 1;
+    R->freeing[r] = NULL;
+    state_rec_free(value, NULL);
+}
+
+static void* node_state_alloc(void* data)
+{
+    const FzNode* n = data;
+    enter_cb(n);
+    StateRec* v = state_rec(-1, n);
+    do_action(n, FZ_XW_SALLOC);
+    return v;
+}
+
+static void node_state_cleanup(void* data, void* value)
+{
+    const FzNode* n = data;
+    enter_cb(n);
+    state_rec_free(value, n);
+    do_action(n, FZ_XW_SCLEAN);
+}
+
+/* A node's stack() block (or a chain level's: node NULL). */
+typedef struct StackRec {
+    unsigned magic;
+    const FzNode* node;
+} StackRec;
+
+static void stack_cleanup(void* value)
+{
+    StackRec* b = value;
+    if (b->magic != FZ_MAGIC) {
+        violation("a stack() cleanup ran twice (or on foreign memory)", b->node);
+    }
+    const FzNode* n = b->node;
+    b->magic = 0;
+    --R->stacks_live;
+    enter_cb(n);
+    if (n) {
+        if (R->sentinels) {
+            check_not_destroyed(n->root, "a stack() cleanup ran after its root was destroyed", n);
+        }
+        do_action(n, FZ_XW_STACK);
+    }
+}
+
+static void take_stack(FutoInAsyncSteps* as, const FzNode* n, size_t size)
+{
+    StackRec* b = futoin_stack(as, size, stack_cleanup);
+    if (b) {
+        b->magic = FZ_MAGIC;
+        b->node = n;
+        ++R->stacks_live;
+    }
+}
+
+/* The root an action on root j goes to: the live one, or (re-entry
+ * programs) one whose free() is in progress. */
+static FutoInAsyncSteps* target_of(int j)
+{
+    if (R->roots[j]) {
+        return R->roots[j];
+    }
+    return R->sentinels ? R->freeing[j] : NULL;
+}
+
+static void tail_cb(FutoInAsyncSteps* as, void* data, const FutoInArgs* args);
+
+/* The action of node n's callback `where` (FZ_XW_*), if any. A root freed
+ * here is gone from roots[]: later actions on it only reach it while its
+ * free() is in progress (re-entry programs), else they do nothing, as the
+ * program's own teardown does. */
+static void do_action(const FzNode* n, int where)
 {
     uint8_t what = n->x_what[where];
     int j = n->x_target[where];
-    FutoInAsyncSteps* root = R->roots[j];
-    if (!what || !root) {
+    FutoInAsyncSteps* root = what ? target_of(j) : NULL;
+    if (!root) {
         return;
     }
+    int live = R->roots[j] != NULL;
     char nm[16];
     fz_node_name(n, nm, sizeof(nm));
     stamp();
-    fz_str_addf(R->out, "%s %s r%d\n", nm, what == FZ_XA_FREE ? "frees" : "cancels", j);
+    switch (what) {
+    case FZ_XA_CANCEL:
+        fz_str_addf(R->out, "%s cancels r%d%s\n", nm, j, live ? "" : " (being freed)");
+        break;
+    case FZ_XA_FREE:
+        fz_str_addf(R->out, "%s frees r%d%s\n", nm, j, live ? "" : " (being freed)");
+        break;
+    case FZ_XA_STATE:
+        fz_str_addf(R->out, "%s state v%u r%d%s\n", nm, n->x_arg[where], j,
+                live ? "" : " (being freed)");
+        futoin_state(root, state_names[n->x_arg[where] % FZ_NSTATE_NAMES], plain_state_alloc,
+                plain_state_cleanup, NULL);
+        return;
+    default:
+        fz_str_addf(R->out, "%s adds to r%d%s\n", nm, j, live ? "" : " (being freed)");
+        root->api->add(root, &R->root_ids[j], tail_cb, NULL);
+        return;
+    }
+    if (!live) {
+        /* Its free() is under way: both must be no-ops. */
+        if (what == FZ_XA_CANCEL) {
+            futoin_cancel(root);
+        } else {
+            futoin_asyncsteps_free(root);
+        }
+        return;
+    }
     R->revived[j] = 0; /* a new run ends here too */
     if (what == FZ_XA_CANCEL) {
         futoin_cancel(root);
@@ -214,6 +459,7 @@ static void cross_action(const FzNode* n, int where)
         return;
     }
     R->roots[j] = NULL;
+    R->freeing[j] = root;
     futoin_asyncsteps_free(root);
     R->root_dead[j] = 1;
 }
@@ -225,6 +471,8 @@ static void cancel_cb(FutoInAsyncSteps* as, void* data)
     /* A cancel handler may still run after a nested cancel()/free() of its
      * root returned: the teardown that was in progress (a timeout, a failing
      * branch) finishes aborting its frames. Armed-once is still required. */
+    enter_cb(n);
+    check_not_destroyed(n->root, "a cancel handler ran after its root was destroyed", n);
     if (!rt->cancel_armed) {
         violation("cancel handler called while not armed (twice, or after completion)", n);
     }
@@ -237,7 +485,7 @@ static void cancel_cb(FutoInAsyncSteps* as, void* data)
         futoin_loop_cancel(R->loop, &rt->ext);
         rt->ext_pending = 0;
     }
-    cross_action(n, FZ_XW_CANCEL);
+    do_action(n, FZ_XW_CANCEL);
     FutoInAsyncSteps* root = R->roots[n->root];
     if (!root) {
         return;
@@ -254,6 +502,7 @@ static void cancel_cb(FutoInAsyncSteps* as, void* data)
         /* Safe from the root's own callbacks: released on return. The
          * cancel handlers it runs see roots[] == NULL and do nothing. */
         R->roots[n->root] = NULL;
+        R->freeing[n->root] = root;
         futoin_asyncsteps_free(root);
         R->root_dead[n->root] = 1;
         R->revived[n->root] = 0;
@@ -276,7 +525,7 @@ static void ext_cb(void* data)
     const FzBody* b = &n->body;
     if (b->term == FZ_T_EXT_OK) {
         FutoInArgs a;
-        make_args(&b->args, &a);
+        make_args(n, &b->args, &a);
         rt->as->api->success(rt->as, &a);
     } else {
         char info[16];
@@ -295,6 +544,13 @@ static void do_body(FutoInAsyncSteps* as, const FzNode* n, const FzBody* b, int 
     if (b->has_timeout) {
         as->api->setTimeout(as, b->timeout_ms);
     }
+    if (n->stack_size) {
+        take_stack(as, n, n->stack_size == 1 ? 16 : 256);
+    }
+    if (n->state_name) {
+        futoin_state(as, state_names[(n->state_name - 1) % FZ_NSTATE_NAMES], node_state_alloc,
+                node_state_cleanup, (void*)(uintptr_t)n);
+    }
     for (int i = 0; i < b->nkids; ++i) {
         add_node(as, b->kids[i]);
     }
@@ -303,7 +559,7 @@ static void do_body(FutoInAsyncSteps* as, const FzNode* n, const FzBody* b, int 
     }
     /* In a loop body: at the terminator's iteration, so that a later
      * iteration, run back to back with the one before, can be the one. */
-    cross_action(n, FZ_XW_EXEC);
+    do_action(n, FZ_XW_EXEC);
     /* The calls below still go to the flow when the action above cancelled
      * or freed its own root (the engine must refuse them cleanly), but no
      * external completion is scheduled for a flow that is gone. */
@@ -313,7 +569,7 @@ static void do_body(FutoInAsyncSteps* as, const FzNode* n, const FzBody* b, int 
     switch (b->term) {
     case FZ_T_SUCCESS:
         if (b->args.n) {
-            make_args(&b->args, &a);
+            make_args(n, &b->args, &a);
             as->api->success(as, &a);
         } else {
             as->api->success(as, NULL);
@@ -404,13 +660,13 @@ static void eh_cb(FutoInAsyncSteps* as, void* data, const char* code)
     fz_node_name(n, nm, sizeof(nm));
     stamp();
     fz_str_addf(R->out, "eh %s %s %s\n", nm, code, fz_info_col(code, futoin_error_info(as)));
-    cross_action(n, FZ_XW_EH);
+    do_action(n, FZ_XW_EH);
     char info[16];
     FutoInArgs a;
     switch (eh->kind) {
     case FZ_EH_RECOVER:
         if (eh->args.n) {
-            make_args(&eh->args, &a);
+            make_args(n, &eh->args, &a);
             as->api->success(as, &a);
         } else {
             as->api->success(as, NULL);
@@ -436,9 +692,132 @@ static void eh_cb(FutoInAsyncSteps* as, void* data, const char* code)
     }
 }
 
+/* The step a FZ_XA_ADD action adds: only the live root may run it, and
+ * only while its nodes may run (or after a revive). */
+static void tail_cb(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    int r = *(const int*)data;
+    enter_cb(NULL);
+    if ((R->root_dead[r] && !R->revived[r]) || as != R->roots[r] || R->destroyed[r]) {
+        violation("an added step runs on a dead root or with a foreign handle", NULL);
+    }
+    stamp();
+    fz_str_addf(R->out, "tail r%d ", r);
+    log_args(args);
+    fz_str_addf(R->out, "\n");
+}
+
+/* ------------------------------------------------------------------------ */
+/* Deep chains                                                               */
+
+static const FzNode* chain_of(const void* data, unsigned* level)
+{
+    uintptr_t d = (uintptr_t)data;
+    for (int i = 0; i < R->p->nnodes; ++i) {
+        const FzNode* n = &R->p->nodes[i];
+        uintptr_t base = (uintptr_t)R->chain_lv[i];
+        if (base && d >= base && d - base < n->chain_n) {
+            *level = (unsigned)(d - base);
+            return n;
+        }
+    }
+    violation("a chain callback with foreign data", NULL);
+    return NULL;
+}
+
+static void chain_check(FutoInAsyncSteps* as, const FzNode* n)
+{
+    enter_cb(n);
+    (void)as;
+    if (R->root_dead[n->root] || R->destroyed[n->root]) {
+        violation("a chain level of a root ran after it was cancelled or freed", n);
+    }
+}
+
+static void chain_loop_cb(FutoInAsyncSteps* as, void* data);
+
+static void chain_cancel_cb(FutoInAsyncSteps* as, void* data)
+{
+    unsigned k;
+    const FzNode* n = chain_of(data, &k);
+    uint8_t* lv = data;
+    (void)as;
+    enter_cb(n);
+    check_not_destroyed(n->root, "a chain level's cancel handler ran after its root was destroyed",
+            n);
+    if (!(*lv & CL_ARMED)) {
+        violation("a chain level's cancel handler called while not armed", n);
+    }
+    *lv = (uint8_t)(*lv & ~CL_ARMED);
+}
+
+/* Adds what comes inside level k: the next level, or the node itself. */
+static void chain_inside(FutoInAsyncSteps* as, const FzNode* n, uint8_t* lv)
+{
+    if (*lv & CL_LAST) {
+        char nm[16];
+        fz_node_name(n, nm, sizeof(nm));
+        stamp();
+        fz_str_addf(R->out, "chain %s level %u\n", nm,
+                (unsigned)(lv - R->chain_lv[n->id]));
+        add_node_plain(as, n);
+    } else {
+        as->api->add(as, lv + 1, chain_step_cb, NULL);
+    }
+}
+
+static void chain_step_cb(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    unsigned k;
+    const FzNode* n = chain_of(data, &k);
+    uint8_t* lv = data;
+    (void)args;
+    chain_check(as, n);
+    *lv = 0;
+    if (k + 1 >= n->chain_n || --R->chain_budget <= 0) {
+        *lv |= CL_LAST;
+    }
+    if (n->chain_flags & FZ_CHF_STACK) {
+        take_stack(as, NULL, 16);
+    }
+    if (n->chain_flags & FZ_CHF_CANCEL) {
+        as->api->setCancel(as, data, chain_cancel_cb);
+        *lv |= CL_ARMED;
+    }
+    unsigned kind = n->chain_kind == FZ_CH_MIX ? FZ_CH_PAR + k % 3 : n->chain_kind;
+    switch (kind) {
+    case FZ_CH_PAR:
+        chain_inside(as->api->parallel(as, NULL, NULL), n, lv);
+        break;
+    case FZ_CH_ADD:
+        chain_inside(as, n, lv);
+        break;
+    default:
+        as->api->loop(as, data, chain_loop_cb, NULL);
+        break;
+    }
+}
+
+static void chain_loop_cb(FutoInAsyncSteps* as, void* data)
+{
+    unsigned k;
+    const FzNode* n = chain_of(data, &k);
+    uint8_t* lv = data;
+    chain_check(as, n);
+    if (*lv & CL_LOOPED) {
+        as->api->breakLoop(as, NULL);
+        return;
+    }
+    *lv |= CL_LOOPED;
+    chain_inside(as, n, lv);
+}
+
+/* ------------------------------------------------------------------------ */
+
 static void end_cb(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     int r = *(const int*)data;
+    enter_cb(NULL);
     if ((R->root_dead[r] && !R->revived[r]) || as != R->roots[r]) {
         violation("the last top-level step does not run on the live root handle", NULL);
     }
@@ -452,6 +831,7 @@ static void end_cb(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 static void unhandled_cb(FutoInAsyncSteps* as, void* data, const char* code)
 {
     int r = *(const int*)data;
+    enter_cb(NULL);
     if ((R->root_dead[r] && !R->revived[r]) || as != R->roots[r]) {
         violation("unhandled_error on a dead root or with a foreign handle", NULL);
     }
@@ -496,7 +876,29 @@ void fz_engine_run(const FzProg* p, FzStr* out)
     R = &run;
     run.p = p;
     run.out = out;
-    run.invariants_only = p->cancel_actions > 0 || p->cross_actions > 0;
+    run.invariants_only = p->cancel_actions > 0 || p->cross_actions > 0 || p->reentry > 0;
+    run.sentinels = p->reentry > 0;
+    run.chain_budget = FZ_CHAIN_BUDGET;
+    run.stack_base = (uintptr_t)__builtin_frame_address(0);
+    {
+        static long max_kb = -1;
+        if (max_kb < 0) {
+            const char* e = getenv("FUZZ_MAX_C_STACK_KB");
+            max_kb = e && *e ? atol(e) : FZ_MAX_C_STACK_KB;
+            if (max_kb < 0) {
+                max_kb = 0;
+            }
+        }
+        run.stack_max = (uintptr_t)max_kb * 1024u;
+    }
+    for (int i = 0; i < p->nnodes; ++i) {
+        if (p->nodes[i].chain_kind) {
+            run.chain_lv[i] = calloc(p->nodes[i].chain_n, 1);
+            if (!run.chain_lv[i]) {
+                abort();
+            }
+        }
+    }
     run.loop = futoin_loop_new_virtual();
     if (!run.loop) {
         abort();
@@ -538,6 +940,10 @@ void fz_engine_run(const FzProg* p, FzStr* out)
         if (!run.roots[i]) {
             abort();
         }
+        if (run.sentinels) {
+            futoin_state(run.roots[i], "sentinel", sentinel_alloc, sentinel_cleanup,
+                    &run.root_ids[i]);
+        }
         for (int j = 0; j < p->roots[i].ntop; ++j) {
             add_node(run.roots[i], p->roots[i].top[j]);
         }
@@ -556,6 +962,9 @@ void fz_engine_run(const FzProg* p, FzStr* out)
         }
     }
     while (futoin_loop_run_next(run.loop) == 1) {
+        if (++run.turns > FZ_MAX_TURNS) {
+            violation("hang: more loop turns than any program of the language needs", NULL);
+        }
     }
     stamp();
     fz_str_addf(out, "idle\n");
@@ -570,8 +979,19 @@ void fz_engine_run(const FzProg* p, FzStr* out)
         FutoInAsyncSteps* root = run.roots[i];
         if (root) {
             run.roots[i] = NULL; /* a cancel handler may free() it again: no-op */
+            run.freeing[i] = root;
             run.root_dead[i] = 0;
             futoin_asyncsteps_free(root);
+        }
+    }
+    if (run.sentinels) {
+        /* Nothing runs any more: each root is destroyed now. */
+        for (int i = 0; i < p->nroots; ++i) {
+            if (!run.destroyed[i]) {
+                violation("a root was not destroyed when its free() returned outside its "
+                          "callbacks",
+                        NULL);
+            }
         }
     }
     for (int i = 0; i < FZ_MAX_NODES; ++i) {
@@ -594,13 +1014,30 @@ void fz_engine_run(const FzProg* p, FzStr* out)
      * observable. */
     size_t len_before = out->len;
     while (futoin_loop_run_next(run.loop) == 1) {
+        if (++run.turns > FZ_MAX_TURNS) {
+            violation("hang: the loop keeps running after every root was freed", NULL);
+        }
     }
     if (out->len != len_before) {
         violation("callbacks ran after every root was freed", NULL);
     }
     futoin_loop_free(run.loop);
     if (run.boxes_live != 0) {
-        violation("a boxed result value was never cleaned up", NULL);
+        violation(run.boxes_live > 0 ? "a boxed result value was never cleaned up"
+                                     : "a boxed result value was cleaned up twice",
+                NULL);
+    }
+    if (run.stacks_live != 0) {
+        violation(run.stacks_live > 0 ? "a stack() cleanup never ran" : "a stack() cleanup ran twice",
+                NULL);
+    }
+    if (run.states_live != 0) {
+        violation(run.states_live > 0 ? "a state variable was never cleaned up"
+                                      : "a state variable was cleaned up twice",
+                NULL);
+    }
+    for (int i = 0; i < p->nnodes; ++i) {
+        free(run.chain_lv[i]);
     }
     R = saved;
 }
@@ -616,6 +1053,7 @@ int fz_check_input(const uint8_t* data, size_t size, int verbose)
      * 1): the order is not documented, invariants only as well. */
     const char* why = prog.cancel_actions ? "cancel handlers cancel or free roots"
             : prog.cross_actions          ? "callbacks cancel or free roots"
+            : prog.reentry                ? "re-entry hooks or deep chains"
                                           : NULL;
     if (!why) {
         int rc = fz_model_run(&prog, &model);

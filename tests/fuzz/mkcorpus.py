@@ -148,7 +148,35 @@ def xact(node, what, target, where, revive=False):
     return [node, what | (target << 1) | (where << 3) | (0x20 if revive else 0)]
 
 
-def prog(roots, burst=100, m0=(1, None), m1=(1, None), exact=False, actions=()):
+# The re-entry trailer (prog.c): hooks of a node and the actions they take
+H_EXEC, H_EH, H_CANCEL, H_VALUE, H_STACK, H_SALLOC, H_SCLEAN, H_CHAIN = range(8)
+A_CANCEL, A_FREE, A_REVIVE, A_STATE, A_ADD, A_NONE = range(6)
+CH_PAR, CH_ADD, CH_LOOP, CH_MIX = range(4)
+
+
+def rhook(node, hook, what, target=0, name=0, hbits=0):
+    """Hook `hook` of node `node` (index in decoding order) takes action
+    `what` on root `target`; name: the variable an A_STATE action makes;
+    hbits: H_STACK: 1 = a 256-byte block, H_SALLOC/H_SCLEAN: the node's own
+    variable v<hbits>."""
+    assert hook != H_CHAIN
+    return [node, hook | (hbits << 3), what | (target << 3) | (name << 5)]
+
+
+def chain_depth(n):
+    """The D byte of a chain of n levels (n = (1 + (D & 63)) << 3 * (D >> 6))."""
+    for d in range(256):
+        if min(4096, (1 + (d & 63)) << (3 * (d >> 6))) == n:
+            return d
+    raise ValueError("no encoding for a chain of %d levels" % n)
+
+
+def rchain(node, kind, levels, stack=False, cancel=False):
+    """Node `node` is added wrapped in a chain of `levels` levels."""
+    return [node, H_CHAIN, kind | (4 if stack else 0) | (8 if cancel else 0), chain_depth(levels)]
+
+
+def prog(roots, burst=100, m0=(1, None), m1=(1, None), exact=False, actions=(), reentry=()):
     """roots: list of (top_nodes, cancel_at or None[, no_unhandled]).
 
     exact=True encodes B0 so that it decodes to len(roots) roots with any
@@ -174,6 +202,11 @@ def prog(roots, burst=100, m0=(1, None), m1=(1, None), exact=False, actions=()):
         out += [0xC5, 0x3A, len(actions) - 1]
         for a in actions:
             out += a
+    if reentry:
+        assert 1 <= len(reentry) <= 8
+        out += [0xD7, 0x4B, len(reentry) - 1]
+        for e in reentry:
+            out += e
     return bytes(out)
 
 
@@ -443,6 +476,70 @@ SEEDS = {
     "xact_loop_iteration_cancels_own_root": one(
         loop(repeat=True, count=3, term_iter=2, term=SUCCESS), step(),
         actions=[xact(0, X_CANCEL_ROOT, 0, X_EXEC)], burst=100),
+    # re-entry hooks: cleanups (values, stack(), state variables), allocators
+    # and cancel handlers act on roots (invariants only)
+    "reentry_value_cleanup_frees_other_root": prog(
+        [([step(term=SUCCESS, vals=["b1"]), step()], None),
+         ([step(term=EXT_OK, delay=4, vals=[2])], None)],
+        exact=True, reentry=[rhook(0, H_VALUE, A_FREE, target=1)]),
+    "reentry_value_cleanup_cancels_waiting_root": prog(
+        [([step(term=EXT_OK, delay=3, vals=["b1", "b2"]), step()], None),
+         ([step(term=FOREVER, cancel=True), step()], None)],
+        exact=True, reentry=[rhook(0, H_VALUE, A_CANCEL, target=1)]),
+    "reentry_recover_value_revives_other_root": prog(
+        [([step(term=ERROR, handler=eh(EH_RECOVER, vals=["b3"])), step()], None),
+         ([step(term=EXT_OK, delay=1, vals=[1], cancel=True), step()], None)],
+        exact=True, reentry=[rhook(0, H_VALUE, A_REVIVE, target=1)]),
+    "reentry_branch_values_other_root_freed": prog(
+        [([step(term=SUCCESS, vals=["b1"]), par([step(term=SUCCESS, vals=["b2", 3])], handler=eh(EH_RECOVER)),
+           step()], None),
+         ([step(term=EXT_OK, delay=3, vals=["b4"], cancel=True)], None)],
+        exact=True, reentry=[rhook(0, H_VALUE, A_FREE, target=1)]),
+    "reentry_stack_cleanup_cancels_own_root": one(
+        step(kids=[step(term=FOREVER, cancel=True, timeout=3)]), step(),
+        reentry=[rhook(1, H_STACK, A_CANCEL), rhook(0, H_STACK, A_ADD, hbits=1)]),
+    "reentry_stack_cleanup_frees_other_root": prog(
+        [([step(term=SUCCESS, vals=[1]), step()], None),
+         ([par([step(term=EXT_OK, delay=2, vals=[2]), step(term=FOREVER, cancel=True)])], None)],
+        exact=True, reentry=[rhook(0, H_STACK, A_FREE, target=1)]),
+    "reentry_state_cleanup_cancels_own_root": one(
+        step(term=SUCCESS, vals=[1]), step(), reentry=[rhook(0, H_SCLEAN, A_CANCEL, hbits=1)]),
+    "reentry_state_alloc_adds_to_other_root": prog(
+        [([step(), step()], None), ([step(term=EXT_OK, delay=2), step()], None)],
+        exact=True, reentry=[rhook(0, H_SALLOC, A_ADD, target=1, hbits=2),
+                             rhook(2, H_SCLEAN, A_REVIVE, target=0, hbits=3)]),
+    "reentry_state_alloc_frees_own_root": one(
+        loop(repeat=True, count=2, kids=[step()]), step(),
+        reentry=[rhook(0, H_SALLOC, A_FREE)]),
+    "reentry_cancel_handler_makes_state": prog(
+        [([step(term=FOREVER, cancel=True, timeout=2), step()], None),
+         ([step(term=EXT_OK, delay=5, vals=[2])], None)],
+        exact=True, reentry=[rhook(0, H_CANCEL, A_STATE, target=1, name=2),
+                             rhook(1, H_EXEC, A_ADD, target=0)]),
+    "reentry_cancel_handler_adds_step": one(
+        par([step(term=FOREVER, cancel=True), step(term=ERROR)]), step(),
+        reentry=[rhook(1, H_CANCEL, A_ADD)]),
+    "reentry_eh_state_and_stack": one(
+        step(kids=[step(term=ERROR)], handler=eh(EH_RECOVER, vals=["b4"])), step(),
+        reentry=[rhook(0, H_EH, A_STATE, name=1), rhook(0, H_STACK, A_NONE),
+                 rhook(1, H_SCLEAN, A_NONE)]),
+    # deep nesting: chains of levels around a node (invariants only)
+    "chain_parallel_64": one(step(term=SUCCESS, vals=["b1"]), step(),
+                             reentry=[rchain(0, CH_PAR, 64, stack=True, cancel=True)]),
+    "chain_add_512": one(step(term=SUCCESS, vals=[2]), step(),
+                         reentry=[rchain(0, CH_ADD, 512, cancel=True)]),
+    "chain_loop_break_outer": one(loop(label="a", count=3, kids=[step(term=BREAK, label="a")]), step(),
+                                  reentry=[rchain(1, CH_LOOP, 200, stack=True)]),
+    "chain_mixed_4096": one(step(term=EXT_OK, delay=3, vals=["b1"]), step(),
+                            reentry=[rchain(0, CH_MIX, 4096, stack=True, cancel=True)]),
+    "chain_add_4096_cancelled": one(step(term=FOREVER, cancel=True), step(), cancel_at=5,
+                                    reentry=[rchain(0, CH_ADD, 4096, stack=True, cancel=True)]),
+    "chain_loop_4096_value_frees_other_root": prog(
+        [([step(term=SUCCESS, vals=["b1"]), step()], None),
+         ([step(term=EXT_OK, delay=2, vals=[1], cancel=True)], None)],
+        exact=True, reentry=[rchain(0, CH_LOOP, 4096, cancel=True), rhook(0, H_VALUE, A_FREE, target=1)]),
+    "chain_parallel_error_unwinds": one(step(term=ERROR, code=1), step(),
+                                        reentry=[rchain(0, CH_PAR, 1024)]),
     # execute() without an unhandled_error callback: the misuse handler reports
     "unhandled_null_callback": prog([([step(term=ERROR, code=2), step()], None, True),
                                      ([step(kids=[step(term=ERROR)], handler=eh(EH_RECOVER)), step()], None, True)]),

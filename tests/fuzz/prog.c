@@ -63,6 +63,38 @@
  *     at once: add() of its final logging step, then execute(). An
  *     entry the node cannot take (no such callback, or one already set for
  *     that callback) is ignored.
+ *
+ *   Then an optional re-entry trailer (after the cross-root actions, or in
+ *   their place): X0 X1 N entry{1 + N % 8}, only if X0 X1 = 0xD7 0x4B.
+ *   Programs with one are checked for invariants only.
+ *   entry := I H A [D]
+ *     I: node index % number of nodes
+ *     H & 7 == 7: a chain (deep nesting): node I is added wrapped in n
+ *       levels, each a step that adds the next level (the last one: node I)
+ *       through a construct of kind A & 3: a parallel() with that one
+ *       branch, an add() of it as a sub-step, a loop() whose first
+ *       iteration adds it and whose second breaks, or mixed (level k has
+ *       kind k % 3 in that order); A & 4: every level takes a 16-byte
+ *       stack() block with a cleanup, A & 8: every level sets a cancel
+ *       handler; n = (1 + (D & 63)) << 3 * (D >> 6), at most 4096. The
+ *       subtree of a node in a chain with a parallel level runs in a branch.
+ *       Ignored for a critical section and for a node already wrapped.
+ *     else a hook of node I, hook = H & 7: its execute callback, error
+ *       handler, cancel handler, the cleanup of each boxed value it makes,
+ *       the cleanup of a stack() block its execute callback takes (16 bytes,
+ *       or 256, not pooled, if H & 8), the allocator or the cleanup of a
+ *       state variable "v<(H >> 3) & 3>" its execute callback asks for with
+ *       futoin_state() (the first state entry of a node names it); the stack
+ *       and state hooks need an execute callback (step, loop, repeat).
+ *       A: what = {cancel, free, cancel + revive, state, add, none, free,
+ *       cancel}[A & 7] on root ((A >> 3) & 3) % nroots; "state" creates the
+ *       variable "v<(A >> 5) & 3>" on it (plain allocator and cleanup),
+ *       "add" adds a logging step to it (where the engine refuses it: a
+ *       misuse report). The root acted on may be one whose free() is in
+ *       progress (a cleanup run by that free): cancel(), free(), add() and
+ *       futoin_state() still go to it. "none" only makes the stack() or
+ *       futoin_state() call. An entry for a hook the node does not have, or
+ *       one already set, is ignored.
  */
 #include "prog.h"
 
@@ -111,6 +143,7 @@ static void read_args(Rd* r, FzArgs* a)
 
 static FzNode* read_node(FzProg* p, Rd* r, int depth, int in_branch, int force_step, int branch_pos);
 static void read_cross_actions(FzProg* p, Rd* r);
+static void read_reentry(FzProg* p, Rd* r);
 
 static void read_body(FzProg* p, Rd* r, FzBody* b, int depth, int in_branch, int is_loop)
 {
@@ -274,6 +307,9 @@ static FzNode* read_node(FzProg* p, Rd* r, int depth, int in_branch, int force_s
             }
         }
         n->section = read_node(p, r, depth + 1, in_branch, 1, 0);
+        if (n->section) {
+            n->section->is_section = 1;
+        }
         if (!n->section) {
             /* No room for the section: degrade to an empty step. */
             n->kind = FZ_N_STEP;
@@ -325,20 +361,30 @@ void fz_decode(FzProg* p, const uint8_t* data, size_t size)
             }
         }
     }
+    size_t at = r.i;
     read_cross_actions(p, &r);
+    if (!p->cross_actions) {
+        r.i = at; /* no first trailer: the re-entry one may start here */
+    }
+    read_reentry(p, &r);
 }
 
 /* Can node n's callback `where` (FZ_XW_*) run? */
 static int has_callback(const FzNode* n, unsigned where)
 {
+    int exec = n->kind == FZ_N_STEP || n->kind == FZ_N_LOOP || n->kind == FZ_N_REPEAT;
     switch (where) {
     case FZ_XW_EXEC:
-        return n->kind == FZ_N_STEP || n->kind == FZ_N_LOOP || n->kind == FZ_N_REPEAT;
+    case FZ_XW_STACK:
+    case FZ_XW_SALLOC:
+    case FZ_XW_SCLEAN:
+        return exec;
     case FZ_XW_EH:
         return (n->kind == FZ_N_STEP || n->kind == FZ_N_PAR) && n->eh.kind != FZ_EH_NONE;
+    case FZ_XW_VALUE:
+        return n->kind != FZ_N_YIELD && n->kind != FZ_N_SYNC;
     default:
-        return (n->kind == FZ_N_STEP || n->kind == FZ_N_LOOP || n->kind == FZ_N_REPEAT)
-                && n->body.set_cancel;
+        return exec && n->body.set_cancel;
     }
 }
 
@@ -351,7 +397,7 @@ static void read_cross_actions(FzProg* p, Rd* r)
     for (unsigned i = 0; i < n; ++i) {
         FzNode* node = &p->nodes[rd(r) % (unsigned)p->nnodes];
         unsigned a = rd(r);
-        unsigned where = ((a >> 3) & 3) % FZ_XW__COUNT;
+        unsigned where = ((a >> 3) & 3) % FZ_XW_OLD_COUNT;
         if (!has_callback(node, where) || node->x_what[where]) {
             continue;
         }
@@ -359,6 +405,76 @@ static void read_cross_actions(FzProg* p, Rd* r)
         node->x_target[where] = (uint8_t)(((a >> 1) & 3) % p->nroots);
         node->x_revive[where] = (uint8_t)(!(a & 1) && (a & 0x20));
         ++p->cross_actions;
+    }
+}
+
+/* The subtree of a node wrapped in a chain with a parallel level runs in
+ * a branch flow. */
+static void mark_in_branch(FzNode* n)
+{
+    if (!n) {
+        return;
+    }
+    n->in_branch = 1;
+    for (int i = 0; i < n->body.nkids; ++i) {
+        mark_in_branch(n->body.kids[i]);
+    }
+    for (int i = 0; i < n->eh.nkids; ++i) {
+        mark_in_branch(n->eh.kids[i]);
+    }
+    for (int i = 0; i < n->nbr; ++i) {
+        mark_in_branch(n->br[i]);
+    }
+    mark_in_branch(n->section);
+}
+
+static void read_reentry(FzProg* p, Rd* r)
+{
+    static const uint8_t whats[8] = {FZ_XA_CANCEL, FZ_XA_FREE, FZ_XA_CANCEL, FZ_XA_STATE,
+            FZ_XA_ADD, FZ_XA_NONE, FZ_XA_FREE, FZ_XA_CANCEL};
+    if (rd(r) != 0xD7 || rd(r) != 0x4B || p->nnodes == 0) {
+        return;
+    }
+    unsigned n = 1 + rd(r) % FZ_MAX_REENTRY;
+    for (unsigned i = 0; i < n; ++i) {
+        FzNode* node = &p->nodes[rd(r) % (unsigned)p->nnodes];
+        unsigned h = rd(r);
+        unsigned a = rd(r);
+        unsigned where = h & 7;
+        if (where == 7) {
+            unsigned d = rd(r);
+            unsigned len = (1u + (d & 63)) << (3 * (d >> 6));
+            if (node->is_section || node->chain_kind) {
+                continue;
+            }
+            node->chain_kind = (uint8_t)(FZ_CH_PAR + (a & 3));
+            node->chain_flags = (uint8_t)(((a >> 2) & 1 ? FZ_CHF_STACK : 0)
+                    | ((a >> 3) & 1 ? FZ_CHF_CANCEL : 0));
+            node->chain_n = (uint16_t)(len > FZ_MAX_CHAIN ? FZ_MAX_CHAIN : len);
+            if (node->chain_kind == FZ_CH_PAR || node->chain_kind == FZ_CH_MIX) {
+                mark_in_branch(node);
+            }
+            ++p->reentry;
+            continue;
+        }
+        if (!has_callback(node, where) || node->x_what[where]) {
+            continue;
+        }
+        uint8_t what = whats[a & 7];
+        if (where == FZ_XW_STACK) {
+            node->stack_size = (uint8_t)(1 + ((h >> 3) & 1));
+        } else if (where == FZ_XW_SALLOC || where == FZ_XW_SCLEAN) {
+            if (!node->state_name) {
+                node->state_name = (uint8_t)(1 + ((h >> 3) & 3));
+            }
+        } else if (what == FZ_XA_NONE) {
+            continue;
+        }
+        node->x_what[where] = what;
+        node->x_target[where] = (uint8_t)(((a >> 3) & 3) % p->nroots);
+        node->x_revive[where] = (uint8_t)((a & 7) == 2);
+        node->x_arg[where] = (uint8_t)((a >> 5) & 3);
+        ++p->reentry;
     }
 }
 
@@ -485,16 +601,45 @@ static void dump_eh(const FzEh* eh, FzStr* o, int ind)
 
 static void dump_cross_actions(const FzNode* n, FzStr* o, int ind)
 {
-    static const char* const where[] = {"execute", "error handler", "cancel handler"};
+    static const char* const where[] = {"execute", "error handler", "cancel handler",
+            "value cleanup", "stack cleanup", "state allocator", "state cleanup"};
+    char nm[16];
+    fz_node_name(n, nm, sizeof(nm));
+    if (n->stack_size || n->state_name) {
+        fz_str_addf(o, "%*s(%s: its execute", ind * 2 + 2, "", nm);
+        if (n->stack_size) {
+            fz_str_addf(o, " takes stack(%u)", n->stack_size == 1 ? 16u : 256u);
+        }
+        if (n->state_name) {
+            fz_str_addf(o, " asks for state v%u", n->state_name - 1u);
+        }
+        fz_str_addf(o, ")\n");
+    }
+    if (n->chain_kind) {
+        static const char* const kinds[] = {"", "parallel", "add", "loop", "mixed"};
+        fz_str_addf(o, "%*s(%s: added in a chain of %u %s levels%s%s)\n", ind * 2 + 2, "", nm,
+                n->chain_n, kinds[n->chain_kind],
+                n->chain_flags & FZ_CHF_STACK ? " +stack" : "",
+                n->chain_flags & FZ_CHF_CANCEL ? " +cancel" : "");
+    }
     for (int w = 0; w < FZ_XW__COUNT; ++w) {
         if (n->x_what[w]) {
-            char nm[16];
-            fz_node_name(n, nm, sizeof(nm));
-            fz_str_addf(o, "%*s(%s: its %s %s r%u)\n", ind * 2 + 2, "", nm, where[w],
-                    n->x_what[w] == FZ_XA_FREE ? "frees"
-                            : n->x_revive[w]   ? "cancels and revives"
-                                               : "cancels",
-                    n->x_target[w]);
+            fz_str_addf(o, "%*s(%s: its %s ", ind * 2 + 2, "", nm, where[w]);
+            switch (n->x_what[w]) {
+            case FZ_XA_FREE:
+                fz_str_addf(o, "frees");
+                break;
+            case FZ_XA_CANCEL:
+                fz_str_addf(o, n->x_revive[w] ? "cancels and revives" : "cancels");
+                break;
+            case FZ_XA_STATE:
+                fz_str_addf(o, "creates state v%u on", n->x_arg[w]);
+                break;
+            default:
+                fz_str_addf(o, "adds a step to");
+                break;
+            }
+            fz_str_addf(o, " r%u)\n", n->x_target[w]);
         }
     }
 }

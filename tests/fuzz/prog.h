@@ -71,12 +71,40 @@ enum { FZ_N_STEP = 0, FZ_N_PAR, FZ_N_LOOP, FZ_N_REPEAT, FZ_N_SYNC, FZ_N_VALUE, F
  * only (the model does not cover re-entrant cancellation). */
 enum { FZ_CA_NONE = 0, FZ_CA_CANCEL_ROOT, FZ_CA_FREE_ROOT };
 
-/* Cross-root actions (the optional trailer of a program, see prog.c): a
- * node's execute callback, error handler or cancel handler cancel()s or
- * free()s a root, its own or another one. Invariants only, as above. */
-enum { FZ_XW_EXEC = 0, FZ_XW_EH, FZ_XW_CANCEL, FZ_XW__COUNT };
-enum { FZ_XA_NONE = 0, FZ_XA_CANCEL, FZ_XA_FREE };
+/* Cross-root actions (the optional trailers of a program, see prog.c): a
+ * callback of a node acts on a root, its own or another one. Invariants
+ * only, as above. The first trailer gives the execute callback, error
+ * handler or cancel handler a cancel() or free(); the re-entry trailer gives
+ * any hook below any action of the re-entry matrix. */
+enum {
+    FZ_XW_EXEC = 0, /* the execute callback (a loop body: at its terminator's iteration) */
+    FZ_XW_EH,       /* the error handler */
+    FZ_XW_CANCEL,   /* the cancel handler */
+    FZ_XW_VALUE,    /* the cleanup of each boxed value the node makes */
+    FZ_XW_STACK,    /* the cleanup of its stack() block (made by its execute callback) */
+    FZ_XW_SALLOC,   /* the allocator of its state variable (futoin_state() in execute) */
+    FZ_XW_SCLEAN,   /* the cleanup of that state variable (run when the root is freed) */
+    FZ_XW__COUNT
+};
+#define FZ_XW_OLD_COUNT 3 /* the hooks the first trailer can name */
+enum {
+    FZ_XA_NONE = 0,
+    FZ_XA_CANCEL, /* cancel(); with x_revive, then add() + execute() if that left it cancelled */
+    FZ_XA_FREE,   /* free() */
+    FZ_XA_STATE,  /* futoin_state(root, "v<x_arg>") with a plain allocator and cleanup */
+    FZ_XA_ADD     /* add() of a logging step (the engine may refuse: misuse report) */
+};
 #define FZ_MAX_XACTIONS 4
+#define FZ_MAX_REENTRY 8
+#define FZ_NSTATE_NAMES 4
+
+/* Deep nesting: a node of the program wrapped in a chain of n levels, each
+ * a step that adds the next level (or, at the last one, the node itself)
+ * through a construct of its kind. */
+enum { FZ_CH_NONE = 0, FZ_CH_PAR, FZ_CH_ADD, FZ_CH_LOOP, FZ_CH_MIX };
+#define FZ_CHF_STACK 1  /* every level takes a stack() block with a cleanup */
+#define FZ_CHF_CANCEL 2 /* every level sets a cancel handler */
+#define FZ_MAX_CHAIN 4096
 
 typedef struct FzArgs {
     uint8_t n;
@@ -128,6 +156,13 @@ struct FzNode {
     uint8_t x_what[FZ_XW__COUNT];   /* FZ_XA_* per callback (FZ_XW_*) */
     uint8_t x_target[FZ_XW__COUNT]; /* the root it acts on */
     uint8_t x_revive[FZ_XW__COUNT]; /* FZ_XA_CANCEL: then add a step and execute() it again */
+    uint8_t x_arg[FZ_XW__COUNT];    /* FZ_XA_STATE: the variable's name index */
+    uint8_t stack_size;  /* 0, or its execute callback takes stack(): 1 small, 2 large */
+    uint8_t state_name;  /* 0, or its execute callback calls futoin_state("v<state_name-1>") */
+    uint8_t is_section;  /* the critical section of a sync node (never wrapped) */
+    uint8_t chain_kind;  /* FZ_CH_*: added wrapped in a chain of chain_n levels */
+    uint8_t chain_flags; /* FZ_CHF_* */
+    uint16_t chain_n;
 };
 
 typedef struct FzRoot {
@@ -170,6 +205,7 @@ typedef struct FzProg {
     int nnodes;
     int cancel_actions; /* nodes with a cancel_action */
     int cross_actions;  /* x_what entries set */
+    int reentry;        /* entries of the re-entry trailer that took effect */
     FzNode nodes[FZ_MAX_NODES];
 } FzProg;
 
