@@ -60,6 +60,12 @@ typedef struct Run {
     int sentinels;
     FutoInAsyncSteps* freeing[FZ_MAX_ROOTS];
     int destroyed[FZ_MAX_ROOTS];
+    /* The root's main flow is in (or waits on) the step of this node with
+     * an external completion: FZ_XA_ADD actions on the root are skipped,
+     * because a sub-step added now (a step's own calls, or its incoming
+     * values' cleanups, which act as its calls) would complete the step
+     * while the runner's completion is still scheduled for it. */
+    const FzNode* ext_wait[FZ_MAX_ROOTS];
     long stacks_live; /* stack() blocks whose cleanup has not run */
     long states_live; /* state variables whose cleanup has not run */
     long turns;
@@ -430,6 +436,11 @@ static void do_action(const FzNode* n, int where)
                 plain_state_cleanup, NULL);
         return;
     default:
+        if (R->ext_wait[j]) {
+            fz_str_addf(R->out, "%s adds to r%d: skipped, it waits for an external completion\n",
+                    nm, j);
+            return;
+        }
         fz_str_addf(R->out, "%s adds to r%d%s\n", nm, j, live ? "" : " (being freed)");
         root->api->add(root, &R->root_ids[j], tail_cb, NULL);
         return;
@@ -477,6 +488,9 @@ static void cancel_cb(FutoInAsyncSteps* as, void* data)
         violation("cancel handler called while not armed (twice, or after completion)", n);
     }
     rt->cancel_armed = 0;
+    if (R->ext_wait[n->root] == n) {
+        R->ext_wait[n->root] = NULL;
+    }
     char nm[16];
     fz_node_name(n, nm, sizeof(nm));
     stamp();
@@ -521,6 +535,9 @@ static void ext_cb(void* data)
     }
     rt->ext_pending = 0;
     rt->cancel_armed = 0; /* success()/error() disarm it */
+    if (R->ext_wait[n->root] == n) {
+        R->ext_wait[n->root] = NULL;
+    }
     memset(&rt->ext, 0, sizeof(rt->ext));
     const FzBody* b = &n->body;
     if (b->term == FZ_T_EXT_OK) {
@@ -537,6 +554,10 @@ static void ext_cb(void* data)
 static void do_body(FutoInAsyncSteps* as, const FzNode* n, const FzBody* b, int term_applies)
 {
     NodeRt* rt = &R->rt[n->id];
+    if (term_applies && (b->term == FZ_T_EXT_OK || b->term == FZ_T_EXT_ERR)
+            && root_of(as) == n->root) {
+        R->ext_wait[n->root] = n;
+    }
     if (b->set_cancel) {
         as->api->setCancel(as, (void*)(uintptr_t)n, cancel_cb);
         rt->cancel_armed = 1;
@@ -586,6 +607,9 @@ static void do_body(FutoInAsyncSteps* as, const FzNode* n, const FzBody* b, int 
     case FZ_T_EXT_ERR:
         as->api->waitExternal(as);
         if (own_root_dead) {
+            if (R->ext_wait[n->root] == n) {
+                R->ext_wait[n->root] = NULL;
+            }
             break;
         }
         if (rt->ext_pending) {
