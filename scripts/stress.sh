@@ -39,19 +39,35 @@ case "$MODE" in
 esac
 cmake --build "$BUILD_DIR" --target stress_roots stress_timers stress_parallel test_deep -j"$(nproc)"
 
-run() {
-    local prog=$1 count=$2
-    local bin="$BUILD_DIR/tests/stress/$prog"
-    echo "==> $prog $count ($MODE)"
+# timed LABEL STACK_KB COMMAND...: runs COMMAND (under valgrind in that mode),
+# with `ulimit -s STACK_KB` unless STACK_KB is empty, and prints how long it
+# took.
+timed() {
+    local label=$1 stack_kb=$2
+    shift 2
+    echo "==> $label ($MODE)"
     local start
     start=$(date +%s)
     if [ "$MODE" = valgrind ]; then
-        valgrind --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
-            --quiet "$bin" "$count"
+        set -- valgrind --error-exitcode=99 --leak-check=full \
+            --errors-for-leak-kinds=definite,indirect --quiet "$@"
+    fi
+    if [ -n "$stack_kb" ]; then
+        (ulimit -s "$stack_kb" && "$@")
     else
-        "$bin" "$count"
+        "$@"
     fi
     echo "    ($(( $(date +%s) - start )) s)"
+}
+
+run() {
+    timed "$1 $2" "" "$BUILD_DIR/tests/stress/$1" "$2"
+}
+
+# The variables are exported to the command for this call only.
+deep() {
+    FUTOIN_DEEP_MAIN_THREAD=1 FUTOIN_DEEP_LEVELS=$1 \
+        timed "test_deep $1 levels, main thread, ulimit -s $2" "$2" "$BUILD_DIR/tests/test_deep"
 }
 
 div=1
@@ -59,22 +75,6 @@ div=1
 run stress_roots $(( 1000000 / div ))
 run stress_timers $(( 1000000 / div ))
 run stress_parallel $(( 100000 / div ))
-
-deep() {
-    local levels=$1 stack_kb=$2
-    local bin="$BUILD_DIR/tests/test_deep"
-    echo "==> test_deep $levels levels, main thread, ulimit -s $stack_kb ($MODE)"
-    local start
-    start=$(date +%s)
-    if [ "$MODE" = valgrind ]; then
-        (ulimit -s "$stack_kb" && FUTOIN_DEEP_MAIN_THREAD=1 FUTOIN_DEEP_LEVELS=$levels \
-            valgrind --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
-            --quiet "$bin")
-    else
-        (ulimit -s "$stack_kb" && FUTOIN_DEEP_MAIN_THREAD=1 FUTOIN_DEEP_LEVELS=$levels "$bin")
-    fi
-    echo "    ($(( $(date +%s) - start )) s)"
-}
 deep $(( 1000000 / div )) 8192
 deep $(( 1000000 / div )) 1024
 echo "==> stress: all passed ($MODE)"
