@@ -82,7 +82,11 @@ int futoin_completion_resolve(FutoInCompletion* c, FutoInArgs* args)
     if (c->waiter) {
         FutoInAsyncSteps* w = c->waiter;
         c->waiter = NULL;
-        w->api->success(w, args);
+        if (args) {
+            w->api->success(w, args);
+        } else {
+            futoin_success(w);
+        }
     } else {
         c->nargs = futoin__args_take(&c->args, args);
     }

@@ -193,7 +193,7 @@ void futoin_foreach_array(FutoInAsyncSteps* as, const void* base, size_t count, 
         return;
     }
     /* The iterator lives as long as the step that adds the loop. */
-    ArrayIter* it = as->api->stack(as, sizeof(ArrayIter), NULL);
+    ArrayIter* it = futoin_stack(as, sizeof(ArrayIter), NULL);
     if (!it) {
         return;
     }
@@ -227,7 +227,7 @@ void futoin_foreach_pairs(FutoInAsyncSteps* as, const FutoInKeyValue* pairs, siz
                 "sizeof(FutoInKeyValue)")) {
         return;
     }
-    PairIter* it = as->api->stack(as, sizeof(PairIter), NULL);
+    PairIter* it = futoin_stack(as, sizeof(PairIter), NULL);
     if (!it) {
         return;
     }

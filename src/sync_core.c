@@ -272,7 +272,7 @@ void futoin__sync_wake(SyncNode* n)
         futoin__complete_any_thread(n->bsi, NULL, NULL);
         return;
     }
-    n->bsi->api->success(n->bsi, NULL);
+    futoin_success(n->bsi);
 }
 
 static void node_put(SyncCore* c, SyncNode* n);

@@ -294,6 +294,6 @@ void futoin__complete_any_thread(FutoInAsyncSteps* bsi, const char* code, const 
     if (code) {
         bsi->api->handle_error(bsi, code, info);
     } else {
-        bsi->api->success(bsi, NULL);
+        futoin_success(bsi);
     }
 }

@@ -248,9 +248,14 @@ static inline const char* futoin_error_info(FutoInAsyncSteps* as)
  * runs first. Zero-filled, aligned for any type. size: 0 to PTRDIFF_MAX
  * less a small header; a larger size, or memory that cannot be had, gives
  * NULL (no cleanup is registered, the step goes on). */
+static inline void futoin_stack_no_cleanup_(void* value)
+{
+    (void)value;
+}
 static inline void* futoin_stack(FutoInAsyncSteps* as, size_t size, void (*cleanup)(void* value))
 {
-    return as->api->stack(as, size, cleanup);
+    /* Other implementations may call the cleanup without a NULL check. */
+    return as->api->stack(as, size, cleanup ? cleanup : futoin_stack_no_cleanup_);
 }
 /* Adds a step synchronized on a FutoInSync object (Mutex, Throttle, ...). */
 static inline void futoin_add_sync(FutoInAsyncSteps* as, FutoInSync* sync,
@@ -292,13 +297,21 @@ void futoin_copy_from(FutoInAsyncSteps* as, FutoInAsyncSteps* model);
 /* ------------------------------------------------------------------------ */
 /* Execution API (spec 2.2.2): inside an execute callback                    */
 
+/* Completes the step with no result. Sends a zeroed FutoInArgs, never NULL:
+ * other implementations of the interface may read it. */
 static inline void futoin_success(FutoInAsyncSteps* as)
 {
-    as->api->success(as, 0);
+    FutoInArgs none;
+    memset(&none, 0, sizeof(none));
+    as->api->success(as, &none);
 }
 /* Completes the step with up to four values; ownership passes to the engine. */
 static inline void futoin_success_args(FutoInAsyncSteps* as, FutoInArgs* args)
 {
+    if (!args) {
+        futoin_success(as);
+        return;
+    }
     as->api->success(as, args);
 }
 static inline void futoin_success1(FutoInAsyncSteps* as, FutoInBinaryValue a0)

@@ -406,7 +406,7 @@ const char* futoin_uv_arg_bytes(const FutoInArgs* args, int i, size_t* len)
 static void sleep_done(void* data)
 {
     FutoInAsyncSteps* as = data;
-    as->api->success(as, NULL);
+    futoin_success(as);
 }
 
 static void sleep_cancel(FutoInAsyncSteps* as, void* data)

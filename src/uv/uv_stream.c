@@ -69,7 +69,7 @@ static void on_stream_closed(uv_handle_t* h)
         stream_destroy(s);
     }
     if (as) {
-        as->api->success(as, NULL);
+        futoin_success(as);
     }
 }
 
@@ -749,7 +749,7 @@ static void on_written(uv_write_t* req, int status)
     if (status < 0) {
         futoin__uv_fail(as, FUTOIN_COMM_ERROR, status, "write");
     } else {
-        as->api->success(as, NULL);
+        futoin_success(as);
     }
 }
 
