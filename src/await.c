@@ -4,6 +4,7 @@
  * step; and a call that runs a root to completion and reports its outcome.
  */
 #include "engine_internal.h"
+#include "interop.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,19 +64,10 @@ FutoInCompletion* futoin_completion_new(void)
     return c;
 }
 
-static void drop(FutoInArgs* args)
-{
-    if (args) {
-        for (int i = 0; i < 4; ++i) {
-            futoin_reset_binval(&args->args[i]);
-        }
-    }
-}
-
 int futoin_completion_resolve(FutoInCompletion* c, FutoInArgs* args)
 {
     if (!c || c->freed || c->state != C_PENDING) {
-        drop(args);
+        futoin__args_drop(args);
         return -1;
     }
     c->state = C_RESOLVED;
@@ -158,20 +150,104 @@ static void await_eh(FutoInAsyncSteps* as, void* data, const char* code)
     c->user_eh(as, c->user_data, code);
 }
 
+/* ---- await on another implementation's AsyncSteps ----
+ * Its engine does not tell us when it drops the await step, so the
+ * registration is recorded on the root (interop.h) until the step runs,
+ * and from then on tied to the step's stack() memory, whose cleanup runs
+ * when the step is destroyed, after its error handler. */
+
+typedef struct ForeignAwait {
+    FutoInPending pending; /* first: released as a FutoInPending */
+    FutoInCompletion* c;
+    FutoInAsyncSteps_error_callback user_eh;
+    void* user_data;
+} ForeignAwait;
+
+static void foreign_await_end(ForeignAwait* fa)
+{
+    await_step_ended(&fa->c->owner);
+    free(fa);
+}
+
+static void foreign_await_release(FutoInPending* p)
+{
+    foreign_await_end((ForeignAwait*)p);
+}
+
+static void foreign_await_cleanup(void* value)
+{
+    foreign_await_end(*(ForeignAwait**)value);
+}
+
+static void foreign_await_cancel(FutoInAsyncSteps* as, void* data)
+{
+    (void)as;
+    FutoInCompletion* c = data;
+    c->waiter = NULL;
+}
+
+static void foreign_await_step(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    ForeignAwait* fa = data;
+    ForeignAwait** slot = as->api->stack(as, sizeof(*slot), foreign_await_cleanup);
+    if (!slot) {
+        /* Stays recorded on the root, released with it. */
+        as->api->handle_error(as, FUTOIN_INTERNAL_ERROR, "await(): out of memory");
+        return;
+    }
+    futoin__pending_take(&fa->pending);
+    *slot = fa;
+    FutoInCompletion* c = fa->c;
+    if (c->state == C_PENDING && !c->freed) {
+        c->waiter = as;
+        /* Not just waitExternal(): an engine that aborts the step must
+         * also detach it from the completion. */
+        as->api->setCancel(as, c, foreign_await_cancel);
+        return;
+    }
+    await_step(as, c, NULL);
+}
+
+static void foreign_await_eh(FutoInAsyncSteps* as, void* data, const char* code)
+{
+    ForeignAwait* fa = data;
+    fa->user_eh(as, fa->user_data, code);
+}
+
+static void foreign_await(FutoInAsyncSteps* as, FutoInCompletion* c,
+        FutoInAsyncSteps_error_callback eh, void* data)
+{
+    ForeignAwait* fa = calloc(1, sizeof(*fa));
+    if (!fa || futoin__pending_put(as, &fa->pending, foreign_await_release) != 0) {
+        free(fa);
+        as->api->handle_error(as, FUTOIN_INTERNAL_ERROR, "await(): out of memory");
+        return;
+    }
+    c->registered = 1;
+    fa->c = c;
+    fa->user_eh = eh;
+    fa->user_data = data;
+    as->api->add(as, fa, foreign_await_step, eh ? foreign_await_eh : NULL);
+}
+
 void futoin_await(FutoInAsyncSteps* as, FutoInCompletion* c,
         FutoInAsyncSteps_error_callback eh, void* data)
 {
     Flow* fl = futoin__flow_of(as);
+    const char* bad = !c || c->freed ? "await() with a NULL or freed completion"
+            : c->registered        ? "await(): the completion is already awaited by another step"
+                                   : NULL;
     if (!fl) {
-        futoin__misuse(NULL, "await() needs an AsyncSteps interface of this library");
+        if (bad) {
+            as->api->handle_error(as, FUTOIN_INTERNAL_ERROR, bad);
+        } else {
+            foreign_await(as, c, eh, data);
+        }
         return;
     }
-    if (!c || c->freed) {
-        futoin__misuse(fl, "await() with a NULL or freed completion");
-        return;
-    }
-    if (c->registered) {
-        futoin__misuse(fl, "await(): the completion is already awaited by another step");
+    if (bad) {
+        futoin__misuse(fl, "%s", bad);
         return;
     }
     Frame* fr = futoin__add_target(fl, "await");
@@ -245,6 +321,6 @@ int futoin_promise(FutoInAsyncSteps* root, FutoInOutcome* out)
 void futoin_outcome_reset(FutoInOutcome* out)
 {
     if (out) {
-        drop(&out->args);
+        futoin__args_drop(&out->args);
     }
 }

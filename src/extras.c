@@ -3,6 +3,7 @@
  * relinquish, copyFrom, forEach over arrays and key/value pairs.
  */
 #include "engine_internal.h"
+#include "interop.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -44,26 +45,16 @@ FutoInBinaryValue futoin_val_custom(const FutoInType* type, void* object)
     return r;
 }
 
-/* The flow behind an interface of this library, reporting foreign ones. */
-static Flow* own_flow(FutoInAsyncSteps* as, const char* what)
+void futoin_success_step(FutoInAsyncSteps* as, FutoInArgs* args)
 {
     Flow* fl = futoin__flow_of(as);
     if (!fl) {
-        futoin__misuse(NULL, "%s() needs an AsyncSteps interface of this library", what);
+        futoin__foreign_success_step(as, args);
+        return;
     }
-    return fl;
-}
-
-void futoin_success_step(FutoInAsyncSteps* as, FutoInArgs* args)
-{
-    Flow* fl = own_flow(as, "successStep");
-    Frame* fr = fl ? futoin__add_target(fl, "successStep") : NULL;
+    Frame* fr = futoin__add_target(fl, "successStep");
     if (!fr) {
-        if (args) {
-            for (int i = 0; i < 4; ++i) {
-                futoin_reset_binval(&args->args[i]);
-            }
-        }
+        futoin__args_drop(args);
         return;
     }
     EngineCtx* ctx = futoin__flow_ctx(fl);
@@ -81,8 +72,12 @@ void futoin_success_step(FutoInAsyncSteps* as, FutoInArgs* args)
 
 void futoin_relinquish(FutoInAsyncSteps* as)
 {
-    Flow* fl = own_flow(as, "relinquish");
-    Frame* fr = fl ? futoin__add_target(fl, "relinquish") : NULL;
+    Flow* fl = futoin__flow_of(as);
+    if (!fl) {
+        futoin__foreign_relinquish(as);
+        return;
+    }
+    Frame* fr = futoin__add_target(fl, "relinquish");
     if (fr) {
         futoin__queue_step(fl, fr, futoin__step_new(futoin__flow_ctx(fl), SK_YIELD, NULL, NULL, NULL, NULL));
     }
@@ -90,9 +85,12 @@ void futoin_relinquish(FutoInAsyncSteps* as)
 
 void futoin_copy_from(FutoInAsyncSteps* as, FutoInAsyncSteps* model)
 {
-    Flow* fl = own_flow(as, "copyFrom");
+    Flow* fl = futoin__flow_of(as);
     Flow* mf = futoin__flow_of(model);
     if (!fl) {
+        /* Our model's steps are engine records another engine cannot run. */
+        as->api->handle_error(as, FUTOIN_INTERNAL_ERROR,
+                "copyFrom() needs an AsyncSteps of this library (the model's steps cannot be copied into another implementation)");
         return;
     }
     if (!mf || mf->is_branch || futoin__flow_root(mf)->state == RS_RUNNING) {

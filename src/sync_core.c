@@ -32,6 +32,8 @@ static const FutoInSyncAPI sync_api = {{{sync_lock, sync_unlock}}};
 /* ------------------------------------------------------------------------ */
 /* Node free list                                                             */
 
+static void sync_cancel(FutoInAsyncSteps* bsi, void* data);
+
 static SyncNode* node_get(SyncCore* c)
 {
     SyncNode* n = c->free_nodes;
@@ -263,9 +265,77 @@ SyncVerdict futoin__sync_progress(SyncCore* c, SyncNode* n, int after_conc)
     return SYNC_ENTER;
 }
 
+/* ------------------------------------------------------------------------ */
+/* Flows of other implementations                                             */
+
+/* A waiting flow of another engine holds its node through a ticket in the
+ * lock step's stack() memory, not directly: that engine may or may not call
+ * the cancel handler of a step that we fail with DefenseRejected (the spec
+ * does not say), and it tells us nothing else, but it always destroys the
+ * step's stack memory. So the cancel handler and the stack cleanup both
+ * end the wait, and whichever comes first gives the node back; a woken flow
+ * is detached from its ticket, since from then on unlock() owns the node. */
+typedef struct SyncTicket {
+    SyncNode* n;
+} SyncTicket;
+
+static void sync_cancel_locked(FutoInAsyncSteps* bsi, SyncNode* n);
+
+static void ticket_detach(SyncNode* n)
+{
+    if (n->ticket) {
+        n->ticket->n = NULL;
+        n->ticket = NULL;
+    }
+}
+
+static void ticket_end(SyncTicket* t)
+{
+    SyncNode* n = t->n;
+    if (n) {
+        ticket_detach(n);
+        sync_cancel_locked(n->bsi, n);
+    }
+}
+
+static void ticket_cancel(FutoInAsyncSteps* bsi, void* data)
+{
+    (void)bsi;
+    ticket_end(data);
+}
+
+static void ticket_cleanup(void* value)
+{
+    ticket_end(value);
+}
+
+static int is_own_flow(FutoInAsyncSteps* bsi)
+{
+    return futoin_asyncsteps_loop(bsi) != NULL;
+}
+
+/* Arms the cancel handler of a flow that waits in a queue. Returns 0, or
+ * -1 if a foreign flow's ticket cannot be had (the caller undoes the wait). */
+static int arm_wait(FutoInAsyncSteps* bsi, SyncNode* n)
+{
+    if (is_own_flow(bsi)) {
+        bsi->api->setCancel(bsi, n, sync_cancel);
+        return 0;
+    }
+    SyncTicket* t = bsi->api->stack(bsi, sizeof(*t), ticket_cleanup);
+    if (!t) {
+        return -1;
+    }
+    t->n = n;
+    n->ticket = t;
+    bsi->api->setCancel(bsi, t, ticket_cancel);
+    return 0;
+}
+
 void futoin__sync_wake(SyncNode* n)
 {
     n->state = SN_HOLDER;
+    ticket_detach(n);
     if (n->core->mtx) {
         /* The waiter may be on another loop: queued there, and quietly
          * dropped if its cancel handler wins (it hands the slot on). */
@@ -275,8 +345,6 @@ void futoin__sync_wake(SyncNode* n)
     futoin_success(n->bsi);
 }
 
-static void node_put(SyncCore* c, SyncNode* n);
-static void sync_cancel(FutoInAsyncSteps* bsi, void* data);
 
 void futoin__sync_reject_waiting(SyncNode* n, const char* info)
 {
@@ -294,9 +362,16 @@ void futoin__sync_reject_waiting(SyncNode* n, const char* info)
         break;
     case FUTOIN_PARKED_QUEUED:
         return; /* sync_cancel() gives it back on the step's loop thread */
-    default:
+    default: {
+        /* Another engine's flow: its ticket gives the node back when the
+         * step ends (ticket_end), which may happen inside handle_error(). */
+        int ticketed = n->ticket != NULL;
         n->bsi->api->handle_error(n->bsi, FUTOIN_DEFENSE_REJECTED, info);
+        if (ticketed) {
+            return;
+        }
         break;
+    }
     }
     node_put(n->core, n);
 }
@@ -360,7 +435,10 @@ static void sync_lock_locked(FutoInAsyncSteps* bsi, SyncCore* c)
     case SYNC_WAIT:
         /* Resumed by success()/handle_error() from unlock(), another
          * flow's cancel handler or the rate timer. */
-        bsi->api->setCancel(bsi, n, sync_cancel);
+        if (arm_wait(bsi, n) != 0) {
+            sync_cancel_locked(bsi, n);
+            bsi->api->handle_error(bsi, FUTOIN_INTERNAL_ERROR, "sync object: out of memory");
+        }
         return;
     case SYNC_REJECT_CONC:
     case SYNC_REJECT_RATE: {

@@ -50,6 +50,7 @@ struct SyncNode {
     SyncNode* outer; /* for a re-entry: the record it nests in */
     SyncCore* core;
     FutoInAsyncSteps* bsi; /* the flow: resumed with success()/handle_error() */
+    struct SyncTicket* ticket; /* a waiting flow of another implementation */
     ptrdiff_t root_id;
     uint8_t state;
     uint8_t slot; /* owns one concurrency slot */

@@ -330,7 +330,9 @@ void futoin_add_work(FutoInAsyncSteps* as, FutoInWorkFn fn, void* work_data,
     Frame* fr = NULL;
     WorkItem* w = NULL;
     if (!fl) {
-        futoin__misuse(NULL, "futoin_add_work() needs an AsyncSteps interface of this library");
+        /* Its result comes back through our loop: own objects only. */
+        as->api->handle_error(as, FUTOIN_INTERNAL_ERROR,
+                "futoin_add_work() needs an AsyncSteps of this library");
     } else if (!fn) {
         futoin__misuse(fl, "futoin_add_work() with a NULL work function");
     } else if ((fr = futoin__add_target(fl, "futoin_add_work")) != NULL

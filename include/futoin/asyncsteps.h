@@ -236,6 +236,11 @@ static inline FutoInAsyncSteps* futoin_parallel(
 static inline void* futoin_state(FutoInAsyncSteps* as, const char* name,
         void* (*allocate)(void* data), void (*cleanup)(void* data, void* value), void* data)
 {
+    if (!name) {
+        /* Never sent across the interface. */
+        as->api->handle_error(as, FUTOIN_INTERNAL_ERROR, "stateVariable() with a NULL name");
+        return 0;
+    }
     return as->api->stateVariable(as, data, name, allocate, cleanup);
 }
 /* The last error's info (or break/continue label); "" when none. */
@@ -279,11 +284,14 @@ static inline ptrdiff_t futoin_root_id(FutoInAsyncSteps* as)
 
 /* Adds a step that succeeds with args (NULL: none), the spec's successStep():
  * result injection after sub-steps. Ownership of the values passes to the
- * engine, which cleans them up exactly once. */
+ * engine, which cleans them up exactly once. Works on any implementation
+ * of the interface: there, values of a step that never runs are cleaned
+ * up when the root is freed (docs/INTEROP.md). */
 void futoin_success_step(FutoInAsyncSteps* as, FutoInArgs* args);
 
 /* Adds a step that yields to the loop once (spec 1.15 relinquish()): other
- * flows and loop callbacks run before the flow continues. */
+ * flows and loop callbacks run before the flow continues. Any
+ * implementation: elsewhere the step waits for sched_immediate(). */
 void futoin_relinquish(FutoInAsyncSteps* as);
 
 /* Copies the model's top-level steps into as (the root's queue before
@@ -291,7 +299,8 @@ void futoin_relinquish(FutoInAsyncSteps* as);
  * state variables that as does not have by calling their allocators again
  * (spec 1.5; deprecated upstream). A model must not have been executed.
  * Values with a cleanup in a model's successStep cannot be copied:
- * InternalError. */
+ * InternalError. Both as and model must be objects of this library: another
+ * implementation's object gets InternalError (on as), nothing is copied. */
 void futoin_copy_from(FutoInAsyncSteps* as, FutoInAsyncSteps* model);
 
 /* ------------------------------------------------------------------------ */
@@ -456,7 +465,9 @@ int futoin_completion_reject(FutoInCompletion* c, const char* code, const char* 
 void futoin_completion_free(FutoInCompletion* c);
 /* Adds a step that waits for c: it succeeds with c's args or fails with its
  * error; cancelling the step detaches it from c. One awaiting step at a time;
- * a second one fails with InternalError. */
+ * a second one fails with InternalError. Any implementation of the
+ * interface; there, a registration whose step never runs is released when
+ * the root is freed (until then c cannot be awaited again). */
 void futoin_await(FutoInAsyncSteps* as, FutoInCompletion* c,
         FutoInAsyncSteps_error_callback eh, void* data);
 
@@ -479,7 +490,8 @@ enum {
     FUTOIN_PROMISE_OK = 0,
     FUTOIN_PROMISE_ERROR = 1,   /* an error escaped: see out->code */
     FUTOIN_PROMISE_STALLED = 2, /* the loop ran dry with the root still waiting: root cancelled */
-    FUTOIN_PROMISE_MISUSE = 3   /* NULL root, root not idle, or called from inside a step */
+    FUTOIN_PROMISE_MISUSE = 3   /* NULL root, a root of another implementation (we cannot
+                                 * run its loop), root not idle, or called from inside a step */
 };
 
 /* Executes root and runs its loop until the root completes. */

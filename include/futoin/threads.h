@@ -148,7 +148,9 @@ typedef void (*FutoInWorkRelease)(void* work_data);
  *  - if it is cancelled while fn runs, the result is dropped when fn
  *    returns: every value's cleanup runs exactly once;
  *  - release(work_data) runs once in every case, on the loop thread.
- * The loop is held while the work is outstanding, so run() waits for it. */
+ * The loop is held while the work is outstanding, so run() waits for it.
+ * as must be an object of this library: another implementation's object
+ * gets InternalError (its handle_error()) and release(work_data) at once. */
 void futoin_add_work(FutoInAsyncSteps* as, FutoInWorkFn fn, void* work_data,
         FutoInWorkRelease release);
 

@@ -1,0 +1,45 @@
+/*
+ * SPDX-License-Identifier: MIT
+ *
+ * The C API helpers applied to AsyncSteps objects of other implementations
+ * of the binary interface (docs/INTEROP.md). Everything here goes through
+ * the 25 interface entries only; our own objects keep their fast paths in
+ * extras.c and await.c.
+ *
+ * A foreign engine tells us nothing when it drops a step that never ran,
+ * so what such a step owns (successStep values, an await registration) is
+ * recorded on its root with a state variable, whose cleanup (the root's
+ * free) releases whatever was never taken back.
+ */
+#ifndef FUTOIN_INTEROP_H
+#define FUTOIN_INTEROP_H
+
+#include <futoin/asyncsteps.h>
+
+#pragma GCC visibility push(hidden)
+
+typedef struct FutoInPending FutoInPending;
+struct FutoInPending {
+    FutoInPending* prev;
+    FutoInPending* next;
+    void (*release)(FutoInPending* self);
+};
+
+/* Records p on the root behind as until futoin__pending_take(p), or else
+ * until the root is freed, when release(p) is called. Returns 0, or -1
+ * when the root has no room for it (out of memory, or its free() is
+ * pending): p is not recorded. */
+int futoin__pending_put(FutoInAsyncSteps* as, FutoInPending* p, void (*release)(FutoInPending*));
+/* Takes p back: release will not be called. */
+void futoin__pending_take(FutoInPending* p);
+
+/* successStep() and relinquish() on another implementation's object. */
+void futoin__foreign_success_step(FutoInAsyncSteps* as, FutoInArgs* args);
+void futoin__foreign_relinquish(FutoInAsyncSteps* as);
+
+/* Drops up to four values (args may be NULL). */
+void futoin__args_drop(FutoInArgs* args);
+
+#pragma GCC visibility pop
+
+#endif /* FUTOIN_INTEROP_H */
