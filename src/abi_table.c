@@ -587,6 +587,20 @@ static int flow_is_same_thread(FutoInAsyncSteps* bsi)
     return futoin_loop_is_same_thread(((Flow*)bsi)->loop);
 }
 
+/* futoin_success() of asyncsteps.h: a flow of ours takes "no result" as
+ * NULL, so the empty FutoInArgs that other implementations need is built
+ * only for them. */
+void futoin_success_empty(FutoInAsyncSteps* as)
+{
+    if (as->api == &futoin__flow_api) {
+        flow_success(as, NULL);
+        return;
+    }
+    FutoInArgs none;
+    memset(&none, 0, sizeof(none));
+    as->api->success(as, &none);
+}
+
 const FutoInAsyncStepsAPI futoin__flow_api = {{{
         flow_add,
         flow_parallel,

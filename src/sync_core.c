@@ -309,9 +309,12 @@ static void ticket_cleanup(void* value)
     ticket_end(value);
 }
 
+/* Engine flows first: the common case costs one comparison. */
+extern const FutoInAsyncStepsAPI futoin__flow_api;
+
 static int is_own_flow(FutoInAsyncSteps* bsi)
 {
-    return futoin_asyncsteps_loop(bsi) != NULL;
+    return bsi->api == &futoin__flow_api || futoin_asyncsteps_loop(bsi) != NULL;
 }
 
 /* Arms the cancel handler of a flow that waits in a queue. Returns 0, or

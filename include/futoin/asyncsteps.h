@@ -306,13 +306,12 @@ void futoin_copy_from(FutoInAsyncSteps* as, FutoInAsyncSteps* model);
 /* ------------------------------------------------------------------------ */
 /* Execution API (spec 2.2.2): inside an execute callback                    */
 
-/* Completes the step with no result. Sends a zeroed FutoInArgs, never NULL:
- * other implementations of the interface may read it. */
+/* Completes the step with no result. Sends a zeroed FutoInArgs, never NULL,
+ * to other implementations of the interface (they may read it). */
+void futoin_success_empty(FutoInAsyncSteps* as);
 static inline void futoin_success(FutoInAsyncSteps* as)
 {
-    FutoInArgs none;
-    memset(&none, 0, sizeof(none));
-    as->api->success(as, &none);
+    futoin_success_empty(as);
 }
 /* Completes the step with up to four values; ownership passes to the engine. */
 static inline void futoin_success_args(FutoInAsyncSteps* as, FutoInArgs* args)
