@@ -275,7 +275,7 @@ CEOF
     gcc "${CFLAGS_CHECK[@]}" -D_POSIX_C_SOURCE=200809L -o "$CHECK_DIR/check_uv" \
         "$CHECK_DIR/check_uv.c" $(pkg-config --cflags --libs futoin_asyncsteps_uv)
     printf "uv: "
-    "$CHECK_DIR/check_uv"
+    LD_LIBRARY_PATH="$LIBDIR" "$CHECK_DIR/check_uv"
 fi
 passed
 

@@ -73,11 +73,19 @@
 enum RecordState { RECORD_FREE, RECORD_DEFERRED };
 
 /* Loop-side reasons to drain the cross-thread queue without looking at it:
- * XPOLL_EMBEDDED, the wake-up fd is disarmed every round; XPOLL_BACKLOG,
+ * XPOLL_EMBEDDED, an outer event loop drives this one (it polls the wake-up
+ * fd or registered a wake-up callback) and the signal is disarmed every
+ * round; XPOLL_BACKLOG,
  * the last drain stopped before the queue was empty. Without them the
  * queue's consumer end is at its stub (a pop only fails there), so the
  * per-round check is one relaxed load of the word producers swing. */
 enum { XPOLL_EMBEDDED = 1, XPOLL_BACKLOG = 2 };
+
+/* How other threads wake the loop thread up (bits of need_signal and of
+ * armed): SIG_FD, a write to the wake-up fd (the loop thread waits on it in
+ * run(), or an embedder polls it); SIG_HOOK, a call of the wake-up callback
+ * of futoin_loop_set_wakeup() on the posting thread. */
+enum { SIG_FD = 1, SIG_HOOK = 2 };
 
 /* What a ring slot holds: the immediate is stored in the ring itself. */
 enum ImmKind { IMM_DEAD, IMM_PLAIN, IMM_AUX };
@@ -128,8 +136,10 @@ struct FutoInLoop {
     uint64_t imm_tail;     /* sequence number the next immediate gets */
     size_t ring_capacity;
     size_t live_immediates; /* slots that are not IMM_DEAD */
-    /* Lets an outer event loop (the libuv backend) learn that it must wake
-     * up earlier than it planned; NULL when nobody drives the loop. */
+    /* futoin_loop_set_wakeup(): lets an outer event loop (the libuv
+     * backend, say) learn that it must wake up earlier than it planned;
+     * NULL when nobody drives the loop. Written by the loop thread only
+     * while no other thread can be calling it (see futoin_loop_set_wakeup). */
     FutoInLoopWakeup wakeup;
     unsigned round_depth;
     uint8_t stop_requested;
@@ -155,11 +165,12 @@ struct FutoInLoop {
 
     /* ---- cross-thread ---- */
     _Alignas(LOOP_LINE) FutoInXQueue xq;
-    /* Set by the loop thread when it is about to wait on the wake-up fd
-     * (or, embedded, between iterations); whoever flips it back to 0 owes
-     * exactly one write to the fd, and the loop thread consumes exactly
-     * that one write. So the fd is never left readable by accident and a
-     * busy loop costs producers no system call. */
+    /* Set (to SIG_* bits) by the loop thread when it is about to wait on
+     * the wake-up fd (or, embedded, between iterations); whoever flips it
+     * back to 0 owes exactly one signal of each kind: a write to the fd,
+     * which the loop thread consumes (so the fd is never left readable by
+     * accident), and/or a call of the wake-up callback. A busy loop costs
+     * producers no system call. */
     _Atomic int need_signal;
     _Atomic long refs;   /* futoin_loop_hold(): outstanding external work */
     /* Threads between making work visible (a push, a release) and the end
@@ -169,7 +180,10 @@ struct FutoInLoop {
     _Atomic int xbusy;
     int wake_rfd;        /* -1 until the loop first needs to wait */
     int wake_wfd;
-    int armed;           /* loop thread: need_signal was set by us */
+    int armed;           /* loop thread: need_signal was set by us to these SIG_* bits */
+    /* Loop thread: another thread took a SIG_HOOK signal and may still be
+     * calling the hook; futoin_loop_set_wakeup() waits for it. */
+    uint8_t hook_owed;
 };
 
 /* ---- clock ---- */
@@ -600,8 +614,17 @@ static void wake_fd_write(FutoInLoop* loop)
  * so one of the two always sees the other. */
 static void signal_if_needed(FutoInLoop* loop)
 {
-    if (atomic_load(&loop->need_signal) && atomic_exchange(&loop->need_signal, 0)) {
-        wake_fd_write(loop);
+    if (atomic_load(&loop->need_signal)) {
+        int mode = atomic_exchange(&loop->need_signal, 0);
+        if (mode & SIG_FD) {
+            wake_fd_write(loop);
+        }
+        if (mode & SIG_HOOK) {
+            /* The hook was set before SIG_HOOK was armed (the exchange
+             * synchronizes with that store), and futoin_loop_set_wakeup()
+             * waits for xbusy to drop before it changes it again. */
+            loop->wakeup(loop->wakeup_data);
+        }
     }
 }
 
@@ -635,36 +658,62 @@ static int wake_fd_ensure(FutoInLoop* loop)
     return 0;
 }
 
-static void signal_arm(FutoInLoop* loop)
+static void signal_arm(FutoInLoop* loop, int mode)
 {
-    loop->armed = 1;
-    atomic_store(&loop->need_signal, 1);
+    loop->armed = mode;
+    atomic_store(&loop->need_signal, mode);
 }
 
-/* Takes need_signal back. If another thread took it first, its write is
- * owed (it may not have happened yet): wait for it and consume it, so the
- * fd is clean again. The wait is at most the producer's next few
- * instructions. */
-static void signal_disarm(FutoInLoop* loop)
+/* Takes need_signal back. If another thread took it first, its signal is
+ * owed (it may not have happened yet). A write to the fd: wait for it and
+ * consume it, so the fd is clean again (the wait is at most the producer's
+ * next few instructions). A call of the hook: nothing to consume (at worst
+ * the outer loop wakes up once for nothing). Returns 1 when another thread
+ * took it. */
+static int signal_disarm(FutoInLoop* loop)
 {
-    if (!loop->armed) {
-        return;
+    int mode = loop->armed;
+    if (!mode) {
+        return 0;
     }
     loop->armed = 0;
     if (atomic_exchange(&loop->need_signal, 0) != 0) {
-        return;
+        return 0;
+    }
+    if (mode & SIG_HOOK) {
+        loop->hook_owed = 1;
+    }
+    if (!(mode & SIG_FD)) {
+        return 1;
     }
     char buf[64];
     struct pollfd p = { loop->wake_rfd, POLLIN, 0 };
     for (;;) {
         if (read(loop->wake_rfd, buf, sizeof(buf)) > 0) {
-            return;
+            return 1;
         }
         if (errno == EAGAIN || errno == EWOULDBLOCK) {
             poll(&p, 1, -1);
         } else if (errno != EINTR) {
-            return;
+            return 1;
         }
+    }
+}
+
+/* The signals an outer event loop waits for between iterations. */
+static int embed_mode(const FutoInLoop* loop)
+{
+    return (loop->embedded ? SIG_FD : 0) | (loop->wakeup ? SIG_HOOK : 0);
+}
+
+/* Between iterations of an embedded loop: the next post by another thread
+ * signals the outer loop. */
+static void embed_arm(FutoInLoop* loop)
+{
+    int mode = embed_mode(loop);
+    if (mode && loop->armed != mode) {
+        signal_disarm(loop);
+        signal_arm(loop, mode);
     }
 }
 
@@ -714,8 +763,11 @@ static void block_until(FutoInLoop* loop, uint64_t due_ns)
         sleep_until(due_ns < slice ? due_ns : slice);
         return;
     }
-    if (!loop->armed) {
-        signal_arm(loop);
+    if (!(loop->armed & SIG_FD)) {
+        /* The loop thread itself waits: the fd, whatever an embedder
+         * armed (at worst its hook fires once for nothing). */
+        signal_disarm(loop);
+        signal_arm(loop, SIG_FD);
     }
     if (!futoin__xq_nonempty(&loop->xq)
             && (due_ns != UINT64_MAX || atomic_load(&loop->refs) > 0)) {
@@ -928,7 +980,7 @@ static int xstop_run(void* consumer, FutoInXMsg* m)
  * flood cannot starve the loop's own work. Returns 1 on a stop request. */
 static int drain_x(FutoInLoop* loop)
 {
-    if (loop->embedded) {
+    if (loop->armed) {
         signal_disarm(loop);
     }
     loop->xpoll |= XPOLL_BACKLOG;
@@ -1123,9 +1175,7 @@ int futoin_loop_wakeup_fd(FutoInLoop* loop)
     }
     loop->embedded = 1;
     loop->xpoll |= XPOLL_EMBEDDED;
-    if (!loop->armed) {
-        signal_arm(loop);
-    }
+    embed_arm(loop);
     if (futoin__xq_nonempty(&loop->xq)) {
         signal_if_needed(loop); /* already queued work: make the fd readable */
     }
@@ -1211,7 +1261,7 @@ static LOOP_INLINE int run_round(FutoInLoop* loop)
  * limit_ns, moving the virtual clock to it. Returns 1 if a callback ran. */
 static int run_one_virtual(FutoInLoop* loop, uint64_t limit_ns)
 {
-    if (loop->embedded || futoin__xq_nonempty(&loop->xq)) {
+    if ((loop->xpoll & XPOLL_EMBEDDED) || futoin__xq_nonempty(&loop->xq)) {
         drain_x(loop);
     }
     if (run_first_immediate(loop)) {
@@ -1295,9 +1345,8 @@ int futoin_loop_iterate(FutoInLoop* loop, int64_t* next_delay)
     if (loop->round_depth == 0) {
         loop->stop_requested = 0;
     }
-    if (loop->embedded && !loop->armed) {
-        signal_arm(loop); /* the embedder waits on the fd until the next call */
-    }
+    /* The embedder waits on the fd or for the hook until the next call. */
+    embed_arm(loop);
     if (next_delay) {
         *next_delay = next_delay_ms(loop);
     }
@@ -1313,9 +1362,7 @@ void futoin_loop_run(FutoInLoop* loop)
         }
     }
     loop->stop_requested = 0;
-    if (loop->embedded && !loop->armed) {
-        signal_arm(loop);
-    }
+    embed_arm(loop);
 }
 
 void futoin_loop_stop(FutoInLoop* loop)
@@ -1461,20 +1508,40 @@ void futoin__loop_set_engine_free(FutoInLoop* loop, void (*destroy)(void* engine
     loop->engine_free = destroy;
 }
 
-void futoin__loop_set_wakeup(FutoInLoop* loop, FutoInLoopWakeup cb, void* data)
+void futoin_loop_set_wakeup(FutoInLoop* loop, FutoInLoopWakeup cb, void* data)
 {
+    if (!loop) {
+        return;
+    }
+    /* No other thread may start a call of the old hook from now on; one
+     * that took a signal already is inside xbusy (from before its push or
+     * release to the end of its wake-up): let it finish, so that the
+     * caller may free the old data when this returns. */
+    signal_disarm(loop);
+    if (loop->hook_owed) {
+        while (atomic_load(&loop->xbusy) > 0) {
+            sched_yield();
+        }
+        loop->hook_owed = 0;
+    }
     loop->wakeup = cb;
     loop->wakeup_data = cb ? data : NULL;
+    if (cb || loop->embedded) {
+        loop->xpoll |= XPOLL_EMBEDDED;
+    } else {
+        loop->xpoll &= (uint8_t)~XPOLL_EMBEDDED;
+    }
+    embed_arm(loop);
 }
 
-void* futoin__loop_wakeup_data(const FutoInLoop* loop)
+void* futoin_loop_wakeup_data(const FutoInLoop* loop)
 {
-    return loop->wakeup_data;
+    return loop ? loop->wakeup_data : NULL;
 }
 
-int64_t futoin__loop_next_delay(const FutoInLoop* loop)
+int64_t futoin_loop_next_delay(const FutoInLoop* loop)
 {
-    return next_delay_ms(loop);
+    return loop ? next_delay_ms(loop) : -1;
 }
 
 void futoin__loop_wait_next_timer(FutoInLoop* loop)

@@ -79,21 +79,6 @@ void futoin__loop_set_engine_free(FutoInLoop* loop, void (*destroy)(void* engine
  * loop round by round. */
 void futoin__loop_wait_next_timer(FutoInLoop* loop);
 
-/* Wakeup hook for a driver that runs the loop from another event loop
- * (src/uv/). cb(data) is called when an immediate is queued while none was
- * pending, and when a new timer becomes the earliest one: the driver then
- * re-reads futoin__loop_next_delay() and re-arms its own wait. It may be
- * called from inside futoin_loop_iterate(); it must not run loop callbacks.
- * NULL cb removes the hook. Cost when unset: one pointer test per schedule. */
-typedef void (*FutoInLoopWakeup)(void* data);
-void futoin__loop_set_wakeup(FutoInLoop* loop, FutoInLoopWakeup cb, void* data);
-/* The data registered with the hook (NULL if none): lets the driver find
- * its own context from a FutoInLoop*. */
-void* futoin__loop_wakeup_data(const FutoInLoop* loop);
-/* What futoin_loop_iterate() would report in next_delay_ms, without running
- * anything: 0 with immediates pending, ms until the next timer, -1 if idle. */
-int64_t futoin__loop_next_delay(const FutoInLoop* loop);
-
 /* ---- loop thread only, without the thread check (engine hot paths) ---- */
 FutoInHandle futoin__loop_immediate_local(FutoInLoop* loop, void* data, FutoInLoopCallback cb);
 /* The same without a handle, for a caller that never cancels it. */

@@ -94,11 +94,13 @@ int futoin_loop_is_same_thread(const FutoInLoop* loop);
 void futoin_loop_hold(FutoInLoop* loop);
 void futoin_loop_release(FutoInLoop* loop);
 
-/* For driving the loop from another event loop: a file descriptor that
- * becomes readable when another thread queues work for the loop (poll it
- * together with next_delay_ms of futoin_loop_iterate(), then call
- * futoin_loop_iterate(), which consumes the signal). Loop thread only;
- * -1 if no descriptor could be created. The loop owns and closes it. */
+/* For driving the loop from an fd-based event loop, instead of (or as well
+ * as) the wake-up callback below: a file descriptor that becomes readable
+ * when another thread queues work for the loop, with the same "at most once
+ * between two futoin_loop_iterate() calls" rule as the callback (poll it
+ * together with futoin_loop_next_delay(), then call futoin_loop_iterate(),
+ * which consumes the signal). Loop thread only; -1 if no descriptor could
+ * be created. The loop owns and closes it. */
 int futoin_loop_wakeup_fd(FutoInLoop* loop);
 
 /* The loop's clock in milliseconds (monotonic; virtual for the test variant). */
@@ -118,6 +120,68 @@ int futoin_loop_iterate(FutoInLoop* loop, int64_t* next_delay_ms);
  * cross-thread wake-up (no busy waiting); the virtual clock jumps to the
  * next timer. */
 void futoin_loop_run(FutoInLoop* loop);
+
+/* ------------------------------------------------------------------------ */
+/* Embedding: driving a loop from another event loop                        */
+/*
+ * Instead of futoin_loop_run(), an outer event loop (libuv, epoll, GLib, a
+ * poll() loop; src/uv/ is one) can run a FutoInLoop on the loop's thread.
+ * The outer loop does the waiting; the FutoInLoop says when it needs a round:
+ *
+ *   1. On the loop thread: futoin_loop_set_wakeup(loop, on_wakeup, ctx).
+ *   2. Plan: d = futoin_loop_next_delay(loop)
+ *        d == 0   run a round without blocking (immediates are pending);
+ *        d >  0   run a round within d ms (arm a timer of the outer loop);
+ *        d == -1  nothing is scheduled: no timer.
+ *   3. Run a round when the plan says so or on_wakeup asks for it:
+ *        more = futoin_loop_iterate(loop, &d);   (d is the new plan)
+ *      more == 1 with d == -1 means work the loop cannot see (holds,
+ *      cross-thread calls on their way): keep the outer loop alive, the
+ *      callback fires when that work arrives. more == 0: the loop is empty.
+ *   4. on_wakeup(ctx) means "the plan changed: do step 2 again (on the loop
+ *      thread) before the outer loop blocks next". It is called
+ *      - on the loop thread, inside the call that scheduled the work, when
+ *        an immediate is queued while none was pending or a timer becomes
+ *        the earliest one. That includes calls from loop callbacks inside
+ *        futoin_loop_iterate(), whose returned plan already covers them (an
+ *        embedder may ignore calls made while its iterate() runs);
+ *      - on ANY OTHER thread, inside the call that made work visible to the
+ *        loop (futoin_loop_immediate/deferred/stop from that thread, a cancel
+ *        that has to be queued, a success()/error()/cancel() of a root, the
+ *        release of the last hold; see docs/THREADS.md), at most once between two
+ *        futoin_loop_iterate() calls: the first such call after a round
+ *        fires it, later ones only queue their work. Wake the outer loop's
+ *        thread with a thread-safe primitive (uv_async_send(),
+ *        g_main_context_wakeup(), a write to a pipe or an eventfd) and call
+ *        futoin_loop_iterate() there.
+ *   Cancelling a timer never fires it (the plan can only get later; a
+ *   round that finds nothing to do is harmless).
+ *
+ * The callback must return quickly and must not block, run loop callbacks,
+ * call futoin_loop_iterate()/run() or change the hook. On the loop thread it
+ * may call futoin_loop_next_delay(); on other threads it may only touch
+ * state that is safe to use from there. futoin_loop_run() still works on a
+ * loop that has a hook (it waits by itself; the hook may fire meanwhile).
+ * Example: tests/test_loop_embed.c drives a loop from a poll() loop.
+ */
+typedef void (*FutoInLoopWakeup)(void* data);
+
+/* Sets (cb != NULL) or removes (cb == NULL) the wake-up callback; a loop
+ * has at most one. Loop thread only. When it returns, no call of the
+ * previous callback is running on another thread and none will start, so
+ * its data may be freed. After setting it, plan with
+ * futoin_loop_next_delay(): work may already be pending. */
+void futoin_loop_set_wakeup(FutoInLoop* loop, FutoInLoopWakeup cb, void* data);
+
+/* The data given with the current callback, NULL if none: lets an embedder
+ * find its own context from a FutoInLoop*. Loop thread only. */
+void* futoin_loop_wakeup_data(const FutoInLoop* loop);
+
+/* What futoin_loop_iterate() reports in next_delay_ms, without running
+ * anything: 0 when immediates or cross-thread calls are pending, the ms
+ * until the earliest timer (rounded up: a wait of that long never wakes too
+ * early), -1 when nothing is scheduled. Loop thread only. */
+int64_t futoin_loop_next_delay(const FutoInLoop* loop);
 
 /* Makes run() return after the current callback. Any thread: from another
  * thread run() returns when the request reaches the loop thread (before

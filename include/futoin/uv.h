@@ -1,8 +1,11 @@
 /*
  * FutoIn AsyncSteps on libuv: real I/O as awaitable steps.
  *
- * Library futoin_asyncsteps_uv (static, optional: CMake option FUTOIN_WITH_UV,
- * needs libuv >= 1.x). The core library does not depend on it.
+ * Library futoin_asyncsteps_uv (optional: CMake option FUTOIN_WITH_UV, needs
+ * libuv >= 1.x), shared (libfutoin_asyncsteps_uv.so.0, linking the shared
+ * core) and static (with the core's static library). The core library does
+ * not depend on it; it drives the core's loop through the embedding API of
+ * <futoin/asynctool.h> only (futoin_loop_set_wakeup and friends).
  *
  * ---------------------------------------------------------------------------
  * The backend
@@ -17,10 +20,10 @@
  *   - one uv_check_t (unreferenced), which runs one AsyncTool round right
  *     after libuv has polled for I/O, so that steps resumed by I/O callbacks
  *     run in the same libuv iteration;
- *   - one uv_poll_t on the AsyncTool's cross-thread wake-up descriptor
- *     (futoin_loop_wakeup_fd()), so that work queued by other threads wakes
- *     libuv up; referenced only while the AsyncTool has holds or messages
- *     on their way (futoin_loop_hold()) and nothing scheduled.
+ *   - one uv_async_t, sent by the AsyncTool's wake-up callback when another
+ *     thread queues work for it, so that such work wakes libuv up;
+ *     referenced only while the AsyncTool has holds or messages on their
+ *     way (futoin_loop_hold()) and nothing scheduled.
  * Only these keep uv_run() alive, and only while the AsyncTool has work: a
  * step waiting for I/O is kept alive by its own libuv handle; a step waiting
  * for a foreign event is not, unless the loop is held (like any libuv

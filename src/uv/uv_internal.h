@@ -4,7 +4,11 @@
 
 #include <futoin/uv.h>
 
-#include "../loop_internal.h"
+/* Internal to the library: futoin__uv_* stays out of the shared object's
+ * symbol table (scripts/check-abi.sh checks it). */
+#if defined(__GNUC__)
+#pragma GCC visibility push(hidden)
+#endif
 
 /* Tells a FutoInUv apart from other data registered as loop wakeup data. */
 #define FUTOIN_UV_MAGIC 0x46557631u
@@ -17,17 +21,16 @@ struct FutoInUv {
     uv_timer_t timer;
     uv_idle_t idle;
     uv_check_t check;
-    /* Polls the AsyncTool's cross-thread wake-up fd (futoin_loop_wakeup_fd):
-     * other threads queueing work make it readable. */
-    uv_poll_t xpoll;
+    /* Sent by the loop's wake-up callback (futoin_loop_set_wakeup) when
+     * another thread queues work for the AsyncTool. */
+    uv_async_t xasync;
     /* uv_now() value the timer is armed for, 0 when it is stopped: lets
      * re-arming to the same deadline skip libuv's timer heap. */
     uint64_t timer_due;
-    int open_handles; /* of timer/idle/check/xpoll, until their close callbacks */
+    int open_handles; /* of timer/idle/check/xasync, until their close callbacks */
     uint8_t owns_uv;
     uint8_t in_pump;
     uint8_t idle_on;
-    uint8_t has_xpoll;
 };
 
 enum FutoInUvReadMode { RD_NONE = 0, RD_LINE, RD_UNTIL, RD_EXACT, RD_SOME };
@@ -112,5 +115,9 @@ FutoInBinaryValue futoin__uv_bytes_adopt(char* data, size_t n, int as_string);
 FutoInUvStream* futoin__uv_stream_alloc(FutoInUv* uv);
 /* Initiates uv_close() (idempotent); pending steps fail with CommError. */
 void futoin__uv_stream_close(FutoInUvStream* s);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
 
 #endif

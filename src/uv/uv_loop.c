@@ -6,11 +6,13 @@
  * the cost independent of the number of step timeouts (one uv_timer_t in
  * total, not one per step) and keeps the engine's fairness rules intact.
  *
- *   wakeup hook ──► arm(): idle on   (immediates pending: poll must not block)
+ *   wake-up callback (futoin_loop_set_wakeup), loop thread
+ *               ──► arm(): idle on   (immediates pending: poll must not block)
  *                          timer on  (earliest AsyncTool timer)
+ *   wake-up callback, another thread ──► uv_async_send()
  *   uv_check_t (after poll) ─► pump(): one futoin_loop_iterate() round
  *   uv_timer_t              ─► pump()
- *   uv_poll_t on futoin_loop_wakeup_fd() ─► pump()  (other threads posted)
+ *   uv_async_t              ─► pump()  (other threads posted)
  *
  * The round runs in the check phase, right after libuv has delivered I/O, so
  * every step resumed by an I/O callback of that poll runs in the same libuv
@@ -47,7 +49,7 @@ static void on_check(uv_check_t* h)
     FutoInUv* u = h->data;
     if (u->idle_on) {
         pump(u);
-    } else if (u->timer_due && futoin__loop_next_delay(u->loop) < 0) {
+    } else if (u->timer_due && futoin_loop_next_delay(u->loop) < 0) {
         /* Cancelling timers does not wake us up (it cannot make us late),
          * but when the last one is gone (roots freed from a signal handler,
          * say) the armed uv timer must not keep uv_run() alive until it
@@ -97,33 +99,35 @@ static void pump(FutoInUv* u)
     int more = futoin_loop_iterate(u->loop, &delay);
     u->in_pump = 0;
     arm(u, delay);
-    if (u->has_xpoll) {
-        /* Work the AsyncTool has but cannot schedule (holds, a message from
-         * another thread on its way) must keep uv_run() alive; the fd fires
-         * when it arrives. Otherwise the fd must not keep libuv running. */
-        if (more && delay < 0) {
-            uv_ref((uv_handle_t*)&u->xpoll);
-        } else {
-            uv_unref((uv_handle_t*)&u->xpoll);
-        }
+    /* Work the AsyncTool has but cannot schedule (holds, a message from
+     * another thread on its way) must keep uv_run() alive; the async handle
+     * fires when it arrives. Otherwise it must not keep libuv running. */
+    if (more && delay < 0) {
+        uv_ref((uv_handle_t*)&u->xasync);
+    } else {
+        uv_unref((uv_handle_t*)&u->xasync);
     }
 }
 
-static void on_xpoll(uv_poll_t* h, int status, int events)
+static void on_xasync(uv_async_t* h)
 {
-    (void)status;
-    (void)events;
-    /* iterate() consumes the signal and runs what was posted. */
+    /* iterate() runs what other threads posted. */
     pump(h->data);
 }
 
-/* Called by the AsyncTool when new work may be due earlier than planned.
- * Inside pump() the plan is made afterwards from iterate()'s answer. */
+/* The AsyncTool's wake-up callback. On the loop thread: new work may be due
+ * earlier than planned (inside pump() the plan is made afterwards from
+ * iterate()'s answer). On another thread: work was posted, at most once
+ * per round; uv_async_send() is libuv's thread-safe wake-up. */
 static void on_wakeup(void* data)
 {
     FutoInUv* u = data;
+    if (!futoin_loop_is_same_thread(u->loop)) {
+        uv_async_send(&u->xasync);
+        return;
+    }
     if (!u->in_pump) {
-        arm(u, futoin__loop_next_delay(u->loop));
+        arm(u, futoin_loop_next_delay(u->loop));
     }
 }
 
@@ -155,6 +159,18 @@ FutoInUv* futoin_uv_new(uv_loop_t* uv_loop)
         free(u);
         return NULL;
     }
+    /* The async handle needs a descriptor of libuv's (its first one on the
+     * loop): the one init that can fail. */
+    if (uv_async_init(u->uv, &u->xasync, on_xasync) != 0) {
+        futoin_loop_free(u->loop);
+        if (u->owns_uv) {
+            uv_loop_close(&u->own_loop);
+        }
+        free(u);
+        return NULL;
+    }
+    u->xasync.data = u;
+    uv_unref((uv_handle_t*)&u->xasync);
     /* These inits cannot fail on a valid loop. */
     uv_timer_init(u->uv, &u->timer);
     uv_idle_init(u->uv, &u->idle);
@@ -162,20 +178,12 @@ FutoInUv* futoin_uv_new(uv_loop_t* uv_loop)
     u->timer.data = u;
     u->idle.data = u;
     u->check.data = u;
-    u->open_handles = 3;
+    u->open_handles = 4;
     uv_check_start(&u->check, on_check);
     /* The check handle runs on every iteration but must not keep uv_run()
      * alive by itself: only pending AsyncTool work (timer/idle) does. */
     uv_unref((uv_handle_t*)&u->check);
-    int fd = futoin_loop_wakeup_fd(u->loop);
-    if (fd >= 0 && uv_poll_init(u->uv, &u->xpoll, fd) == 0) {
-        u->xpoll.data = u;
-        u->has_xpoll = 1;
-        ++u->open_handles;
-        uv_poll_start(&u->xpoll, UV_READABLE, on_xpoll);
-        uv_unref((uv_handle_t*)&u->xpoll);
-    }
-    futoin__loop_set_wakeup(u->loop, on_wakeup, u);
+    futoin_loop_set_wakeup(u->loop, on_wakeup, u);
     return u;
 }
 
@@ -200,16 +208,13 @@ void futoin_uv_free(FutoInUv* u)
     if (!u) {
         return;
     }
-    futoin__loop_set_wakeup(u->loop, NULL, NULL);
+    /* From here on no other thread calls on_wakeup(), so none touches the
+     * async handle any more. */
+    futoin_loop_set_wakeup(u->loop, NULL, NULL);
     uv_close((uv_handle_t*)&u->timer, on_handle_closed);
     uv_close((uv_handle_t*)&u->idle, on_handle_closed);
     uv_close((uv_handle_t*)&u->check, on_handle_closed);
-    if (u->has_xpoll) {
-        /* Stops watching the fd now (uv_close is synchronous about that),
-         * before the FutoInLoop closes it: a closed and reused fd number
-         * must never stay in libuv's epoll set. */
-        uv_close((uv_handle_t*)&u->xpoll, on_handle_closed);
-    }
+    uv_close((uv_handle_t*)&u->xasync, on_handle_closed);
     futoin_loop_free(u->loop);
     u->loop = NULL;
     u->magic = 0;
@@ -246,7 +251,7 @@ FutoInUv* futoin_uv_of_loop(FutoInLoop* loop)
     if (!loop) {
         return NULL;
     }
-    FutoInUv* u = futoin__loop_wakeup_data(loop);
+    FutoInUv* u = futoin_loop_wakeup_data(loop);
     return u && u->magic == FUTOIN_UV_MAGIC ? u : NULL;
 }
 

@@ -1,71 +1,13 @@
-/* The libuv backend driving the AsyncTool loop: the core's wakeup hook,
- * one libuv timer for any number of step timers, keep-alive semantics of
- * uv_run(), and embedding in a loop owned by the program. */
+/* The libuv backend driving the AsyncTool loop through the core's
+ * embedding API (futoin_loop_set_wakeup(), tested by itself in
+ * tests/test_loop_embed.c): one libuv timer for any number of step timers,
+ * keep-alive semantics of uv_run(), and embedding in a loop owned by the
+ * program. */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
 #endif
 
 #include "uv_tsupport.h"
-
-#include "loop_internal.h"
-#include "uv/uv_internal.h"
-
-/* ---- the core hook (src/loop.c) ---- */
-
-static int g_wakeups;
-
-static void count_wakeup(void* data)
-{
-    (void)data;
-    ++g_wakeups;
-}
-
-static void nop(void* data)
-{
-    (void)data;
-}
-
-static void test_wakeup_hook(void** state)
-{
-    (void)state;
-    FutoInLoop* loop = futoin_loop_new_virtual();
-    g_wakeups = 0;
-    futoin__loop_set_wakeup(loop, count_wakeup, &g_wakeups);
-    assert_ptr_equal(futoin__loop_wakeup_data(loop), &g_wakeups);
-    assert_int_equal(futoin__loop_next_delay(loop), -1);
-
-    /* Only the first pending immediate wakes the driver up. */
-    futoin_loop_immediate(loop, NULL, nop);
-    futoin_loop_immediate(loop, NULL, nop);
-    assert_int_equal(g_wakeups, 1);
-    assert_int_equal(futoin__loop_next_delay(loop), 0);
-    int64_t delay = 7;
-    futoin_loop_iterate(loop, &delay);
-    assert_int_equal(delay, -1);
-
-    /* Timers: only one that becomes the earliest. */
-    g_wakeups = 0;
-    futoin_loop_deferred(loop, 100, NULL, nop);
-    assert_int_equal(g_wakeups, 1);
-    futoin_loop_deferred(loop, 200, NULL, nop);
-    assert_int_equal(g_wakeups, 1);
-    FutoInHandle early = futoin_loop_deferred(loop, 50, NULL, nop);
-    assert_int_equal(g_wakeups, 2);
-    assert_int_equal(futoin__loop_next_delay(loop), 50);
-    futoin_loop_cancel(loop, &early);
-    assert_int_equal(futoin__loop_next_delay(loop), 100);
-
-    /* Immediates after the queue ran empty wake it up again. */
-    futoin_loop_immediate(loop, NULL, nop);
-    assert_int_equal(g_wakeups, 3);
-
-    /* Removed hook: nothing is called, no data is reported. */
-    futoin__loop_set_wakeup(loop, NULL, &g_wakeups);
-    assert_null(futoin__loop_wakeup_data(loop));
-    futoin_loop_deferred(loop, 1, NULL, nop);
-    assert_int_equal(g_wakeups, 3);
-    futoin_loop_free(loop);
-}
 
 /* ---- backend ---- */
 
@@ -163,9 +105,9 @@ static void test_one_uv_timer_for_many(void** state)
     assert_true(dt >= 59);
     /* Hundreds of AsyncTool timers were pending at the walk... */
     assert_true(g_walk.pending > 100);
-    /* ...and libuv had our timer, idle, check (and the cross-thread fd's
-     * poll handle) plus run_until's guard. */
-    assert_int_equal(g_walk.handles, 3 + g_uv->has_xpoll + 1);
+    /* ...and libuv had our timer, idle, check and cross-thread async
+     * handle, plus run_until's guard. */
+    assert_int_equal(g_walk.handles, 4 + 1);
     futoin_asyncsteps_free(root);
 }
 
@@ -380,7 +322,8 @@ static void test_burst_yields_to_libuv(void** state)
 }
 
 /* Another thread resumes a waiting step through futoin_loop_immediate():
- * libuv sleeps in its poll and is woken by the AsyncTool's wake-up fd; the
+ * libuv sleeps in its poll and is woken through the AsyncTool's wake-up
+ * callback (uv_async_send()); the
  * hold keeps uv_run() alive meanwhile, with no libuv handle of the user's. */
 typedef struct XThread {
     FutoInAsyncSteps* waiting;
@@ -442,7 +385,6 @@ static void test_cross_thread_wakeup(void** state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_wakeup_hook),
         T(test_backend_accessors),
         T(test_one_uv_timer_for_many),
         T(test_run_returns_when_idle),
