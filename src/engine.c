@@ -1853,15 +1853,28 @@ int futoin__find_loop(Flow* fl, const char* label)
 /* ------------------------------------------------------------------------ */
 /* Operations requested through the ABI (context already validated)         */
 
+/* success(args) of a loop body whose values are dropped: the step
+ * completes with no result first, then the values' cleanups run from a
+ * copy, so a cleanup that cancels or frees the root finds the step done
+ * (no cancel handler for it) and the caller's holders untouched. */
+__attribute__((noinline)) static void success_then_drop(Flow* fl, FutoInArgs* args)
+{
+    FutoInArgs values = *args;
+    futoin__flow_success(fl, NULL);
+    args_release(&values, 4);
+}
+
 void futoin__flow_success(Flow* fl, FutoInArgs* args)
 {
     Frame* f = &fl->frames[fl->depth];
     if (f->kind == SK_LOOP && args) {
         /* A loop body's own results go nowhere: not into the next
          * iteration, nor past the loop. Like results_set(), this takes
-         * the values over without clearing the caller's holders. */
-        args_release(args, 4);
-        args = NULL;
+         * the values over without clearing the caller's holders. Their
+         * cleanups are user code that may cancel or free the root: they
+         * run once the step is complete (success_then_drop). */
+        success_then_drop(fl, args);
+        return;
     }
     if (fl->cb == CB_EXEC || fl->cb == CB_ERROR) {
         fl->out = OUT_SUCCESS;

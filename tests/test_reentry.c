@@ -438,6 +438,107 @@ static void test_branch_stack_cleanup_frees_root(void** state)
     assert_int_equal(futoin_loop_pending(g_loop), 0);
 }
 
+/* ---- a loop body's dropped result (found by the fuzzer) ----
+ * A loop body's step waits with a cancel handler and is completed with a
+ * value from outside (or completes with one itself); a loop iteration's
+ * results are dropped, and the value's cleanup cancels or frees the root.
+ * Completed from outside, the step has completed by then: its cancel
+ * handler must not run. Completed inside its own callback, the callback
+ * is still running, so it is aborted like any step whose callback cancels
+ * its root after success() (docs/SEMANTICS.md): the handler runs once. */
+
+typedef struct LoopDrop {
+    Actor actor;
+    FutoInAsyncSteps* waiting;
+    int inline_success; /* success() inside the body's callback */
+    int cancels;
+    int iterations;
+} LoopDrop;
+
+static void ld_cancel(FutoInAsyncSteps* as, void* data)
+{
+    (void)as;
+    ++((LoopDrop*)data)->cancels;
+}
+
+static void ld_complete(void* data)
+{
+    LoopDrop* ld = data;
+    futoin_success1(ld->waiting, futoin_val_custom(&actor_type, &ld->actor));
+}
+
+static void ld_step(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    LoopDrop* ld = data;
+    futoin_set_cancel(as, ld_cancel, ld);
+    if (ld->inline_success) {
+        futoin_success1(as, futoin_val_custom(&actor_type, &ld->actor));
+        return;
+    }
+    ld->waiting = as;
+    futoin_loop_immediate(g_loop, ld, ld_complete);
+}
+
+static void ld_body(FutoInAsyncSteps* as, void* data)
+{
+    LoopDrop* ld = data;
+    if (++ld->iterations > 1) {
+        futoin_break(as, NULL);
+        return;
+    }
+    ld_step(as, data, NULL);
+}
+
+static void ld_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    futoin_loop(as, ld_body, data, NULL);
+}
+
+static void loop_result_cleanup_acts(int act, int inline_success)
+{
+    FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
+    LoopDrop ld = {{root, act, 0}, NULL, inline_success, 0, 0};
+    futoin_add(root, ld_start, NULL, &ld);
+    futoin_add(root, must_not_run, NULL, (void*)"after the loop");
+    futoin_execute(root, no_unhandled, NULL);
+    run_bounded(1000);
+    assert_int_equal(ld.actor.cleanups, 1);
+    assert_int_equal(ld.cancels, inline_success);
+    assert_int_equal(ld.iterations, 1);
+    if (act == ACT_CANCEL) {
+        futoin_asyncsteps_free(root);
+    }
+    assert_int_equal(futoin_loop_pending(g_loop), 0);
+    assert_int_equal(ld.actor.cleanups, 1);
+    assert_int_equal(ld.cancels, inline_success);
+}
+
+static void test_loop_external_result_cleanup_frees_root(void** state)
+{
+    (void)state;
+    loop_result_cleanup_acts(ACT_FREE, 0);
+}
+
+static void test_loop_external_result_cleanup_cancels_root(void** state)
+{
+    (void)state;
+    loop_result_cleanup_acts(ACT_CANCEL, 0);
+}
+
+static void test_loop_inline_result_cleanup_frees_root(void** state)
+{
+    (void)state;
+    loop_result_cleanup_acts(ACT_FREE, 1);
+}
+
+static void test_loop_inline_result_cleanup_cancels_root(void** state)
+{
+    (void)state;
+    loop_result_cleanup_acts(ACT_CANCEL, 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -455,6 +556,10 @@ int main(void)
         T(test_stack_cleanup_frees_root),
         T(test_stack_cleanup_cancels_root),
         T(test_branch_stack_cleanup_frees_root),
+        T(test_loop_external_result_cleanup_frees_root),
+        T(test_loop_external_result_cleanup_cancels_root),
+        T(test_loop_inline_result_cleanup_frees_root),
+        T(test_loop_inline_result_cleanup_cancels_root),
     };
     if (getenv("TEST_FILTER")) {
         cmocka_set_test_filter(getenv("TEST_FILTER"));
