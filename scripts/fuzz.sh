@@ -52,7 +52,7 @@ install_deps() {
 
 install_deps
 cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DFUTOIN_FUZZ=ON \
+    -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DFUTOIN_FUZZ=ON -DFUTOIN_WERROR=ON \
     -DFUTOIN_BUILD_TESTS=OFF -DFUTOIN_BUILD_EXAMPLES=OFF -DFUTOIN_BUILD_BENCH=OFF \
     -DFUTOIN_WITH_UV=OFF >/dev/null
 cmake --build "$BUILD_DIR" --target fuzz_engine -j"$(nproc)"

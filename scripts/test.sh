@@ -153,8 +153,8 @@ PREFIX="$ROOT_DIR/$BUILD_ROOT/install-prefix"
 rm -rf "$PREFIX"
 # The prefix is given at configure time: the .pc file records it.
 configure_build "$BUILD_ROOT/install" -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++ -DCMAKE_INSTALL_PREFIX="$PREFIX" \
-    -DFUTOIN_BUILD_TESTS=OFF -DFUTOIN_BUILD_EXAMPLES=OFF -DFUTOIN_BUILD_BENCH=OFF
+    -DCMAKE_C_COMPILER=gcc -DCMAKE_INSTALL_PREFIX="$PREFIX" \
+    -DFUTOIN_WERROR=ON -DFUTOIN_BUILD_TESTS=OFF -DFUTOIN_BUILD_EXAMPLES=OFF -DFUTOIN_BUILD_BENCH=OFF
 cmake --install "$BUILD_ROOT/install"
 
 PC=$(find "$PREFIX" -name futoin_asyncsteps.pc | head -n1)
