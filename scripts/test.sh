@@ -8,9 +8,11 @@
 #   4. clang, ThreadSanitizer, the thread tests (scripts/tsan.sh)
 #   5. libFuzzer: the engine against the reference model for FUZZ_SECONDS
 #      (default 60; scripts/fuzz.sh)
-#   6. cmake --install into a temporary prefix, then build and run a small
-#      program against the installed headers and static and shared libraries
-#      found with pkg-config.
+#   6. cmake --install into a temporary prefix, then scripts/check-consumer.sh:
+#      the installed files, and programs on the core and on the libuv backend
+#      built against them with pkg-config (shared and --static), CMake
+#      find_package and add_subdirectory, checked with nm for one copy of
+#      the core.
 #   7. gcc, Debug (assertions on), the step node layout of 32-bit targets
 #      (FUTOIN_STEP_KIND_BYTE: the kind in a byte of its own) + ctest.
 #
@@ -30,7 +32,7 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
 STAGES=("gcc Release -Werror" "clang ASan+UBSan" "gcc valgrind" "clang TSan (threads)"
-    "fuzz engine vs model" "install + pkg-config" "gcc 32-bit step layout")
+    "fuzz engine vs model" "install + consumers" "gcc 32-bit step layout")
 declare -A RESULT=()
 CURRENT=""
 START=$(date +%s)
@@ -148,7 +150,7 @@ FUTOIN_SKIP_DEPS=1 FUZZ_BUILD_DIR="$BUILD_ROOT/fuzz" bash scripts/fuzz.sh "${FUZ
 passed
 
 # 6 -------------------------------------------------------------------------
-stage "install + pkg-config"
+stage "install + consumers"
 PREFIX="$ROOT_DIR/$BUILD_ROOT/install-prefix"
 rm -rf "$PREFIX"
 # The prefix is given at configure time: the .pc file records it.
@@ -157,126 +159,11 @@ configure_build "$BUILD_ROOT/install" -DCMAKE_BUILD_TYPE=Release \
     -DFUTOIN_WERROR=ON -DFUTOIN_BUILD_TESTS=OFF -DFUTOIN_BUILD_EXAMPLES=OFF -DFUTOIN_BUILD_BENCH=OFF
 cmake --install "$BUILD_ROOT/install"
 
-PC=$(find "$PREFIX" -name futoin_asyncsteps.pc | head -n1)
-[ -n "$PC" ] || { echo "futoin_asyncsteps.pc was not installed"; exit 1; }
-export PKG_CONFIG_PATH
-PKG_CONFIG_PATH=$(dirname "$PC")${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
-LIBDIR=$(pkg-config --variable=libdir futoin_asyncsteps)
-INCDIR=$(pkg-config --variable=includedir futoin_asyncsteps)
-echo "pkg-config: libdir=$LIBDIR includedir=$INCDIR"
-case "$LIBDIR" in
-    "$PREFIX"/*) ;;
-    *) echo "the .pc file points outside the install prefix: $LIBDIR"; exit 1 ;;
-esac
-# Every public header of the source tree, and both libraries.
-expected_files=()
-for h in "$ROOT_DIR"/include/futoin/*.h; do
-    expected_files+=("$INCDIR/futoin/$(basename "$h")")
-done
-expected_files+=("$LIBDIR/libfutoin_asyncsteps.a" "$LIBDIR/libfutoin_asyncsteps.so")
-for f in "${expected_files[@]}"; do
-    [ -e "$f" ] || { echo "missing after install: $f"; exit 1; }
-    echo "installed: ${f#"$PREFIX"/}"
-done
-
-CHECK_DIR="$ROOT_DIR/$BUILD_ROOT/install-check"
-rm -rf "$CHECK_DIR"
-mkdir -p "$CHECK_DIR"
-cat > "$CHECK_DIR/check.c" <<'CEOF'
-/* Built against the installed library only. */
-#include <futoin/asyncsteps.h>
-
-#include <stdio.h>
-
-static void answer(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
-{
-    (void)data, (void)args;
-    futoin_success1(as, futoin_val_i32(42));
-}
-
-int main(void)
-{
-    FutoInLoop* loop = futoin_loop_new_virtual();
-    FutoInAsyncSteps* root = futoin_asyncsteps_new(loop);
-    futoin_add(root, answer, NULL, NULL);
-    FutoInOutcome out;
-    int rc = futoin_promise(root, &out);
-    int value = futoin_arg_i32(&out.args, 0, -1);
-    futoin_outcome_reset(&out);
-    futoin_asyncsteps_free(root);
-    futoin_loop_free(loop);
-    printf("install check: promise rc=%d value=%d\n", rc, value);
-    return rc == FUTOIN_PROMISE_OK && value == 42 ? 0 : 1;
-}
-CEOF
-CFLAGS_CHECK=(-std=c11 -Wall -Wextra -Wpedantic -Werror)
-# Shared library, exactly as pkg-config says.
-# shellcheck disable=SC2046
-gcc "${CFLAGS_CHECK[@]}" -o "$CHECK_DIR/check_shared" "$CHECK_DIR/check.c" \
-    $(pkg-config --cflags --libs futoin_asyncsteps)
-# ldd's output is captured first: with pipefail, grep -q closing the pipe
-# early would make the pipeline fail even on a match.
-LDD_OUT=$(LD_LIBRARY_PATH="$LIBDIR" ldd "$CHECK_DIR/check_shared")
-if ! grep -q 'libfutoin_asyncsteps\.so' <<<"$LDD_OUT"; then
-    echo "check_shared is not linked against the shared library"
-    exit 1
-fi
-printf "shared: "
-LD_LIBRARY_PATH="$LIBDIR" "$CHECK_DIR/check_shared"
-# Static library: the archive itself plus pkg-config's private libs.
-# shellcheck disable=SC2046
-gcc "${CFLAGS_CHECK[@]}" -o "$CHECK_DIR/check_static" "$CHECK_DIR/check.c" \
-    $(pkg-config --cflags futoin_asyncsteps) "$LIBDIR/libfutoin_asyncsteps.a" \
-    $(pkg-config --static --libs-only-l futoin_asyncsteps | sed 's/-lfutoin_asyncsteps//')
-LDD_OUT=$(ldd "$CHECK_DIR/check_static")
-if grep -q 'libfutoin_asyncsteps' <<<"$LDD_OUT"; then
-    echo "check_static depends on the shared library"
-    exit 1
-fi
-printf "static: "
-"$CHECK_DIR/check_static"
-# The libuv backend (installed when libuv was found), through its own .pc.
-if [ -e "$LIBDIR/pkgconfig/futoin_asyncsteps_uv.pc" ]; then
-    cat > "$CHECK_DIR/check_uv.c" <<'CEOF'
-/* Built against the installed libuv backend only. */
-#include <futoin/uv.h>
-
-#include <stdio.h>
-
-static int g_done;
-
-static void after_sleep(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
-{
-    (void)as, (void)data, (void)args;
-    g_done = 1;
-}
-
-static void start(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
-{
-    (void)data, (void)args;
-    futoin_uv_sleep(as, 5);
-    futoin_add(as, after_sleep, NULL, NULL);
-}
-
-int main(void)
-{
-    FutoInUv* uv = futoin_uv_new(NULL);
-    FutoInAsyncSteps* root = futoin_asyncsteps_new(futoin_uv_loop(uv));
-    futoin_add(root, start, NULL, NULL);
-    futoin_execute(root, NULL, NULL);
-    futoin_uv_run(uv);
-    futoin_asyncsteps_free(root);
-    futoin_uv_free(uv);
-    printf("install check: uv sleep done=%d\n", g_done);
-    return g_done ? 0 : 1;
-}
-CEOF
-    # shellcheck disable=SC2046
-    gcc "${CFLAGS_CHECK[@]}" -D_POSIX_C_SOURCE=200809L -o "$CHECK_DIR/check_uv" \
-        "$CHECK_DIR/check_uv.c" $(pkg-config --cflags --libs futoin_asyncsteps_uv)
-    printf "uv: "
-    LD_LIBRARY_PATH="$LIBDIR" "$CHECK_DIR/check_uv"
-fi
+# What an outside project sees (scripts/check-consumer.sh): the installed
+# files and SONAMEs; programs on the core and on both libraries built with
+# pkg-config (shared and --static), find_package and add_subdirectory, run,
+# and checked with nm for a second copy of the core.
+CHECK_DIR="$ROOT_DIR/$BUILD_ROOT/install-check" JOBS=$JOBS bash scripts/check-consumer.sh "$PREFIX"
 passed
 
 # 7 -------------------------------------------------------------------------
