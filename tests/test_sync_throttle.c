@@ -240,7 +240,7 @@ static void test_args_through_queue(void** state)
     Worker a = {.name = "A", .sync = t, .hold_ms = 1};
     worker_run(&a);
     while (!a.entered) {
-        assert_true(futoin_loop_run_next(g_loop));
+        assert_true(run_next());
     }
     ArgsCase ac = {{1, 0}, {2, 0}};
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
