@@ -8,7 +8,8 @@
 #   1. the installed files: every public header (futoin/uv.h exactly when the
 #      libuv backend is installed), futoin/version.h, shared and static
 #      libraries with their SONAME links, the .pc files, the CMake package,
-#      LICENSE and CHANGELOG.md;
+#      LICENSE and CHANGELOG.md; the SONAMEs; the exported symbols against
+#      abi/*.symbols (scripts/check-abi.sh);
 #   2. pkg-config: tests/consumer/core_app.c and uv_app.c (the latter on both
 #      libraries) compiled with -std=c11 -Werror and linked to the shared
 #      libraries, then with `pkg-config --static` to the static ones; run;
@@ -125,6 +126,8 @@ for lib in "${libs[@]}"; do
     [ "$soname" = "lib$lib.so.$MAJOR" ] || fail "lib$lib.so has SONAME '$soname', not lib$lib.so.$MAJOR"
     echo "SONAME: $soname"
 done
+# The exported symbols against abi/*.symbols of the source tree.
+NM=${NM:-nm} bash "$SRC_DIR/scripts/check-abi.sh" "$LIBDIR"
 if [ $HAVE_UV = 1 ]; then
     # The backend's shared library links the shared core: one core per process.
     needed=$(readelf -d "$LIBDIR/libfutoin_asyncsteps_uv.so" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
