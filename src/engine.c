@@ -1860,8 +1860,13 @@ int futoin__find_loop(Flow* fl, const char* label)
 __attribute__((noinline)) static void success_then_drop(Flow* fl, FutoInArgs* args)
 {
     FutoInArgs values = *args;
+    /* Held: a cleanup that frees the root must not destroy it before the
+     * other values are cleaned up. */
+    Root* r = futoin__flow_root(fl);
+    root_enter(r);
     futoin__flow_success(fl, NULL);
     args_release(&values, 4);
+    root_leave(r);
 }
 
 void futoin__flow_success(Flow* fl, FutoInArgs* args)
@@ -1895,8 +1900,13 @@ void futoin__flow_success(Flow* fl, FutoInArgs* args)
     fl->pending = PD_NEXT;
     rq_push(fl);
     if (args || fl->results) {
-        /* Last: results it replaces have cleanups, which are user code. */
+        /* Last: results it replaces have cleanups, which are user code;
+         * held, so that one that frees the root does not destroy it under
+         * the others. */
+        Root* r = futoin__flow_root(fl);
+        root_enter(r);
         futoin__results_set(fl, args);
+        root_leave(r);
     }
 }
 

@@ -515,6 +515,80 @@ static void loop_result_cleanup_acts(int act, int inline_success)
     assert_int_equal(ld.cancels, inline_success);
 }
 
+/* Two values: the first one's cleanup frees the root, the second one's
+ * asks whether the root is valid. The root is only destroyed after both
+ * cleanups (the second must not see freed memory: ASan). */
+typedef struct Prober {
+    FutoInAsyncSteps* root;
+    int cleanups;
+    int valid_seen;
+    void* var_seen;
+} Prober;
+
+static void* prober_var_alloc(void* data)
+{
+    return data;
+}
+
+static void prober_cleanup(FutoInBinaryValue* v)
+{
+    Prober* p = (Prober*)v->custom_data;
+    ++p->cleanups;
+    p->valid_seen = futoin_is_valid(p->root);
+    /* Still there while the root is only about to be destroyed. */
+    p->var_seen = futoin_state(p->root, "probe", NULL, NULL, NULL);
+}
+
+static const FutoInType prober_type = {FTN_TYPE_CUSTOM_OBJECT, prober_cleanup};
+
+typedef struct LoopDrop2 {
+    Actor actor;
+    Prober prober;
+    FutoInAsyncSteps* waiting;
+    int iterations;
+} LoopDrop2;
+
+static void ld2_complete(void* data)
+{
+    LoopDrop2* ld = data;
+    futoin_success2(ld->waiting, futoin_val_custom(&actor_type, &ld->actor),
+            futoin_val_custom(&prober_type, &ld->prober));
+}
+
+static void ld2_body(FutoInAsyncSteps* as, void* data)
+{
+    LoopDrop2* ld = data;
+    if (++ld->iterations > 1) {
+        futoin_break(as, NULL);
+        return;
+    }
+    ld->waiting = as;
+    futoin_loop_immediate(g_loop, ld, ld2_complete);
+    futoin_wait_external(as);
+}
+
+static void ld2_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    futoin_loop(as, ld2_body, data, NULL);
+}
+
+static void test_loop_external_results_free_root_held(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
+    LoopDrop2 ld = {{root, ACT_FREE, 0}, {root, 0, -1, NULL}, NULL, 0};
+    assert_ptr_equal(futoin_state(root, "probe", prober_var_alloc, NULL, &ld.prober), &ld.prober);
+    futoin_add(root, ld2_start, NULL, &ld);
+    futoin_execute(root, no_unhandled, NULL);
+    run_bounded(1000);
+    assert_int_equal(ld.actor.cleanups, 1);
+    assert_int_equal(ld.prober.cleanups, 1);
+    assert_int_equal(ld.prober.valid_seen, 0); /* free() requested, not yet destroyed */
+    assert_ptr_equal(ld.prober.var_seen, &ld.prober);
+    assert_int_equal(futoin_loop_pending(g_loop), 0);
+}
+
 static void test_loop_external_result_cleanup_frees_root(void** state)
 {
     (void)state;
@@ -560,6 +634,7 @@ int main(void)
         T(test_loop_external_result_cleanup_cancels_root),
         T(test_loop_inline_result_cleanup_frees_root),
         T(test_loop_inline_result_cleanup_cancels_root),
+        T(test_loop_external_results_free_root_held),
     };
     if (getenv("TEST_FILTER")) {
         cmocka_set_test_filter(getenv("TEST_FILTER"));
