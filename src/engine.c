@@ -924,6 +924,40 @@ void* futoin__flow_stack(Flow* fl, size_t size, void (*cleanup)(void*))
     return b + 1;
 }
 
+/* futoin_set_wait_info(): the text lives in a stack() block of the step,
+ * told apart by this cleanup, so it costs nothing to steps that do not
+ * use it and goes away with the step. */
+static void wait_info_block(void* value)
+{
+    (void)value;
+}
+
+int futoin__flow_wait_info(Flow* fl, const char* what)
+{
+    size_t len = strlen(what);
+    char* copy = futoin__flow_stack(fl, len + 1, wait_info_block);
+    if (!copy) {
+        return -1;
+    }
+    memcpy(copy, what, len + 1);
+    return 0;
+}
+
+/* The innermost wait description of the frames k..depth of fl: the latest
+ * block of the highest frame that has one. */
+static const char* wait_info_of(Flow* fl, uint32_t k)
+{
+    for (uint32_t d = fl->depth + 1; d-- > k;) {
+        FrameExtra* x = frame_xp(fl, &fl->frames[d]);
+        for (StackBlock* b = x ? x->stack : NULL; b; b = b->hdr.h.next) {
+            if (b->hdr.h.cleanup == wait_info_block) {
+                return (const char*)(b + 1);
+            }
+        }
+    }
+    return "";
+}
+
 /* Calls a cancel handler with the flow in the CANCEL context. */
 static void call_cancel(Flow* fl, Frame* f)
 {
@@ -1940,7 +1974,7 @@ static void on_timeout(void* data, uintptr_t k)
     frame_xp(fl, f)->timer.slot = 0;
     root_enter(r);
     futoin__flow_set_code(fl, FUTOIN_TIMEOUT);
-    futoin__set_info(r, "");
+    futoin__set_info(r, wait_info_of(fl, (uint32_t)k));
     fl->ctl = CTL_NONE;
     rq_remove(fl);
     if (start_unwind(fl, (uint32_t)k, 0)) {

@@ -490,6 +490,7 @@ void futoin__root_hold(Root* r);
 void futoin__root_unhold(Root* r);
 void futoin__root_free(Root* r);
 void* futoin__flow_stack(Flow* fl, size_t size, void (*cleanup)(void*));
+int futoin__flow_wait_info(Flow* fl, const char* what);
 
 /* Results waiting in a flow for its next step. */
 void futoin__results_drop_slow(Flow* fl);

@@ -83,6 +83,15 @@ void futoin_relinquish(FutoInAsyncSteps* as)
     }
 }
 
+int futoin_set_wait_info(FutoInAsyncSteps* as, const char* what)
+{
+    Flow* fl = futoin__flow_of(as);
+    if (!fl || !what || fl->cb != CB_EXEC) {
+        return -1;
+    }
+    return futoin__flow_wait_info(fl, what);
+}
+
 void futoin_copy_from(FutoInAsyncSteps* as, FutoInAsyncSteps* model)
 {
     Flow* fl = futoin__flow_of(as);

@@ -383,6 +383,16 @@ static inline void futoin_wait_external(FutoInAsyncSteps* as)
 {
     as->api->waitExternal(as);
 }
+/* Describes what the running step waits for, for the error it gets if it
+ * times out: an operation and its peer, e.g. "read 127.0.0.1:8080". When
+ * a timeout (of this step or of a step around it) fails the flow, the
+ * Timeout's error_info is the description of the innermost step of the
+ * flow that has one (the latest, if a step gave several), instead of "".
+ * what is copied and kept until the step ends. Call it from the step's
+ * own execute callback. Returns 0, or -1 (nothing recorded) when what is
+ * NULL, no execute callback of as is running, as is another
+ * implementation's object, or memory is short. */
+int futoin_set_wait_info(FutoInAsyncSteps* as, const char* what);
 
 /* ------------------------------------------------------------------------ */
 /* Loops (spec 2.2.4): inside an execute callback                           */
