@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * futoin_bench: the project's performance yardstick (issue 6).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Shared declarations of the futoin_bench program. */
 #ifndef FUTOIN_BENCH_H
 #define FUTOIN_BENCH_H

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Instructions per op under valgrind --tool=callgrind, from the difference
 # of two runs of different size (setup and teardown cancel out).
 #

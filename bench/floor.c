@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The floor F measured in-process: a FIFO ring of callback records; each
  * record is popped, called through its function pointer, and pushes its

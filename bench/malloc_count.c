@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Counting allocator for futoin_bench. Defining malloc & co. in the
  * executable interposes them for the statically linked library (and libc's

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Builds a Release (-O2) build in build-bench/ and runs futoin_bench.
 # Extra arguments go to futoin_bench (e.g. --quick, --only chain100,simple).
 set -e

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Mutex / Throttle / Limiter workloads. Built only when include/futoin/sync.h
  * exists AND this file compiles against it (CMake try_compile): the sync

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * futoin_bench_threads: cross-thread figures of issue 7.
  *

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Runs PROGRAM (optionally under WRAPPER) and fails unless its stdout equals
 # the file EXPECTED byte for byte.
 execute_process(COMMAND ${WRAPPER} ${PROGRAM}

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # futoin_add_test(NAME SOURCES...): a cmocka test executable registered with
 # CTest; wrapped in valgrind memcheck when FUTOIN_VALGRIND is on.
 find_program(VALGRIND_EXE valgrind)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* JS README example "Async Loops": repeat(), and forEach() over a list and
  * over a map. In C, forEach comes in two forms: futoin_foreach_array() for a
  * C array and futoin_foreach_pairs() for key/value pairs. Each loop is a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* JS README example "External event wait": a step that is completed later
  * by an event-loop callback, and a step whose external event never comes,
  * so its 1 s timeout fires. */

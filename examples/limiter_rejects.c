@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A Limiter (spec 1.11.7, 2.5) turns excess load into DefenseRejected:
  * 3 requests may run at once and 1 more may wait for a place; at most 2
  * may start per 100 ms and 1 more may wait for the rate (burst), holding

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* JS README example "Model steps": a model root is built once and its steps
  * (and state variables) are copied into three roots with futoin_copy_from(),
  * before execute() and again as sub-steps of a running step. The model's

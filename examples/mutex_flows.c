@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Ten flows share a Mutex(2) (spec 1.11.1, 2.3): at most two are inside the
  * critical section at any time, the others wait in FIFO order and enter as
  * soon as a place frees up. Flow i stays inside (i % 3 + 1) * 10 ms.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Quick start (the code shown in README.md): a root with two steps. The
  * first waits for a reply that never comes and fails with Timeout; its error
  * handler recovers with a fallback value, which the second step receives. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* JS README example "Simple steps": results passed between steps, an error
  * recovered by a handler (with error_info), state variables, and a parallel
  * step whose two branches interleave one step at a time. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Spec section 1.1 "Levels": steps added with add() and parallel() at three
  * levels. A step's sub-steps (level n+1) all run before the next step of
  * level n, so the lines come out in the order of the spec's tree.

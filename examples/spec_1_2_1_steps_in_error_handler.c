@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Spec section 1.2.1 "Steps in error handler": an error handler that adds
  * steps gives the failed step an alternative path. The added steps take the
  * failed step's place on the same level, and the handler itself is gone: when

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Spec section 1.2 "Error handling": nested error handlers, the second
  * rewriting the error and the outer one recovering with a value. */
 #include <futoin/asyncsteps.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A Throttle(3 per 100 ms) paces ten flows (spec 1.11.2, 2.4). Flow i
  * arrives at 15 * i ms; at most 3 enter per 100 ms window, the others wait
  * in FIFO order for the next window.

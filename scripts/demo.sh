@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Main demonstration: installs the build tools (Debian, as root), builds the
 # library and its examples in build/ and runs every example program; then
 # starts the AsyncSteps HTTP/1.1 server on 127.0.0.1 (scripts/serve.sh) in

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Differential fuzzing of the engine against the reference model
 # (tests/fuzz/): builds tests/fuzz/fuzz_engine with clang and
 # -fsanitize=fuzzer,address,undefined (LeakSanitizer on), runs it for a

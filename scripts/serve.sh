@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Main demonstration of the libuv backend: installs the dependencies (Debian,
 # as root or with sudo), builds the AsyncSteps HTTP/1.1 server and runs it in
 # the foreground on 127.0.0.1 (Ctrl-C shuts it down gracefully).

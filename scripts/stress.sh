@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Runs the stress programs (tests/stress/, not part of ctest): one million
 # roots parked in waitExternal() and completed in random order, one million
 # timers with half cancelled, a parallel step of 100,000 branches with one

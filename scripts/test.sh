@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The test command: installs the tools (Debian, as root) and runs the whole
 # suite in several configurations, each in its own build directory, stopping at
 # the first failure:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The 25-entry ABI function tables (spec 2.7.2): one for flow interfaces
  * (the root and the interfaces passed to callbacks) and one for the

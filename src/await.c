@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The C counterparts of await(future) and promise() (spec 1.13, 2.2.3):
  * a completion object that any callback may resolve or reject, awaited as a

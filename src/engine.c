@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The AsyncSteps engine: step queues, the per-flow frame stack, the ready
  * queue and its dispatcher, error unwinding, loops, parallel branches, sync

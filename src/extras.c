@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * C API conveniences built on the engine: owned string values, successStep,
  * relinquish, copyFrom, forEach over arrays and key/value pairs.

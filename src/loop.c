@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * AsyncTool event loop: a FIFO of immediate callbacks plus a timer heap.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Private loop interface shared by the engine and the loop implementation. */
 #ifndef FUTOIN_LOOP_INTERNAL_H
 #define FUTOIN_LOOP_INTERNAL_H

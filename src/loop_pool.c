@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A pool of loop threads with least-loaded placement of new roots
  * (include/futoin/threads.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A loop on a thread of its own (include/futoin/threads.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Fixed-size object pools: free lists carved from slabs, so steady-state
  * step execution never calls malloc. Slabs are released with the pool. */
 #ifndef FUTOIN_POOL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Root state variables (spec 1.7 and 2.7.2 stateVariable): named values
  * created on first use by the caller's allocator and released with the root.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The FutoInSync protocol shared by Mutex, Throttle and Limiter: lock(),
  * unlock(), the cancel handler, the node free list, the FIFO queues and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Shared machinery of Mutex, Throttle and Limiter (include/futoin/sync.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Limiter (spec 1.11.7, 2.5): the concurrency stage (Mutex) followed by the
  * rate stage (Throttle) on one object, so that a flow waits for the rate

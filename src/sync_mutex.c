@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Mutex (spec 1.11.1, 2.3) and the concurrency stage it shares with the
  * Limiter: at most conc_max flows hold a slot; the rest wait in a FIFO of at

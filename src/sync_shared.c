@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Shared Mutex, Throttle and Limiter: the same objects as sync_mutex.c,
  * sync_throttle.c and sync_limiter.c, usable by flows on different loops

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Throttle (spec 1.11.2, 2.4) and the rate stage it shares with the
  * Limiter: at most rate_max admissions per fixed window of period_ms on the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "timer_heap.h"
 
 #include <stdlib.h>

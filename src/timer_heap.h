@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Private 4-ary min-heap of timers for the event loop.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * futoin_add_work(): blocking work on a process-wide pool of worker
  * threads, as a step (include/futoin/threads.h).

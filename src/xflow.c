@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Cross-thread success()/error()/cancel()/free() on AsyncSteps flows.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Cross-thread calls on AsyncSteps flows (src/xflow.c): the ABI entry
  * points (abi_table.c) hand a call made on a thread other than the flow's

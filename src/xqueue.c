@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The cross-thread message queue and its slot pool (see xqueue.h).
  *

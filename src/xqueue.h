@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Private cross-thread message queue of a loop: a multi-producer,
  * single-consumer intrusive queue (Vyukov's algorithm) over fixed-size

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // The ABI headers must be usable from C++: this translation unit includes
 // them, builds the structures the C++ way and checks the layout C sees.
 #include <futoin/binarysteps.h>

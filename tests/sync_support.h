@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Helpers of the sync object tests (Mutex, Throttle, Limiter). A "worker" is
  * one flow (a root of its own, or a parallel branch) that optionally waits

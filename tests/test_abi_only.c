@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The engine through the raw ABI only (spec 2.7.2): every one of the 25
  * table entries, called on a root, on the interfaces passed to callbacks
  * (main flow and parallel branches) and on the interface parallel()

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The C API around the engine: successStep, relinquish, copyFrom, await,
  * promise, state variables, stack(), newInstance, isValid, the scheduler
  * entries, execution burst and addSync. */

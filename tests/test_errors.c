@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Error handling (spec 1.2, 1.2.1, 1.7): traces of the spec examples,
  * recovery, rethrow, unwinding rules, error_info and unhandled_error. */
 #include "tsupport.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Behaviour of the AsyncTool event loop (immediates, timers, handles,
  * virtual and real clocks). */
 #ifndef _POSIX_C_SOURCE

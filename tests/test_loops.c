@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Loops (spec 1.8): loop, repeat, forEach, break/continue with and without
  * labels, across sub-steps and parallel branches, waiting inside bodies. */
 #include "tsupport.h"

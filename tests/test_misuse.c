@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* API misuse (docs/SEMANTICS.md, "Misuse"): inside a step or an error
  * handler a mistake fails that step with InternalError and an error_info
  * naming the mistake; where no step of the flow is running the call is

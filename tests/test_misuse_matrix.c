@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Misuse matrix (docs/MISUSE.md): every ABI call x calling context where
  * docs/SEMANTICS.md ("Misuse") forbids the call and tests/test_misuse.c does
  * not already cover it. One table row per cell; each row asserts the

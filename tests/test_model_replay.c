@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Deterministic replay of the fuzzer's seed corpus (tests/fuzz/corpus/):
  * every file is decoded into a program of the fuzzer's step language, run
  * on the engine and on the reference model (tests/fuzz/model.c), and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Parallel steps (spec 1.4): interleaving, results through state, error
  * propagation and sibling cancel, flows and rootId, nesting, edge cases. */
 #include "tsupport.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Steps, levels and ordering (spec 1.1), sub-steps, implicit success
  * (spec 1.6), result arguments and their cleanup. */
 #include "tsupport.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Engine contract check for sync objects (docs/SEMANTICS.md "Sync"): unlock
  * must be called exactly once after a successful lock, also when the flow is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Limiter (spec 1.11.7, 2.5) on the virtual clock: defaults, the two
  * rejection sources (concurrency queue, burst queue), a slot held while
  * waiting for the rate, release on error/timeout/cancel, FIFO, argument

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Mutex (spec 1.11, 2.3): mutual exclusion, argument plumbing, release on
  * success/error/timeout/cancel, queue limits, FIFO order, re-entrance,
  * parallel branches, free() while busy, node pooling, and flows aborted

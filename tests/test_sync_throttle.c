@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Throttle (spec 1.11.2, 2.4) on the virtual clock: exact entry times of the
  * fixed-window rule documented in include/futoin/sync.h, queue limits,
  * FIFO, cancel/timeout while queued (and the window timer going away),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Cross-thread use of the AsyncTool loop: immediate, deferred, cancel,
  * stop, holds, idle sleeping and the wake-up fd (docs/THREADS.md). */
 #include "threads_support.h"

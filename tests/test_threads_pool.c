@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Loops on threads of their own (start, stop: drain or now, join) and the
  * loop pool with least-loaded placement (include/futoin/threads.h). */
 #include "threads_support.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Cross-thread success()/error()/cancel() on AsyncSteps: basic behaviour,
  * exactly one outcome when racing a timeout or a cancel, values cleaned up
  * exactly once, and a many-producer completion stress (docs/THREADS.md). */

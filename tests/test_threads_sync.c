@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Shared Mutex / Throttle / Limiter used by flows on two loop threads at
  * once (futoin_*_new_shared, include/futoin/sync.h). */
 #include "threads_support.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* futoin_add_work(): blocking work on worker threads as a step; cancel
  * before the work starts (never runs) and while it runs (result dropped,
  * cleaned up once); release of work_data exactly once. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Waiting for external events, timeouts, cancel handlers, root cancel and
  * free (spec 1.3, 1.4, 1.6), all on the virtual clock. */
 #include "tsupport.h"

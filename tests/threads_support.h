@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Helpers of the thread tests (test_threads_*.c; not a test itself).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Shared helpers of the engine tests (not a test itself: only test_*.c are
  * built as tests). Each test records the callbacks it sees into a trace

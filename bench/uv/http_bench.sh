@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # HTTP benchmark: the AsyncSteps server (examples/uv/http_server) against the
 # same handler written as plain libuv callbacks (bench/uv/uv_plain_server),
 # in the same run, on loopback, with wrk. Prints requests/s, p99 latency and

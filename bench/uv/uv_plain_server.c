@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The benchmark's reference: the same HTTP/1.1 handler as
  * examples/uv/http_server.c, written as plain libuv callbacks (no

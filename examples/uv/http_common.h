@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The HTTP/1.1 bits shared by the AsyncSteps server (examples/uv/
  * http_server.c) and the plain libuv server of the benchmark

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A small HTTP/1.1 server built from AsyncSteps on the libuv backend.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * FutoIn AsyncSteps for C: constructors, the execution-burst setting, and
  * inline helpers over the universal binary interface (binarysteps.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * AsyncTool: the single-threaded event loop that drives AsyncSteps
  * (spec section 2.6).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * FTN12 universal binary interface, part 2: AsyncSteps and sync objects
  * (spec section 2.7.2 and 2.7.3).

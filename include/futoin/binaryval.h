@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * FTN12 universal binary interface, part 1: binary values (spec section 2.7.1).
  *

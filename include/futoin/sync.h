@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Synchronization objects (FTN12 spec 1.11, 2.3-2.5): Mutex, Throttle and
  * Limiter as FutoInSync ABI objects (binarysteps.h), usable with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Threads: loops on threads of their own, a pool of such loops with
  * least-loaded placement of new roots, and blocking work on worker threads

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * FutoIn AsyncSteps on libuv: real I/O as awaitable steps.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * DNS resolution step (uv_getaddrinfo, run by libuv's thread pool).
  *

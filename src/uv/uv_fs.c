@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Whole-file read and write steps on uv_fs_* (libuv's thread pool).
  *

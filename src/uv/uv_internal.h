@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Private data model of the libuv backend (futoin_asyncsteps_uv). */
 #ifndef FUTOIN_UV_INTERNAL_H
 #define FUTOIN_UV_INTERNAL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The libuv backend: drives an AsyncTool loop from a uv_loop_t.
  *

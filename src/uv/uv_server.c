@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * TCP servers: listen, accept, and an accept loop.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * TCP streams: connect, read (line / delimiter / exact / some), write, close.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The engine side of the differential check: every node of the program is
  * the data pointer of its callbacks, which do exactly what the node says

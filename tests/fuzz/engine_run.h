@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Runs a fuzzer program (prog.h) on the real engine (virtual clock, driven
  * by futoin_loop_run_next) and renders the same trace as the model.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * libFuzzer entry point: the input bytes are a program of the step language
  * (prog.h); it runs on the engine and on the reference model, and any

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Writes the hand-made seed corpus of the fuzzer (tests/fuzz/corpus/).
 
 Each seed is a small program of the step language, written with the helpers

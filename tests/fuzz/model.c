@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The reference model: a deliberately plain interpreter of the semantics
  * contract. See model.h. Rules are quoted from docs/SEMANTICS.md where they

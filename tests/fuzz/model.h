@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Reference model of docs/SEMANTICS.md (and the Mutex, Throttle and Limiter
  * rules of include/futoin/sync.h) for the fuzzer's step language (prog.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Byte string -> program. Encoding (every byte past the end reads as 0):
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The fuzzer's tiny step language: a program is 1..3 roots, each a list of
  * top-level steps, plus two Mutex, two Throttle and two Limiter objects, a

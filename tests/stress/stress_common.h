@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Shared bits of the stress programs (not CTest tests: scripts/stress.sh). */
 #ifndef FUTOIN_STRESS_COMMON_H
 #define FUTOIN_STRESS_COMMON_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A parallel step with 100,000 branches, every branch waiting with a
  * cancel handler, one failing (an external error from a timer once all
  * branches are parked): the parallel step's error handler must run once

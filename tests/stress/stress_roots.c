@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* One million roots parked in waitExternal(), then completed with an
  * external success() in random order: every root must run its next step
  * exactly once, with the value it was completed with, and finish.

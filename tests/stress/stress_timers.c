@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* One million loop timers with random timeouts (0..60000 ms), half of them
  * cancelled (before the loop runs, and from inside other timers while it
  * runs): every timer not cancelled must fire exactly once, in due order,

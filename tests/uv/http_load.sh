@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Load and lifecycle test of the AsyncSteps HTTP server (examples/uv/http_server).
 #
 #   tests/uv/http_load.sh PATH/TO/http_server [--sanitized]

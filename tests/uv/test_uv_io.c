@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The libuv I/O steps against real peers (blocking sockets in a thread,
  * real files in a temporary directory). */
 #ifndef _POSIX_C_SOURCE

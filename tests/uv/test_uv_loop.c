@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The libuv backend driving the AsyncTool loop through the core's
  * embedding API (futoin_loop_set_wakeup(), tested by itself in
  * tests/test_loop_embed.c): one libuv timer for any number of step timers,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Helpers of the libuv backend tests: one FutoInUv per test, a root runner
  * with a wall-clock guard, and "real peers": plain blocking POSIX sockets in
