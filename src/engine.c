@@ -1888,19 +1888,29 @@ int futoin__find_loop(Flow* fl, const char* label)
 /* ------------------------------------------------------------------------ */
 /* Operations requested through the ABI (context already validated)         */
 
+static inline int args_need_cleanup(const FutoInArgs* a)
+{
+    for (int i = 0; i < 4; ++i) {
+        if (a->args[i].type && a->args[i].type->cleanup) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* success(args) of a loop body whose values are dropped: the step
- * completes with no result first, then the values' cleanups run from a
- * copy, so a cleanup that cancels or frees the root finds the step done
- * (no cancel handler for it) and the caller's holders untouched. */
+ * completes with no result first, then the values' cleanups run, so a
+ * cleanup that cancels or frees the root finds the step done (no cancel
+ * handler for it). */
 __attribute__((noinline)) static void success_then_drop(Flow* fl, FutoInArgs* args)
 {
-    FutoInArgs values = *args;
-    /* Held: a cleanup that frees the root must not destroy it before the
-     * other values are cleaned up. */
+    /* The caller's args stay valid until its success() returns, and are
+     * not cleared (the caller's holders are left as they are). Held: a
+     * cleanup that frees the root must not destroy it under the others. */
     Root* r = futoin__flow_root(fl);
     root_enter(r);
     futoin__flow_success(fl, NULL);
-    args_release(&values, 4);
+    args_release(args, 4);
     root_leave(r);
 }
 
@@ -1913,8 +1923,11 @@ void futoin__flow_success(Flow* fl, FutoInArgs* args)
          * the values over without clearing the caller's holders. Their
          * cleanups are user code that may cancel or free the root: they
          * run once the step is complete (success_then_drop). */
-        success_then_drop(fl, args);
-        return;
+        if (args_need_cleanup(args)) {
+            success_then_drop(fl, args);
+            return;
+        }
+        args = NULL;
     }
     if (fl->cb == CB_EXEC || fl->cb == CB_ERROR) {
         fl->out = OUT_SUCCESS;
@@ -1934,7 +1947,7 @@ void futoin__flow_success(Flow* fl, FutoInArgs* args)
     f->flags &= (uint8_t)~FR_WAIT;
     fl->pending = PD_NEXT;
     rq_push(fl);
-    if (args || fl->results) {
+    if (fl->results) {
         /* Last: results it replaces have cleanups, which are user code;
          * held, so that one that frees the root does not destroy it under
          * the others. */
@@ -1942,6 +1955,8 @@ void futoin__flow_success(Flow* fl, FutoInArgs* args)
         root_enter(r);
         futoin__results_set(fl, args);
         root_leave(r);
+    } else if (args) {
+        futoin__results_set(fl, args);
     }
 }
 
