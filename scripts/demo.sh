@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Main demonstration: installs the build tools (Debian, as root), builds the
-# library and its examples in build/ and runs every example program; then
+# Main demonstration: installs the missing build tools (Debian, as root),
+# builds the library and its examples once, in build/, and runs every example program; then
 # starts the AsyncSteps HTTP/1.1 server on 127.0.0.1 (scripts/serve.sh) in
 # the foreground: try it with curl, stop it with Ctrl-C.
 #
@@ -9,7 +9,7 @@
 #
 # Environment:
 #   BUILD_DIR=dir        build directory (default: build)
-#   FUTOIN_SKIP_DEPS=1   do not run apt-get (tools already installed)
+#   FUTOIN_SKIP_DEPS=1   do not install missing packages (scripts/deps.sh)
 #   DEMO_NO_SERVER=1     stop after the examples
 #
 # Each example whose spec output is in examples/expected/NAME.txt is checked
@@ -19,31 +19,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
 
-install_deps() {
-    if [ "${FUTOIN_SKIP_DEPS:-0}" = 1 ]; then
-        return
-    fi
-    local sudo=()
-    if [ "$(id -u)" != 0 ]; then
-        if command -v sudo >/dev/null; then
-            sudo=(sudo)
-        else
-            echo "demo.sh: not root and no sudo: skipping apt-get (set FUTOIN_SKIP_DEPS=1 to silence)" >&2
-            return
-        fi
-    fi
-    if ! command -v apt-get >/dev/null; then
-        echo "demo.sh: no apt-get: install a C/C++ compiler, make and cmake yourself" >&2
-        return
-    fi
-    echo "==> Installing build tools (apt-get)"
-    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update
-    # The project declares C and C++ (tests/abi_cxx.cpp): build-essential
-    # brings gcc, g++ and make. cmocka is only needed for the tests.
-    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends build-essential cmake
-}
-
-install_deps
+. scripts/deps.sh
+# build-essential: gcc and make; libuv1-dev and curl: the HTTP server at the
+# end (without libuv the examples still build and run).
+if [ "${DEMO_NO_SERVER:-0}" = 1 ]; then
+    futoin_need build-essential cmake pkg-config
+else
+    futoin_need build-essential cmake pkg-config libuv1-dev curl
+fi
 
 echo "==> Configuring and building in $BUILD_DIR/"
 cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release \
@@ -64,9 +47,20 @@ for src in examples/*.c; do
     status=0
     "$prog" >"$out" 2>"$err" || status=$?
     cat "$out"
-    if [ -s "$err" ]; then
-        echo "-- stderr:"
+    # Some examples end with an unhandled error on purpose and say so on
+    # stderr; examples/expected/NAME.stderr holds what they must print.
+    if [ -f "examples/expected/$name.stderr" ]; then
+        if cmp -s "$err" "examples/expected/$name.stderr"; then
+            echo "-- stderr as expected: $(tr '\n' ' ' <"$err")"
+        else
+            echo "!! stderr differs from examples/expected/$name.stderr:"
+            diff -u "examples/expected/$name.stderr" "$err" || true
+            failed+=("$name")
+        fi
+    elif [ -s "$err" ]; then
+        echo "!! unexpected output on stderr:"
         cat "$err"
+        failed+=("$name")
     fi
     if [ $status -ne 0 ]; then
         echo "!! $name exited with status $status"
@@ -92,5 +86,6 @@ else
 fi
 
 if [ "${DEMO_NO_SERVER:-0}" != 1 ]; then
-    exec bash scripts/serve.sh "$@"
+    # The server was built above with the examples: serve.sh only runs it.
+    BUILD_DIR="$BUILD_DIR" FUTOIN_SERVE_PREBUILT=1 FUTOIN_SKIP_DEPS=1 exec bash scripts/serve.sh "$@"
 fi

@@ -20,7 +20,7 @@
 #   FUZZ_TIMEOUT=s       libFuzzer -timeout per input (default 10)
 #   FUZZ_MAX_C_STACK_KB=n  C stack a callback may find in use (default 512,
 #                        0: unchecked; tests/fuzz/engine_run.c)
-#   FUTOIN_SKIP_DEPS=1   do not run apt-get
+#   FUTOIN_SKIP_DEPS=1   do not install missing packages (scripts/deps.sh)
 # A crash input can be replayed with: $FUZZ_BUILD_DIR/tests/fuzz/fuzz_engine FILE
 # (or FUTOIN_CORPUS_DIR=dir build/tests/test_model_replay for a directory).
 set -euo pipefail
@@ -33,27 +33,16 @@ JOBS=${FUZZ_JOBS:-1}
 KEEP_GOING=${FUZZ_KEEP_GOING:-0}
 TIMEOUT=${FUZZ_TIMEOUT:-10}
 
+. scripts/deps.sh
+
 install_deps() {
-    if [ "${FUTOIN_SKIP_DEPS:-0}" = 1 ]; then
-        return
-    fi
-    if command -v clang >/dev/null && ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a \
-            >/dev/null 2>&1 && command -v cmake >/dev/null; then
-        return
-    fi
-    local sudo=()
-    if [ "$(id -u)" != 0 ]; then
-        if command -v sudo >/dev/null; then sudo=(sudo); else
-            echo "fuzz.sh: not root: install clang libclang-rt-14-dev cmake yourself" >&2; return; fi
-    fi
-    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update
-    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-        clang libclang-rt-14-dev llvm cmake make pkg-config
+    # libclang-rt-14-dev: libFuzzer and the sanitizer runtimes for clang.
+    futoin_need clang libclang-rt-14-dev llvm cmake make pkg-config
 }
 
 install_deps
 cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DFUTOIN_FUZZ=ON -DFUTOIN_WERROR=ON \
+    -DCMAKE_C_COMPILER=clang -DFUTOIN_FUZZ=ON -DFUTOIN_WERROR=ON \
     -DFUTOIN_BUILD_TESTS=OFF -DFUTOIN_BUILD_EXAMPLES=OFF -DFUTOIN_BUILD_BENCH=OFF \
     -DFUTOIN_WITH_UV=OFF >/dev/null
 cmake --build "$BUILD_DIR" --target fuzz_engine -j"$(nproc)"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Main demonstration of the libuv backend: installs the dependencies (Debian,
-# as root or with sudo), builds the AsyncSteps HTTP/1.1 server and runs it in
+# Main demonstration of the libuv backend: installs the missing dependencies
+# (Debian, as root or with sudo), builds the AsyncSteps HTTP/1.1 server and runs it in
 # the foreground on 127.0.0.1 (Ctrl-C shuts it down gracefully).
 #
 #   bash scripts/serve.sh [PORT] [server options]
@@ -13,12 +13,13 @@
 #   -b N       Limiter: queued for the rate (1024)   -L    no Limiter
 #
 # Environment:
-#   BUILD_DIR=dir        build directory (default: build-serve)
-#   FUTOIN_SKIP_DEPS=1   do not run apt-get (tools already installed)
+#   BUILD_DIR=dir        build directory (default: build, shared with scripts/demo.sh)
+#   FUTOIN_SKIP_DEPS=1   do not install missing packages (scripts/deps.sh)
+#   FUTOIN_SERVE_PREBUILT=1  the server is built already (scripts/demo.sh): no cmake
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-BUILD_DIR=${BUILD_DIR:-build-serve}
+BUILD_DIR=${BUILD_DIR:-build}
 
 PORT=8080
 if [ $# -gt 0 ] && [[ $1 =~ ^[0-9]+$ ]]; then
@@ -26,35 +27,18 @@ if [ $# -gt 0 ] && [[ $1 =~ ^[0-9]+$ ]]; then
     shift
 fi
 
-install_deps() {
-    if [ "${FUTOIN_SKIP_DEPS:-0}" = 1 ]; then
-        return
-    fi
-    local sudo=()
-    if [ "$(id -u)" != 0 ]; then
-        if command -v sudo >/dev/null; then
-            sudo=(sudo)
-        else
-            echo "serve.sh: not root and no sudo: skipping apt-get (set FUTOIN_SKIP_DEPS=1 to silence)" >&2
-            return
-        fi
-    fi
-    if ! command -v apt-get >/dev/null; then
-        echo "serve.sh: no apt-get: install a C compiler, cmake, pkg-config, libuv and curl yourself" >&2
-        return
-    fi
-    echo "==> Installing dependencies (apt-get)"
-    export DEBIAN_FRONTEND=noninteractive
-    "${sudo[@]}" apt-get update
-    "${sudo[@]}" apt-get install -y build-essential cmake pkg-config libcmocka-dev libuv1-dev curl
-}
+. scripts/deps.sh
+# build-essential: gcc and make; curl: to try the server.
+futoin_need build-essential cmake pkg-config libuv1-dev curl
 
-install_deps
-
-echo "==> Building the server in $BUILD_DIR/"
-cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DFUTOIN_WITH_UV=ON \
-    -DFUTOIN_BUILD_TESTS=OFF -DFUTOIN_BUILD_BENCH=OFF -DFUTOIN_BUILD_EXAMPLES=ON >/dev/null
-cmake --build "$BUILD_DIR" -j"$(nproc 2>/dev/null || echo 2)" --target example_uv_http_server
+if [ "${FUTOIN_SERVE_PREBUILT:-0}" != 1 ]; then
+    # The same configuration as scripts/demo.sh, in the same directory: after
+    # the demonstration this is a no-op.
+    echo "==> Building the server in $BUILD_DIR/"
+    cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release \
+        -DFUTOIN_BUILD_TESTS=OFF -DFUTOIN_BUILD_BENCH=OFF -DFUTOIN_BUILD_EXAMPLES=ON >/dev/null
+    cmake --build "$BUILD_DIR" -j"$(nproc 2>/dev/null || echo 2)" --target example_uv_http_server
+fi
 SERVER="$BUILD_DIR/examples/uv/http_server"
 if [ ! -x "$SERVER" ]; then
     echo "serve.sh: $SERVER was not built (is libuv1-dev installed? pkg-config libuv)" >&2

@@ -21,7 +21,7 @@
 #
 # Environment:
 #   TEST_BUILD_ROOT=dir  where the build directories go (default: build-test)
-#   FUTOIN_SKIP_DEPS=1   do not run apt-get (tools already installed)
+#   FUTOIN_SKIP_DEPS=1   do not install missing packages (scripts/deps.sh)
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -71,32 +71,15 @@ passed() {
     RESULT[$CURRENT]="passed"
 }
 
+. "$ROOT_DIR/scripts/deps.sh"
+
 install_deps() {
-    if [ "${FUTOIN_SKIP_DEPS:-0}" = 1 ]; then
-        return
-    fi
-    local sudo=()
-    if [ "$(id -u)" != 0 ]; then
-        if command -v sudo >/dev/null; then
-            sudo=(sudo)
-        else
-            echo "test.sh: not root and no sudo: skipping apt-get" >&2
-            return
-        fi
-    fi
-    if ! command -v apt-get >/dev/null; then
-        echo "test.sh: no apt-get: install gcc, g++, clang, cmake, pkg-config, cmocka, valgrind yourself" >&2
-        return
-    fi
-    echo "==> Installing tools (apt-get)"
-    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update
-    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-        gcc g++ clang make cmake pkg-config libcmocka-dev valgrind \
-        libc6-dbg llvm libclang-rt-14-dev libuv1-dev curl wrk
     # libc6-dbg: libc symbols for valgrind's suppressions and traces;
     # llvm: llvm-symbolizer, for readable ASan/UBSan stack traces;
     # libclang-rt-14-dev: libFuzzer and the TSan runtime for clang;
     # libuv1-dev, curl, wrk: the libuv backend and its HTTP server tests.
+    futoin_need gcc g++ clang make cmake pkg-config libcmocka-dev valgrind \
+        libc6-dbg llvm libclang-rt-14-dev libuv1-dev curl wrk
 }
 
 # configure_build DIR CMAKE-ARGS...: a fresh configure + build in DIR.
