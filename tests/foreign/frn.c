@@ -3,7 +3,7 @@
  *
  * frn: an independent, strict implementation of the FTN12 binary AsyncSteps
  * interface, written from the specification (FTN12 1.x sections 1 and 2.7)
- * and ../../shared/ABI.md only. See frn.h for the public surface.
+ * only. See frn.h for the public surface.
  *
  * Design in short:
  * - Every step is a heap frame whose first member is the FutoInAsyncSteps
