@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/*
- * FutoIn AsyncSteps for C: constructors, the execution-burst setting, and
+/**
+ * @file
+ * @brief FutoIn AsyncSteps for C: constructors, the execution-burst setting, and
  * inline helpers over the universal binary interface (binarysteps.h).
  *
  * Every helper is a thin call through the ABI table, so code written with
@@ -36,50 +37,59 @@ extern "C" {
 #endif
 
 /* ------------------------------------------------------------------------ */
-/* Error codes of the spec (strings compared with strcmp).                  */
+/** @name Error codes of the spec (strings compared with strcmp). */
+/** @{ */
 
-#define FUTOIN_CONNECT_ERROR "ConnectError"
-#define FUTOIN_COMM_ERROR "CommError"
-#define FUTOIN_UNKNOWN_INTERFACE "UnknownInterface"
-#define FUTOIN_NOT_SUPPORTED_VERSION "NotSupportedVersion"
-#define FUTOIN_NOT_IMPLEMENTED "NotImplemented"
-#define FUTOIN_UNAUTHORIZED "Unauthorized"
-#define FUTOIN_INTERNAL_ERROR "InternalError"
-#define FUTOIN_INVOKER_ERROR "InvokerError"
-#define FUTOIN_INVALID_REQUEST "InvalidRequest"
-#define FUTOIN_DEFENSE_REJECTED "DefenseRejected"
-#define FUTOIN_PLEASE_REAUTH "PleaseReauth"
-#define FUTOIN_SECURITY_ERROR "SecurityError"
-#define FUTOIN_TIMEOUT "Timeout"
+#define FUTOIN_CONNECT_ERROR "ConnectError"               /**< "ConnectError" */
+#define FUTOIN_COMM_ERROR "CommError"                     /**< "CommError" */
+#define FUTOIN_UNKNOWN_INTERFACE "UnknownInterface"       /**< "UnknownInterface" */
+#define FUTOIN_NOT_SUPPORTED_VERSION "NotSupportedVersion" /**< "NotSupportedVersion" */
+#define FUTOIN_NOT_IMPLEMENTED "NotImplemented"           /**< "NotImplemented" */
+#define FUTOIN_UNAUTHORIZED "Unauthorized"                /**< "Unauthorized" */
+#define FUTOIN_INTERNAL_ERROR "InternalError"             /**< "InternalError" */
+#define FUTOIN_INVOKER_ERROR "InvokerError"               /**< "InvokerError" */
+#define FUTOIN_INVALID_REQUEST "InvalidRequest"           /**< "InvalidRequest" */
+#define FUTOIN_DEFENSE_REJECTED "DefenseRejected"         /**< "DefenseRejected" */
+#define FUTOIN_PLEASE_REAUTH "PleaseReauth"               /**< "PleaseReauth" */
+#define FUTOIN_SECURITY_ERROR "SecurityError"             /**< "SecurityError" */
+#define FUTOIN_TIMEOUT "Timeout"                          /**< "Timeout" */
+
+/** @} */
 
 /* ------------------------------------------------------------------------ */
-/* Construction                                                              */
+/** @name Construction */
+/** @{ */
 
-/* A new root AsyncSteps on loop. Returns NULL on allocation failure. */
+/** A new root AsyncSteps on loop. Returns NULL on allocation failure. */
 FutoInAsyncSteps* futoin_asyncsteps_new(FutoInLoop* loop);
 
-/* Frees a root (cancelling it first if it runs: cancel handlers are called).
+/** Frees a root (cancelling it first if it runs: cancel handlers are called).
  * Safe from inside the root's own callbacks: the memory is released when the
  * callback returns. Same as as->api->free(as). */
 void futoin_asyncsteps_free(FutoInAsyncSteps* root);
 
-/* The loop an instance of this library runs on (NULL for a foreign one). */
+/** The loop an instance of this library runs on (NULL for a foreign one). */
 FutoInLoop* futoin_asyncsteps_loop(FutoInAsyncSteps* as);
 
-/* Maximum number of step callbacks the engine runs per loop round before it
+/** Maximum number of step callbacks the engine runs per loop round before it
  * lets other loop callbacks and timers in (spec 1.15 "execution burst";
  * default 100, minimum 1). Ready flows take turns one step at a time. */
 void futoin_set_burst(FutoInLoop* loop, unsigned steps);
 
-/* Receives reports of API misuse that cannot become a step error because no
+/** Receives reports of API misuse that cannot become a step error because no
  * step of that flow is running. as may be a stale pointer: don't call it. */
 typedef void (*FutoInMisuseHandler)(void* data, FutoInAsyncSteps* as, const char* info);
+/** Sets the loop's misuse handler: cb(data, as, info) receives the reports
+ * of FutoInMisuseHandler (NULL: the default, one line on stderr). */
 void futoin_set_misuse_handler(FutoInLoop* loop, FutoInMisuseHandler cb, void* data);
 
-/* ------------------------------------------------------------------------ */
-/* Binary value constructors and typed getters                               */
+/** @} */
 
-/* Plain values: no cleanup is needed. */
+/* ------------------------------------------------------------------------ */
+/** @name Binary value constructors and typed getters */
+/** @{ */
+
+/** A plain int32_t value: no cleanup is needed. */
 static inline FutoInBinaryValue futoin_val_i32(int32_t v)
 {
     static const FutoInType t = {FTN_TYPE_INT32, 0};
@@ -89,6 +99,7 @@ static inline FutoInBinaryValue futoin_val_i32(int32_t v)
     r.i32 = v;
     return r;
 }
+/** A plain int64_t value: no cleanup is needed. */
 static inline FutoInBinaryValue futoin_val_i64(int64_t v)
 {
     static const FutoInType t = {FTN_TYPE_INT64, 0};
@@ -98,6 +109,7 @@ static inline FutoInBinaryValue futoin_val_i64(int64_t v)
     r.i64 = v;
     return r;
 }
+/** A plain uint32_t value: no cleanup is needed. */
 static inline FutoInBinaryValue futoin_val_u32(uint32_t v)
 {
     static const FutoInType t = {FTN_TYPE_UINT32, 0};
@@ -107,6 +119,7 @@ static inline FutoInBinaryValue futoin_val_u32(uint32_t v)
     r.u32 = v;
     return r;
 }
+/** A plain uint64_t value: no cleanup is needed. */
 static inline FutoInBinaryValue futoin_val_u64(uint64_t v)
 {
     static const FutoInType t = {FTN_TYPE_UINT64, 0};
@@ -116,6 +129,7 @@ static inline FutoInBinaryValue futoin_val_u64(uint64_t v)
     r.u64 = v;
     return r;
 }
+/** A plain bool value: no cleanup is needed. */
 static inline FutoInBinaryValue futoin_val_bool(bool v)
 {
     static const FutoInType t = {FTN_TYPE_BOOL, 0};
@@ -125,6 +139,7 @@ static inline FutoInBinaryValue futoin_val_bool(bool v)
     r.b = v;
     return r;
 }
+/** A plain double value: no cleanup is needed. */
 static inline FutoInBinaryValue futoin_val_double(double v)
 {
     static const FutoInType t = {FTN_TYPE_DOUBLE, 0};
@@ -134,7 +149,7 @@ static inline FutoInBinaryValue futoin_val_double(double v)
     r.d = v;
     return r;
 }
-/* A string the caller keeps alive (e.g. a literal): not copied, not freed. */
+/** A string the caller keeps alive (e.g. a literal): not copied, not freed. */
 static inline FutoInBinaryValue futoin_val_cstr(const char* s)
 {
     static const FutoInType t = {FTN_TYPE_STRING, 0};
@@ -145,13 +160,13 @@ static inline FutoInBinaryValue futoin_val_cstr(const char* s)
     r.length = s ? (uint32_t)strlen(s) : 0;
     return r;
 }
-/* A heap copy of s, freed by the value's cleanup (exactly once, by the
+/** A heap copy of s, freed by the value's cleanup (exactly once, by the
  * engine, after the receiving step returns). Type NULL if out of memory. */
 FutoInBinaryValue futoin_val_strdup(const char* s);
-/* A custom object: cleanup (may be NULL) is called with the value. */
+/** A custom object: the cleanup of type (may be NULL) is called with the value. */
 FutoInBinaryValue futoin_val_custom(const FutoInType* type, void* object);
 
-/* Number of leading arguments that hold a value (0..4); args may be NULL. */
+/** Number of leading arguments that hold a value (0..4); args may be NULL. */
 static inline int futoin_args_count(const FutoInArgs* args)
 {
     int n = 0;
@@ -160,7 +175,7 @@ static inline int futoin_args_count(const FutoInArgs* args)
     }
     return n;
 }
-/* Base type code of argument i, 0 when absent. */
+/** Base type code of argument i, 0 when absent. */
 static inline int futoin_arg_type(const FutoInArgs* args, int i)
 {
     if (!args || i < 0 || i > 3 || !args->args[i].type) {
@@ -168,7 +183,8 @@ static inline int futoin_arg_type(const FutoInArgs* args, int i)
     }
     return args->args[i].type->flags;
 }
-/* Typed getters: the value when argument i exists with that type, else fallback. */
+/** Typed getter: the value when argument i exists with an integer or bool
+ * type (converted to int64_t), else fallback. */
 static inline int64_t futoin_arg_int(const FutoInArgs* args, int i, int64_t fallback)
 {
     switch (futoin_arg_type(args, i)) {
@@ -184,10 +200,13 @@ static inline int64_t futoin_arg_int(const FutoInArgs* args, int i, int64_t fall
     default: return fallback;
     }
 }
+/** Typed getter: futoin_arg_int() converted to int32_t. */
 static inline int32_t futoin_arg_i32(const FutoInArgs* args, int i, int32_t fallback)
 {
     return (int32_t)futoin_arg_int(args, i, fallback);
 }
+/** Typed getter: the value when argument i is a float or a double (or an
+ * integer, converted), else fallback. */
 static inline double futoin_arg_double(const FutoInArgs* args, int i, double fallback)
 {
     switch (futoin_arg_type(args, i)) {
@@ -196,29 +215,36 @@ static inline double futoin_arg_double(const FutoInArgs* args, int i, double fal
     default: return (double)futoin_arg_int(args, i, (int64_t)fallback);
     }
 }
+/** Typed getter: the string when argument i is an FTN_TYPE_STRING, else fallback. */
 static inline const char* futoin_arg_cstr(const FutoInArgs* args, int i, const char* fallback)
 {
     return futoin_arg_type(args, i) == FTN_TYPE_STRING ? args->args[i].cstr : fallback;
 }
+/** Typed getter: futoin_arg_int() != 0; fallback when argument i is not an
+ * integer or bool. */
 static inline bool futoin_arg_bool(const FutoInArgs* args, int i, bool fallback)
 {
     return futoin_arg_int(args, i, fallback) != 0;
 }
+/** Typed getter: the object of a custom-object argument i, else NULL. */
 static inline void* futoin_arg_custom(const FutoInArgs* args, int i)
 {
     return futoin_arg_type(args, i) == FTN_TYPE_CUSTOM_OBJECT ? args->args[i].custom_data : (void*)0;
 }
 
-/* ------------------------------------------------------------------------ */
-/* Common API (spec 2.2.1)                                                   */
+/** @} */
 
-/* Adds a step (f, optional error handler eh); data is passed to both. */
+/* ------------------------------------------------------------------------ */
+/** @name Common API (spec 2.2.1) */
+/** @{ */
+
+/** Adds a step (f, optional error handler eh); data is passed to both. */
 static inline void futoin_add(FutoInAsyncSteps* as, FutoInAsyncSteps_execute_callback f,
         FutoInAsyncSteps_error_callback eh, void* data)
 {
     as->api->add(as, data, f, eh);
 }
-/* Adds a parallel step; add steps to the returned interface to make branches.
+/** Adds a parallel step; add steps to the returned interface to make branches.
  * The returned interface is valid until the current callback returns (or,
  * on a root that has not started, until execute()). */
 static inline FutoInAsyncSteps* futoin_parallel(
@@ -226,7 +252,7 @@ static inline FutoInAsyncSteps* futoin_parallel(
 {
     return as->api->parallel(as, data, eh);
 }
-/* Named state variable of the root: allocate(data) creates it on first use,
+/** Named state variable of the root: allocate(data) creates it on first use,
  * cleanup(data, value) releases it with the root (last created first).
  * name: non-NULL, NUL-terminated, any length. Both callbacks may call the
  * library, on this root too: an allocate() that frees the root still gets
@@ -244,58 +270,65 @@ static inline void* futoin_state(FutoInAsyncSteps* as, const char* name,
     }
     return as->api->stateVariable(as, data, name, allocate, cleanup);
 }
-/* The last error's info (or break/continue label); "" when none. */
+/** The last error's info (or break/continue label); "" when none. */
 static inline const char* futoin_error_info(FutoInAsyncSteps* as)
 {
     const char* s = (const char*)as->api->stateVariable(as, 0, "error_info", 0, 0);
     return s ? s : "";
 }
-/* Memory that lives until the current step is destroyed; cleanup (optional)
- * runs first. Zero-filled, aligned for any type. size: 0 to PTRDIFF_MAX
- * less a small header; a larger size, or memory that cannot be had, gives
- * NULL (no cleanup is registered, the step goes on). */
+/** @cond FUTOIN_INTERNAL */
 static inline void futoin_stack_no_cleanup_(void* value)
 {
     (void)value;
 }
+/** @endcond */
+/** Memory that lives until the current step is destroyed; cleanup (optional)
+ * runs first. Zero-filled, aligned for any type. size: 0 to PTRDIFF_MAX
+ * less a small header; a larger size, or memory that cannot be had, gives
+ * NULL (no cleanup is registered, the step goes on). */
 static inline void* futoin_stack(FutoInAsyncSteps* as, size_t size, void (*cleanup)(void* value))
 {
     /* Other implementations may call the cleanup without a NULL check. */
     return as->api->stack(as, size, cleanup ? cleanup : futoin_stack_no_cleanup_);
 }
-/* Adds a step synchronized on a FutoInSync object (Mutex, Throttle, ...). */
+/** Adds a step synchronized on a FutoInSync object (Mutex, Throttle, ...). */
 static inline void futoin_add_sync(FutoInAsyncSteps* as, FutoInSync* sync,
         FutoInAsyncSteps_execute_callback f, FutoInAsyncSteps_error_callback eh, void* data)
 {
     as->api->addSync(as, sync, data, f, eh);
 }
-/* A new independent root on the same loop. */
+/** A new independent root on the same loop. */
 static inline FutoInAsyncSteps* futoin_new_instance(FutoInAsyncSteps* as)
 {
     return as->api->newInstance(as);
 }
+/** The spec's isValid(): 1 for an idle, running or finished root and for a
+ * live branch; 0 after cancel() (until add() makes the root idle again),
+ * after free() was requested, and for a finished branch. */
 static inline int futoin_is_valid(FutoInAsyncSteps* as)
 {
     return as->api->isValid(as);
 }
+/** The spec's rootId(): identifies the flow, a root's main flow or one
+ * parallel branch (each has its own). */
 static inline ptrdiff_t futoin_root_id(FutoInAsyncSteps* as)
 {
     return as->api->rootId(as);
 }
 
-/* Adds a step that succeeds with args (NULL: none), the spec's successStep():
+/** Adds a step that succeeds with args (NULL: none), the spec's successStep():
  * result injection after sub-steps. Ownership of the values passes to the
  * engine, which cleans them up exactly once. Works on any implementation
  * of the interface: there, values of a step that never runs are cleaned
  * up when the root is freed (docs/INTEROP.md). */
 void futoin_success_step(FutoInAsyncSteps* as, FutoInArgs* args);
 
-/* Adds a step that yields to the loop once (spec 1.15 relinquish()): other
+/** Adds a step that yields to the loop once (spec 1.15 relinquish()): other
  * flows and loop callbacks run before the flow continues. Any
  * implementation: elsewhere the step waits for sched_immediate(). */
 void futoin_relinquish(FutoInAsyncSteps* as);
 
-/* Copies the model's top-level steps into as (the root's queue before
+/** Copies the model's top-level steps into as (the root's queue before
  * execute(), or as sub-steps of the running step), and re-creates the model's
  * state variables that as does not have by calling their allocators again
  * (spec 1.5; deprecated upstream). A model must not have been executed.
@@ -304,17 +337,22 @@ void futoin_relinquish(FutoInAsyncSteps* as);
  * implementation's object gets InternalError (on as), nothing is copied. */
 void futoin_copy_from(FutoInAsyncSteps* as, FutoInAsyncSteps* model);
 
-/* ------------------------------------------------------------------------ */
-/* Execution API (spec 2.2.2): inside an execute callback                    */
+/** @} */
 
-/* Completes the step with no result. Sends a zeroed FutoInArgs, never NULL,
+/* ------------------------------------------------------------------------ */
+/** @name Execution API (spec 2.2.2): inside an execute callback */
+/** @{ */
+
+/** Completes the step with no result. Sends a zeroed FutoInArgs, never NULL,
  * to other implementations of the interface (they may read it). */
 void futoin_success_empty(FutoInAsyncSteps* as);
+/** Completes the step with no result: futoin_success_empty(). */
 static inline void futoin_success(FutoInAsyncSteps* as)
 {
     futoin_success_empty(as);
 }
-/* Completes the step with up to four values; ownership passes to the engine. */
+/** Completes the step with up to four values (args NULL: none); ownership
+ * passes to the engine. */
 static inline void futoin_success_args(FutoInAsyncSteps* as, FutoInArgs* args)
 {
     if (!args) {
@@ -323,6 +361,7 @@ static inline void futoin_success_args(FutoInAsyncSteps* as, FutoInArgs* args)
     }
     as->api->success(as, args);
 }
+/** Completes the step with one value; ownership passes to the engine. */
 static inline void futoin_success1(FutoInAsyncSteps* as, FutoInBinaryValue a0)
 {
     FutoInArgs a;
@@ -330,6 +369,7 @@ static inline void futoin_success1(FutoInAsyncSteps* as, FutoInBinaryValue a0)
     a.arg0 = a0;
     as->api->success(as, &a);
 }
+/** Completes the step with two values; ownership passes to the engine. */
 static inline void futoin_success2(FutoInAsyncSteps* as, FutoInBinaryValue a0, FutoInBinaryValue a1)
 {
     FutoInArgs a;
@@ -338,6 +378,7 @@ static inline void futoin_success2(FutoInAsyncSteps* as, FutoInBinaryValue a0, F
     a.arg1 = a1;
     as->api->success(as, &a);
 }
+/** Completes the step with three values; ownership passes to the engine. */
 static inline void futoin_success3(FutoInAsyncSteps* as, FutoInBinaryValue a0,
         FutoInBinaryValue a1, FutoInBinaryValue a2)
 {
@@ -348,6 +389,7 @@ static inline void futoin_success3(FutoInAsyncSteps* as, FutoInBinaryValue a0,
     a.arg2 = a2;
     as->api->success(as, &a);
 }
+/** Completes the step with four values; ownership passes to the engine. */
 static inline void futoin_success4(FutoInAsyncSteps* as, FutoInBinaryValue a0,
         FutoInBinaryValue a1, FutoInBinaryValue a2, FutoInBinaryValue a3)
 {
@@ -359,32 +401,32 @@ static inline void futoin_success4(FutoInAsyncSteps* as, FutoInBinaryValue a0,
     a.arg3 = a3;
     as->api->success(as, &a);
 }
-/* Fails the step with code (one of FUTOIN_* or your own) and optional info,
+/** Fails the step with code (one of FUTOIN_* or your own) and optional info,
  * which becomes error_info. Return from the callback right after. */
 static inline void futoin_error(FutoInAsyncSteps* as, const char* code, const char* info)
 {
     as->api->handle_error(as, code, info);
 }
-/* Fails the step with Timeout unless it completes within timeout_ms
+/** Fails the step with Timeout unless it completes within timeout_ms
  * (covers its sub-steps too; any uint32_t, see futoin_loop_deferred()).
  * A second call replaces the first. */
 static inline void futoin_set_timeout(FutoInAsyncSteps* as, uint32_t timeout_ms)
 {
     as->api->setTimeout(as, timeout_ms);
 }
-/* ch(as, data) runs if the step is aborted (root cancel, timeout, a sibling
+/** ch(as, data) runs if the step is aborted (root cancel, timeout, a sibling
  * branch failing, break/continue out of it) before it completes. */
 static inline void futoin_set_cancel(
         FutoInAsyncSteps* as, FutoInAsyncSteps_cancel_callback ch, void* data)
 {
     as->api->setCancel(as, data, ch);
 }
-/* The step completes only by a later success()/error(). */
+/** The step completes only by a later success()/error(). */
 static inline void futoin_wait_external(FutoInAsyncSteps* as)
 {
     as->api->waitExternal(as);
 }
-/* Describes what the running step waits for, for the error it gets if it
+/** Describes what the running step waits for, for the error it gets if it
  * times out: an operation and its peer, e.g. "read 127.0.0.1:8080". When
  * a timeout (of this step or of a step around it) fails the flow, the
  * Timeout's error_info is the description of the innermost step of the
@@ -395,85 +437,100 @@ static inline void futoin_wait_external(FutoInAsyncSteps* as)
  * implementation's object, or memory is short. */
 int futoin_set_wait_info(FutoInAsyncSteps* as, const char* what);
 
-/* ------------------------------------------------------------------------ */
-/* Loops (spec 2.2.4): inside an execute callback                           */
+/** @} */
 
-/* Runs f until futoin_break(); label (may be NULL) names the loop. */
+/* ------------------------------------------------------------------------ */
+/** @name Loops (spec 2.2.4): inside an execute callback */
+/** @{ */
+
+/** Runs f until futoin_break(); label (may be NULL) names the loop. */
 static inline void futoin_loop(FutoInAsyncSteps* as,
         void (*f)(FutoInAsyncSteps* as, void* data), void* data, const char* label)
 {
     as->api->loop(as, data, f, label);
 }
-/* Runs f(as, data, i) for i = 0 .. count-1. */
+/** Runs f(as, data, i) for i = 0 .. count-1; label (may be NULL) names the loop. */
 static inline void futoin_repeat(FutoInAsyncSteps* as, size_t count,
         void (*f)(FutoInAsyncSteps* as, void* data, size_t i), void* data, const char* label)
 {
     as->api->repeat(as, data, count, f, label);
 }
-/* Leaves the innermost loop, or the one named label. Return right after. */
+/** Leaves the innermost loop, or the one named label. Return right after. */
 static inline void futoin_break(FutoInAsyncSteps* as, const char* label)
 {
     as->api->breakLoop(as, label);
 }
-/* Starts the next iteration of the innermost loop, or of the one named label. */
+/** Starts the next iteration of the innermost loop, or of the one named label.
+ * Return right after. */
 static inline void futoin_continue(FutoInAsyncSteps* as, const char* label)
 {
     as->api->continueLoop(as, label);
 }
 
-/* forEach over a C array: f(as, data, i, element) for each of count elements
+/** The body of futoin_foreach_array(): called with element i at elem. */
+typedef void (*FutoInForEachArrayFn)(FutoInAsyncSteps* as, void* data, size_t i, const void* elem);
+/** forEach over a C array: f(as, data, i, element) for each of count elements
  * of elem_size bytes at base. The array must outlive the loop. Ranges: with
  * count > 0, elem_size >= 1, count * elem_size must fit in size_t and the
  * array must not wrap around the address space; otherwise the step fails
  * with InternalError naming the value (misuse report where no step runs)
  * and no loop is added. */
-typedef void (*FutoInForEachArrayFn)(FutoInAsyncSteps* as, void* data, size_t i, const void* elem);
 void futoin_foreach_array(FutoInAsyncSteps* as, const void* base, size_t count, size_t elem_size,
         FutoInForEachArrayFn f, void* data, const char* label);
 
-/* forEach over key/value pairs, in array order. count * sizeof(FutoInKeyValue)
- * must fit in size_t without wrapping the address space (else InternalError,
- * as for futoin_foreach_array). */
+/** A key/value pair for futoin_foreach_pairs(). */
 typedef struct FutoInKeyValue {
-    const char* key;
-    FutoInBinaryValue value;
+    const char* key;         /**< The key. */
+    FutoInBinaryValue value; /**< The value. */
 } FutoInKeyValue;
+/** The body of futoin_foreach_pairs(): called with each key and value. */
 typedef void (*FutoInForEachPairFn)(
         FutoInAsyncSteps* as, void* data, const char* key, const FutoInBinaryValue* value);
+/** forEach over key/value pairs, in array order. count * sizeof(FutoInKeyValue)
+ * must fit in size_t without wrapping the address space (else InternalError,
+ * as for futoin_foreach_array). */
 void futoin_foreach_pairs(FutoInAsyncSteps* as, const FutoInKeyValue* pairs, size_t count,
         FutoInForEachPairFn f, void* data, const char* label);
 
-/* ------------------------------------------------------------------------ */
-/* Control API (spec 2.2.3): on a root                                       */
+/** @} */
 
-/* Starts the root; unhandled_error(as, data, code) is called if an error
+/* ------------------------------------------------------------------------ */
+/** @name Control API (spec 2.2.3): on a root */
+/** @{ */
+
+/** Starts the root; unhandled_error(as, data, code) is called if an error
  * escapes every handler (NULL: reported to the misuse handler). */
 static inline void futoin_execute(FutoInAsyncSteps* root,
         FutoInAsyncSteps_error_callback unhandled_error, void* data)
 {
     root->api->execute(root, data, unhandled_error);
 }
-/* Cancels a running root: cancel handlers run innermost first, timers are
+/** Cancels a running root: cancel handlers run innermost first, timers are
  * dropped, nothing fires later. The root may then be freed or reused. */
 static inline void futoin_cancel(FutoInAsyncSteps* root)
 {
     root->api->cancel(root);
 }
 
-/* ------------------------------------------------------------------------ */
-/* await (spec 1.13): a completion any callback can resolve or reject        */
+/** @} */
 
+/* ------------------------------------------------------------------------ */
+/** @name await (spec 1.13): a completion any callback can resolve or reject */
+/** @{ */
+
+/** A completion: resolved or rejected once, awaited by one step at a time (opaque). */
 typedef struct FutoInCompletion FutoInCompletion;
 
+/** A new completion, neither resolved nor rejected. Returns NULL on allocation failure. */
 FutoInCompletion* futoin_completion_new(void);
-/* Resolves with args (may be NULL; ownership passes on). Returns 0, or -1 if
+/** Resolves with args (may be NULL; ownership passes on). Returns 0, or -1 if
  * the completion was already resolved or rejected (args are then cleaned up). */
 int futoin_completion_resolve(FutoInCompletion* c, FutoInArgs* args);
-/* Rejects with an error code and optional info. Returns 0 or -1 as above. */
+/** Rejects with an error code and optional info. Returns 0 or -1 as above. */
 int futoin_completion_reject(FutoInCompletion* c, const char* code, const char* info);
-/* Frees the completion. A step still awaiting it fails with InternalError. */
+/** Frees the completion. A step still awaiting it fails with InternalError. */
 void futoin_completion_free(FutoInCompletion* c);
-/* Adds a step that waits for c: it succeeds with c's args or fails with its
+/** Adds a step that waits for c: it succeeds with c's args or fails with its
  * error; cancelling the step detaches it from c. One awaiting step at a time;
  * a second one fails with InternalError. Any implementation of the
  * interface; there, a registration whose step never runs is released when
@@ -481,33 +538,41 @@ void futoin_completion_free(FutoInCompletion* c);
 void futoin_await(FutoInAsyncSteps* as, FutoInCompletion* c,
         FutoInAsyncSteps_error_callback eh, void* data);
 
-/* ------------------------------------------------------------------------ */
-/* promise (spec 2.2.3): run a root to completion                            */
+/** @} */
 
+/* ------------------------------------------------------------------------ */
+/** @name promise (spec 2.2.3): run a root to completion */
+/** @{ */
+
+/** What futoin_promise() reports about the root it ran. */
 typedef struct FutoInOutcome {
-    /* NULL on success, else the unhandled error code. */
+    /** NULL on success, else the unhandled error code. */
     const char* code;
-    /* error_info of that error ("" if none). */
+    /** error_info of that error ("" if none). */
     char info[256];
-    /* The last step's result values on success (the caller owns them:
+    /** The last step's result values on success (the caller owns them:
      * futoin_outcome_reset releases them). */
     FutoInArgs args;
+    /** Storage for code (internal). */
     char code_buf[64];
 } FutoInOutcome;
 
-/* Return values of futoin_promise. */
+/** Return values of futoin_promise. */
 enum {
-    FUTOIN_PROMISE_OK = 0,
-    FUTOIN_PROMISE_ERROR = 1,   /* an error escaped: see out->code */
-    FUTOIN_PROMISE_STALLED = 2, /* the loop ran dry with the root still waiting: root cancelled */
-    FUTOIN_PROMISE_MISUSE = 3   /* NULL root, a root of another implementation (we cannot
+    FUTOIN_PROMISE_OK = 0,      /**< the root completed */
+    FUTOIN_PROMISE_ERROR = 1,   /**< an error escaped: see out->code */
+    FUTOIN_PROMISE_STALLED = 2, /**< the loop ran dry with the root still waiting: root cancelled */
+    FUTOIN_PROMISE_MISUSE = 3   /**< NULL root, a root of another implementation (we cannot
                                  * run its loop), root not idle, or called from inside a step */
 };
 
-/* Executes root and runs its loop until the root completes. */
+/** Executes root and runs its loop until the root completes. Returns a
+ * FUTOIN_PROMISE_* value; out receives the outcome. */
 int futoin_promise(FutoInAsyncSteps* root, FutoInOutcome* out);
-/* Releases the values held in an outcome. */
+/** Releases the values held in an outcome. */
 void futoin_outcome_reset(FutoInOutcome* out);
+
+/** @} */
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/*
- * AsyncTool: the single-threaded event loop that drives AsyncSteps
+/**
+ * @file
+ * @brief AsyncTool: the single-threaded event loop that drives AsyncSteps
  * (spec section 2.6).
  *
  * A loop holds two kinds of work: immediate callbacks (run in FIFO order on
@@ -33,25 +34,27 @@
 extern "C" {
 #endif
 
+/** An AsyncTool event loop (opaque). */
 typedef struct FutoInLoop FutoInLoop;
+/** A loop callback: immediate or deferred, called with its data. */
 typedef void (*FutoInLoopCallback)(void* data);
 
-/* Creates a loop on the real monotonic clock. Returns NULL on allocation failure. */
+/** Creates a loop on the real monotonic clock. Returns NULL on allocation failure. */
 FutoInLoop* futoin_loop_new(void);
 
-/* Creates a loop on a virtual clock starting at 0 ms (the test variant). */
+/** Creates a loop on a virtual clock starting at 0 ms (the test variant). */
 FutoInLoop* futoin_loop_new_virtual(void);
 
-/* Frees the loop. Pending callbacks are dropped without being called.
+/** Frees the loop. Pending callbacks are dropped without being called.
  * AsyncSteps roots created on the loop must be freed before it. */
 void futoin_loop_free(FutoInLoop* loop);
 
-/* Queues cb(data) to run on the next round, after what is already queued.
+/** Queues cb(data) to run on the next round, after what is already queued.
  * Any thread; from another thread the returned handle is a cross-thread
  * handle (see futoin_loop_try_cancel). */
 FutoInHandle futoin_loop_immediate(FutoInLoop* loop, void* data, FutoInLoopCallback cb);
 
-/* Queues cb(data) to run once delay_ms have passed (0 is allowed: it runs on
+/** Queues cb(data) to run once delay_ms have passed (0 is allowed: it runs on
  * the next round after the immediates queued before it; any uint32_t up to
  * about 49.7 days is valid). Due times are kept in 64-bit nanoseconds and
  * saturate at the clock's end (UINT64_MAX ns, about 584 years) instead of
@@ -61,12 +64,12 @@ FutoInHandle futoin_loop_immediate(FutoInLoop* loop, void* data, FutoInLoopCallb
 FutoInHandle futoin_loop_deferred(
         FutoInLoop* loop, uint32_t delay_ms, void* data, FutoInLoopCallback cb);
 
-/* Cancels a pending callback and zeroes *handle. A no-op for a zeroed handle,
+/** Cancels a pending callback and zeroes *handle. A no-op for a zeroed handle,
  * a handle whose callback already ran or was cancelled, or NULL. Any
  * thread: same as futoin_loop_try_cancel without the answer. */
 void futoin_loop_cancel(FutoInLoop* loop, FutoInHandle* handle);
 
-/* futoin_loop_cancel that reports the outcome (and zeroes *handle):
+/** futoin_loop_cancel that reports the outcome (and zeroes *handle):
  *  1  cancelled: the callback will never run;
  *  0  it was not pending (already ran, is running now, was cancelled, or
  *     the handle is zero/stale/of another loop);
@@ -79,23 +82,24 @@ void futoin_loop_cancel(FutoInLoop* loop, FutoInHandle* handle);
  * wins; 1 means the callback never runs, 0 means it runs (or ran). */
 int futoin_loop_try_cancel(FutoInLoop* loop, FutoInHandle* handle);
 
-/* 1 while the callback behind handle is still pending, else 0. From
+/** 1 while the callback behind handle is still pending, else 0. From
  * another thread the answer is exact for cross-thread handles and always
  * 0 for handles made on the loop thread. */
 int futoin_loop_is_valid(const FutoInLoop* loop, const FutoInHandle* handle);
 
-/* 1 when called on the thread that created the loop. Any thread. */
+/** 1 when called on the thread that created the loop. Any thread. */
 int futoin_loop_is_same_thread(const FutoInLoop* loop);
 
-/* Holds: outstanding work the loop cannot see (a step waiting for another
+/** Holds: outstanding work the loop cannot see (a step waiting for another
  * thread's success(), a request in flight elsewhere). While the count is
  * above 0, futoin_loop_run() does not return when it runs out of work but
  * sleeps until another thread posts to it, and futoin_loop_iterate()
  * reports work. Any thread; release must match hold. */
 void futoin_loop_hold(FutoInLoop* loop);
+/** Ends one futoin_loop_hold(). Any thread. */
 void futoin_loop_release(FutoInLoop* loop);
 
-/* For driving the loop from an fd-based event loop, instead of (or as well
+/** For driving the loop from an fd-based event loop, instead of (or as well
  * as) the wake-up callback below: a file descriptor that becomes readable
  * when another thread queues work for the loop, with the same "at most once
  * between two futoin_loop_iterate() calls" rule as the callback (poll it
@@ -104,10 +108,10 @@ void futoin_loop_release(FutoInLoop* loop);
  * be created. The loop owns and closes it. */
 int futoin_loop_wakeup_fd(FutoInLoop* loop);
 
-/* The loop's clock in milliseconds (monotonic; virtual for the test variant). */
+/** The loop's clock in milliseconds (monotonic; virtual for the test variant). */
 uint64_t futoin_loop_now(const FutoInLoop* loop);
 
-/* Runs one round: what other threads queued, the immediate callbacks that
+/** Runs one round: what other threads queued, the immediate callbacks that
  * were queued when the round started, then every timer that is due. Never
  * sleeps. Returns 1 if work remains (callbacks, queued messages or holds),
  * 0 if the loop is empty. If next_delay_ms is not NULL it receives
@@ -115,7 +119,7 @@ uint64_t futoin_loop_now(const FutoInLoop* loop);
  * nothing is pending: use it to sleep in another program's poll(). */
 int futoin_loop_iterate(FutoInLoop* loop, int64_t* next_delay_ms);
 
-/* Runs rounds until no work is left (no callback, nothing queued by other
+/** Runs rounds until no work is left (no callback, nothing queued by other
  * threads, no hold) or futoin_loop_stop() is called. When nothing is
  * runnable the real clock sleeps in the kernel until the next timer or a
  * cross-thread wake-up (no busy waiting); the virtual clock jumps to the
@@ -123,19 +127,20 @@ int futoin_loop_iterate(FutoInLoop* loop, int64_t* next_delay_ms);
 void futoin_loop_run(FutoInLoop* loop);
 
 /* ------------------------------------------------------------------------ */
-/* Embedding: driving a loop from another event loop                        */
-/*
+/**
+ * @name Embedding: driving a loop from another event loop
+ *
  * Instead of futoin_loop_run(), an outer event loop (libuv, epoll, GLib, a
  * poll() loop; src/uv/ is one) can run a FutoInLoop on the loop's thread.
  * The outer loop does the waiting; the FutoInLoop says when it needs a round:
  *
  *   1. On the loop thread: futoin_loop_set_wakeup(loop, on_wakeup, ctx).
  *   2. Plan: d = futoin_loop_next_delay(loop)
- *        d == 0   run a round without blocking (immediates are pending);
- *        d >  0   run a round within d ms (arm a timer of the outer loop);
- *        d == -1  nothing is scheduled: no timer.
+ *      - d == 0:  run a round without blocking (immediates are pending);
+ *      - d >  0:  run a round within d ms (arm a timer of the outer loop);
+ *      - d == -1: nothing is scheduled: no timer.
  *   3. Run a round when the plan says so or on_wakeup asks for it:
- *        more = futoin_loop_iterate(loop, &d);   (d is the new plan)
+ *      `more = futoin_loop_iterate(loop, &d);` (d is the new plan).
  *      more == 1 with d == -1 means work the loop cannot see (holds,
  *      cross-thread calls on their way): keep the outer loop alive, the
  *      callback fires when that work arrives. more == 0: the loop is empty.
@@ -165,45 +170,53 @@ void futoin_loop_run(FutoInLoop* loop);
  * loop that has a hook (it waits by itself; the hook may fire meanwhile).
  * Example: tests/test_loop_embed.c drives a loop from a poll() loop.
  */
+/** @{ */
+
+/** The wake-up callback of an embedded loop: "the plan changed" (see above). */
 typedef void (*FutoInLoopWakeup)(void* data);
 
-/* Sets (cb != NULL) or removes (cb == NULL) the wake-up callback; a loop
+/** Sets (cb != NULL) or removes (cb == NULL) the wake-up callback; a loop
  * has at most one. Loop thread only. When it returns, no call of the
  * previous callback is running on another thread and none will start, so
  * its data may be freed. After setting it, plan with
  * futoin_loop_next_delay(): work may already be pending. */
 void futoin_loop_set_wakeup(FutoInLoop* loop, FutoInLoopWakeup cb, void* data);
 
-/* The data given with the current callback, NULL if none: lets an embedder
+/** The data given with the current callback, NULL if none: lets an embedder
  * find its own context from a FutoInLoop*. Loop thread only. */
 void* futoin_loop_wakeup_data(const FutoInLoop* loop);
 
-/* What futoin_loop_iterate() reports in next_delay_ms, without running
+/** What futoin_loop_iterate() reports in next_delay_ms, without running
  * anything: 0 when immediates or cross-thread calls are pending, the ms
  * until the earliest timer (rounded up: a wait of that long never wakes too
  * early), -1 when nothing is scheduled. Loop thread only. */
 int64_t futoin_loop_next_delay(const FutoInLoop* loop);
 
-/* Makes run() return after the current callback. Any thread: from another
+/** @} */
+
+/** Makes run() return after the current callback. Any thread: from another
  * thread run() returns when the request reaches the loop thread (before
  * the next callback it would have run). */
 void futoin_loop_stop(FutoInLoop* loop);
 
-/* Number of pending callbacks (immediate + deferred). */
+/** Number of pending callbacks (immediate + deferred). */
 size_t futoin_loop_pending(const FutoInLoop* loop);
 
-/* --- virtual clock only (return -1 / do nothing on a real loop) --- */
+/** @name Virtual clock only (return -1 / do nothing on a real loop) */
+/** @{ */
 
-/* Runs exactly one callback: the first immediate, or else advances the
+/** Runs exactly one callback: the first immediate, or else advances the
  * virtual clock to the earliest timer and runs it. Returns 1 if a callback
  * ran, 0 if the loop was empty. */
 int futoin_loop_run_next(FutoInLoop* loop);
 
-/* Moves the virtual clock forward by ms (any value: the clock stops at
+/** Moves the virtual clock forward by ms (any value: the clock stops at
  * UINT64_MAX ns rather than wrapping), running everything that becomes
  * due on the way (immediates first, then timers in due order, each at its
  * own due time). */
 void futoin_loop_advance(FutoInLoop* loop, uint64_t ms);
+
+/** @} */
 
 #ifdef __cplusplus
 } /* extern "C" */

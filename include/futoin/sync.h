@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: MIT */
-/*
- * Synchronization objects (FTN12 spec 1.11, 2.3-2.5): Mutex, Throttle and
+/**
+ * @file
+ * @brief Synchronization objects (FTN12 spec 1.11, 2.3-2.5): Mutex, Throttle and
  * Limiter as FutoInSync ABI objects (binarysteps.h), usable with
  * futoin_add_sync() / addSync() of any FTN12 binary AsyncSteps.
  *
+ * @code
  *     FutoInSync* m = futoin_mutex_new(loop, 2, FUTOIN_SYNC_UNLIMITED);
  *     futoin_add_sync(as, m, critical_section, on_error, data);
  *     ...
  *     futoin_sync_free(m);   // once no flow uses it any more
+ * @endcode
  *
  * Common rules (all three objects)
  * --------------------------------
@@ -76,24 +79,24 @@
 extern "C" {
 #endif
 
-/* A queue length (or concurrency) with no limit. */
+/** A queue length (or concurrency) with no limit. */
 #define FUTOIN_SYNC_UNLIMITED UINT32_MAX
 
-/* Return codes of futoin_sync_free() and futoin_sync_stats(). */
+/** Return codes of futoin_sync_free() and futoin_sync_stats(). */
 enum {
-    FUTOIN_SYNC_OK = 0,
-    /* The object still has flows inside, admitted, queued, or with a lock
+    FUTOIN_SYNC_OK = 0, /**< Success. */
+    /** The object still has flows inside, admitted, queued, or with a lock
      * in progress; nothing was freed. Free it once they have left (or after
      * cancelling or freeing their roots). */
     FUTOIN_SYNC_BUSY = -1,
-    /* Not an object made by this header's constructors. */
+    /** Not an object made by this header's constructors. */
     FUTOIN_SYNC_INVALID = -2
 };
 
 /* ------------------------------------------------------------------------ */
 /* Mutex (spec 2.3)                                                           */
 
-/* At most max flows are inside the critical section at a time; up to
+/** At most max flows are inside the critical section at a time; up to
  * max_queue more wait in FIFO order (FUTOIN_SYNC_UNLIMITED: no limit, the
  * spec's default; 0: no waiting, a busy mutex rejects at once).
  * Spec defaults: max = 1, max_queue = unlimited. A Mutex does not use the
@@ -104,7 +107,7 @@ FutoInSync* futoin_mutex_new(FutoInLoop* loop, uint32_t max, uint32_t max_queue)
 /* ------------------------------------------------------------------------ */
 /* Throttle (spec 2.4)                                                        */
 
-/* At most max entries into the critical section per period; up to
+/** At most max entries into the critical section per period; up to
  * max_queue flows wait for a later period (FUTOIN_SYNC_UNLIMITED: no limit,
  * the spec's default). A Throttle does not limit how many flows are inside
  * at once, nor how long they stay.
@@ -133,21 +136,22 @@ FutoInSync* futoin_throttle_new(
 /* ------------------------------------------------------------------------ */
 /* Limiter (spec 1.11.7, 2.5)                                                 */
 
+/** The options of a Limiter (futoin_limiter_new()). */
 typedef struct FutoInLimiterOptions {
-    uint32_t concurrent; /* flows inside at once (Mutex max); default 1 */
-    uint32_t max_queue;  /* flows waiting for concurrency; default 0 */
-    uint32_t rate;       /* entries per period (Throttle max); default 1 */
-    uint32_t period_ms;  /* rate window length; default 1000 */
-    uint32_t burst;      /* flows waiting for the rate (Throttle max_queue); default 0 */
+    uint32_t concurrent; /**< flows inside at once (Mutex max); default 1 */
+    uint32_t max_queue;  /**< flows waiting for concurrency; default 0 */
+    uint32_t rate;       /**< entries per period (Throttle max); default 1 */
+    uint32_t period_ms;  /**< rate window length; default 1000 */
+    uint32_t burst;      /**< flows waiting for the rate (Throttle max_queue); default 0 */
 } FutoInLimiterOptions;
 
-/* The spec's defaults, as an initializer: {1, 0, 1, 1000, 0}. */
+/** The spec's defaults, as an initializer: {1, 0, 1, 1000, 0}. */
 #define FUTOIN_LIMITER_OPTIONS_INIT {1u, 0u, 1u, 1000u, 0u}
 
-/* Fills *opts with the spec's defaults. */
+/** Fills *opts with the spec's defaults. */
 void futoin_limiter_options_init(FutoInLimiterOptions* opts);
 
-/* A Mutex(concurrent, max_queue) and a Throttle(rate, period_ms, burst)
+/** A Mutex(concurrent, max_queue) and a Throttle(rate, period_ms, burst)
  * combined, the Throttle nested inside the Mutex: a flow first takes one of
  * the concurrent slots (waiting in the max_queue FIFO or rejected when it
  * is full), then, holding the slot, passes the rate limit (waiting in the
@@ -163,7 +167,7 @@ FutoInSync* futoin_limiter_new(FutoInLoop* loop, const FutoInLimiterOptions* opt
 /* ------------------------------------------------------------------------ */
 /* Common                                                                     */
 
-/* Frees a Mutex, Throttle or Limiter. Returns FUTOIN_SYNC_OK (also for
+/** Frees a Mutex, Throttle or Limiter. Returns FUTOIN_SYNC_OK (also for
  * NULL), FUTOIN_SYNC_BUSY while any flow is inside, admitted, queued or in
  * the middle of lock() (the object is left intact and keeps working), or
  * FUTOIN_SYNC_INVALID for an object of another kind (left alone). */
@@ -172,7 +176,9 @@ int futoin_sync_free(FutoInSync* sync);
 /* ------------------------------------------------------------------------ */
 /* Shared variants: flows on different loops (threads)                        */
 
-/* Mutex, Throttle and Limiter with the same rules as above, usable at once
+/** @name Shared variants: flows on different loops (threads)
+ *
+ * Mutex, Throttle and Limiter with the same rules as above, usable at once
  * by flows of this library running on any loops (any threads, see
  * <futoin/threads.h>). Differences:
  *  - every lock, unlock, cancel handler, free and stats call takes the
@@ -188,29 +194,34 @@ int futoin_sync_free(FutoInSync* sync);
  *  - futoin_sync_free() also answers FUTOIN_SYNC_BUSY while a cancelled
  *    window timer is still finishing on its loop: retry later.
  * Free them with futoin_sync_free() once no flow uses them. */
+/** @{ */
+/** A shared Mutex: futoin_mutex_new() for flows on any loops. */
 FutoInSync* futoin_mutex_new_shared(uint32_t max, uint32_t max_queue);
+/** A shared Throttle: futoin_throttle_new() for flows on any loops. */
 FutoInSync* futoin_throttle_new_shared(uint32_t max, uint32_t period_ms, uint32_t max_queue);
+/** A shared Limiter: futoin_limiter_new() for flows on any loops. */
 FutoInSync* futoin_limiter_new_shared(const FutoInLimiterOptions* opts);
+/** @} */
 
-/* A snapshot of an object's state, for monitoring and tests. */
+/** A snapshot of an object's state, for monitoring and tests. */
 typedef struct FutoInSyncStats {
-    /* Flows admitted and not yet left: inside the critical section or about
+    /** Flows admitted and not yet left: inside the critical section or about
      * to enter it (re-entries are not counted again). */
     uint32_t active;
-    /* Flows waiting: for a slot (Mutex, Limiter) or for a rate window
+    /** Flows waiting: for a slot (Mutex, Limiter) or for a rate window
      * (Throttle, Limiter burst queue). */
     uint32_t queued;
-    /* Concurrency slots in use (Mutex, Limiter; includes Limiter flows that
+    /** Concurrency slots in use (Mutex, Limiter; includes Limiter flows that
      * hold a slot while waiting for the rate); 0 for a Throttle. */
     uint32_t slots_used;
-    /* Entries admitted in the current rate window (Throttle, Limiter); 0
+    /** Entries admitted in the current rate window (Throttle, Limiter); 0
      * when no window is open or for a Mutex. */
     uint32_t window_entries;
-    /* Queue nodes ever allocated: stays flat once the free list is warm. */
+    /** Queue nodes ever allocated: stays flat once the free list is warm. */
     uint32_t nodes_allocated;
 } FutoInSyncStats;
 
-/* Fills *out. Returns FUTOIN_SYNC_OK, or FUTOIN_SYNC_INVALID (out zeroed)
+/** Fills *out. Returns FUTOIN_SYNC_OK, or FUTOIN_SYNC_INVALID (out zeroed)
  * for NULL or an object of another kind. */
 int futoin_sync_stats(const FutoInSync* sync, FutoInSyncStats* out);
 

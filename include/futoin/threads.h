@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/*
- * Threads: loops on threads of their own, a pool of such loops with
+/**
+ * @file
+ * @brief Threads: loops on threads of their own, a pool of such loops with
  * least-loaded placement of new roots, and blocking work on worker threads
  * as a step. The full contract is in docs/THREADS.md; in short:
  *
@@ -32,38 +33,40 @@ extern "C" {
 /* ------------------------------------------------------------------------ */
 /* A loop on its own thread                                                  */
 
+/** A loop running on a thread of its own (opaque). */
 typedef struct FutoInLoopThread FutoInLoopThread;
 
-/* Optional hooks, run on the loop thread: on_start before the loop runs
+/** Optional hooks, run on the loop thread: on_start before the loop runs
  * (add roots here, or later through futoin_loop_immediate), on_stop after
  * it has stopped and before it is freed: free the roots still on the loop
  * here (futoin_asyncsteps_free cancels a running one); roots left alive
  * leak. */
 typedef struct FutoInLoopThreadHooks {
-    void (*on_start)(FutoInLoop* loop, void* data);
-    void (*on_stop)(FutoInLoop* loop, void* data);
-    void* data;
+    void (*on_start)(FutoInLoop* loop, void* data); /**< Before the loop runs; may be NULL. */
+    void (*on_stop)(FutoInLoop* loop, void* data);  /**< After it stopped; may be NULL. */
+    void* data;                                     /**< Passed to both hooks. */
 } FutoInLoopThreadHooks;
 
-/* Starts a thread running a new real-clock loop (created on that thread, so
+/** Starts a thread running a new real-clock loop (created on that thread, so
  * futoin_loop_is_same_thread() is true there). Returns once the loop exists,
  * NULL on failure. hooks may be NULL; it is copied. */
 FutoInLoopThread* futoin_loop_thread_start(const FutoInLoopThreadHooks* hooks);
 
-/* The thread's loop: valid until futoin_loop_thread_join() returns. */
+/** The thread's loop: valid until futoin_loop_thread_join() returns. */
 FutoInLoop* futoin_loop_thread_loop(const FutoInLoopThread* t);
 
+/** Modes of futoin_loop_thread_stop() and futoin_loop_pool_stop(). */
 enum {
-    /* Run until idle, then exit: no callback pending, nothing queued by
+    /** Run until idle, then exit: no callback pending, nothing queued by
      * other threads, no hold (futoin_loop_hold, futoin_add_work). Roots
      * that still wait with none of these are handed to on_stop. */
     FUTOIN_LOOP_STOP_DRAIN = 0,
-    /* Stop after the callback that is running: pending callbacks and
+    /** Stop after the callback that is running: pending callbacks and
      * timers are dropped, roots are handed to on_stop as they are. */
     FUTOIN_LOOP_STOP_NOW = 1
 };
 
-/* Asks the thread to stop (any thread, the loop thread included; may be
+/** Asks the thread to stop (any thread, the loop thread included; may be
  * repeated: NOW after DRAIN makes it stop at once). mode is
  * FUTOIN_LOOP_STOP_DRAIN or FUTOIN_LOOP_STOP_NOW; any other value acts as
  * DRAIN. Returns at once. After
@@ -73,75 +76,80 @@ enum {
  * loop and exits. */
 void futoin_loop_thread_stop(FutoInLoopThread* t, int mode);
 
-/* Waits for the thread to exit and frees t. Not from the loop thread. A
+/** Waits for the thread to exit and frees t. Not from the loop thread. A
  * thread that was never stopped is stopped with FUTOIN_LOOP_STOP_DRAIN. */
 void futoin_loop_thread_join(FutoInLoopThread* t);
 
 /* ------------------------------------------------------------------------ */
 /* A pool of loop threads                                                    */
 
+/** A pool of loop threads (opaque). */
 typedef struct FutoInLoopPool FutoInLoopPool;
 
-/* Most threads a loop pool or the worker pool runs (the limit of
+/** Most threads a loop pool or the worker pool runs (the limit of
  * futoin_loop_pool_new() and futoin_work_pool_configure(); defaults taken
  * from the CPU count are capped at it). */
 #define FUTOIN_THREADS_MAX 1024u
 
-/* n loops on n threads, n = 0..FUTOIN_THREADS_MAX; 0: one per online CPU
+/** n loops on n threads, n = 0..FUTOIN_THREADS_MAX; 0: one per online CPU
  * (sysconf, at most FUTOIN_THREADS_MAX). NULL on failure; n above
  * FUTOIN_THREADS_MAX: NULL with errno EINVAL, no thread started. */
 FutoInLoopPool* futoin_loop_pool_new(unsigned n);
+/** The number of loops (threads) of the pool. */
 unsigned futoin_loop_pool_size(const FutoInLoopPool* pool);
-/* Loop i, i = 0..size-1; NULL for i >= futoin_loop_pool_size(). */
+/** Loop i, i = 0..size-1; NULL for i >= futoin_loop_pool_size(). */
 FutoInLoop* futoin_loop_pool_loop(const FutoInLoopPool* pool, unsigned i);
 
-/* Load of loop i: the roots placed there by futoin_loop_pool_spawn that have
+/** Load of loop i: the roots placed there by futoin_loop_pool_spawn that have
  * not finished yet (counted atomically from the spawn call on); 0 for
  * i >= futoin_loop_pool_size(). */
 unsigned futoin_loop_pool_load(const FutoInLoopPool* pool, unsigned i);
 
-/* Called on the chosen loop's thread with a fresh root: add its steps. */
+/** Called on the chosen loop's thread with a fresh root: add its steps. */
 typedef void (*FutoInPoolSetup)(FutoInAsyncSteps* root, void* data);
-/* Called on that thread when the root ends: code NULL on success, the
+/** Called on that thread when the root ends: code NULL on success, the
  * unhandled error code, or FUTOIN_POOL_CANCELLED when the pool stopped
  * before the root finished. The root is freed right after. May be NULL. */
 typedef void (*FutoInPoolDone)(void* data, const char* code);
+/** The code FutoInPoolDone gets for a root that the pool's stop cancelled. */
 #define FUTOIN_POOL_CANCELLED "Cancelled"
 
-/* Places a new root on the least-loaded loop (ties: the next loop after the
+/** Places a new root on the least-loaded loop (ties: the next loop after the
  * last choice): counts it there, creates it on that loop's thread, runs
  * setup(root, data), executes it and frees it when it ends (after done).
  * Any thread. Returns the loop index, or -1 (pool stopping, no memory). */
 int futoin_loop_pool_spawn(FutoInLoopPool* pool, FutoInPoolSetup setup,
         FutoInPoolDone done, void* data);
 
-/* Stops every loop (mode as futoin_loop_thread_stop); roots of the pool that
+/** Stops every loop (mode as futoin_loop_thread_stop); roots of the pool that
  * have not finished are cancelled and get FUTOIN_POOL_CANCELLED. */
 void futoin_loop_pool_stop(FutoInLoopPool* pool, int mode);
 
-/* Stops (DRAIN unless stopped already), joins every thread, frees the pool. */
+/** Stops (DRAIN unless stopped already), joins every thread, frees the pool. */
 void futoin_loop_pool_free(FutoInLoopPool* pool);
 
 /* ------------------------------------------------------------------------ */
 /* Blocking work on worker threads                                           */
 
+/** What a work function reports: success values or an error. */
 typedef struct FutoInWorkResult {
-    /* Success values (up to four); ownership passes to the engine. */
+    /** Success values (up to four); ownership passes to the engine. */
     FutoInArgs args;
-    /* Non-NULL: the step fails with this code instead (args must then be
+    /** Non-NULL: the step fails with this code instead (args must then be
      * empty); copied right after the work function returns, so a string
      * literal or a buffer in work_data is fine. */
     const char* error;
+    /** The error's info (may be NULL), copied like error. */
     const char* info;
 } FutoInWorkResult;
 
-/* Runs on a worker thread with *out zeroed. */
+/** Runs on a worker thread with *out zeroed. */
 typedef void (*FutoInWorkFn)(void* work_data, FutoInWorkResult* out);
-/* Runs on the loop thread exactly once, when neither the step nor a worker
+/** Runs on the loop thread exactly once, when neither the step nor a worker
  * will use work_data again. May be NULL. */
 typedef void (*FutoInWorkRelease)(void* work_data);
 
-/* Adds a step that runs fn(work_data) on the worker pool and completes with
+/** Adds a step that runs fn(work_data) on the worker pool and completes with
  * its result: success(out.args) or error(out.error, out.info), on the
  * step's own loop. Like uv_queue_work:
  *  - if the step is cancelled (root cancel, timeout of an outer step, ...)
@@ -155,13 +163,13 @@ typedef void (*FutoInWorkRelease)(void* work_data);
 void futoin_add_work(FutoInAsyncSteps* as, FutoInWorkFn fn, void* work_data,
         FutoInWorkRelease release);
 
-/* Worker threads: started on the first futoin_add_work. threads =
+/** Worker threads: started on the first futoin_add_work. threads =
  * 0..FUTOIN_THREADS_MAX; 0: the default, one per online CPU, at least 2 and
  * at most FUTOIN_THREADS_MAX. Returns 0, or -1 (setting unchanged) once the
  * pool is running or when threads is above FUTOIN_THREADS_MAX. */
 int futoin_work_pool_configure(unsigned threads);
 
-/* Waits until queued and running work has finished, then joins the
+/** Waits until queued and running work has finished, then joins the
  * workers (for a clean exit under leak checkers); a later futoin_add_work
  * starts them again. Not from a worker. */
 void futoin_work_pool_shutdown(void);
