@@ -194,7 +194,8 @@ void futoin_foreach_array(FutoInAsyncSteps* as, const void* base, size_t count, 
         FutoInForEachArrayFn f, void* data, const char* label)
 {
     if (!f || (!base && count)) {
-        as->api->repeat(as, NULL, count, NULL, label); /* reports the misuse */
+        /* Not sent on as repeat(NULL): another implementation may abort. */
+        range_error(as, "futoin_foreach_array() with a NULL %s", f ? "array" : "callback");
         return;
     }
     if (!span_ok(as, "futoin_foreach_array", base, count, elem_size, "elem_size")) {
@@ -228,7 +229,7 @@ void futoin_foreach_pairs(FutoInAsyncSteps* as, const FutoInKeyValue* pairs, siz
         FutoInForEachPairFn f, void* data, const char* label)
 {
     if (!f || (!pairs && count)) {
-        as->api->repeat(as, NULL, count, NULL, label);
+        range_error(as, "futoin_foreach_pairs() with a NULL %s", f ? "array" : "callback");
         return;
     }
     if (!span_ok(as, "futoin_foreach_pairs", pairs, count, sizeof(FutoInKeyValue),

@@ -545,6 +545,26 @@ static void test_foreach_on_foreign(void** state)
     futoin_asyncsteps_free(root);
 }
 
+static void step_foreach_null(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    futoin_foreach_array(as, g_items, 3, sizeof(int), NULL, NULL, NULL);
+}
+
+/* A NULL callback is refused by the helper itself: never passed on as
+ * repeat(NULL), which a strict implementation treats as a violation. */
+static void test_foreach_null_callback_not_sent(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* root = frn_root();
+    futoin_add(root, step_foreach_null, expect_internal, NULL);
+    futoin_execute(root, no_unhandled, NULL);
+    run();
+    assert_trace("eh:InternalError:futoin_foreach_array() with a NULL callback");
+    futoin_asyncsteps_free(root);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -566,6 +586,7 @@ int main(void)
             T(test_add_work_refuses_foreign),
             T(test_state_null_name_not_sent),
             T(test_foreach_on_foreign),
+            T(test_foreach_null_callback_not_sent),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
