@@ -16,6 +16,12 @@
 #      the core.
 #   7. gcc, Debug (assertions on), the step node layout of 32-bit targets
 #      (FUTOIN_STEP_KIND_BYTE: the kind in a byte of its own) + ctest.
+#   8. the API reference: target docs (Doxygen over the public headers),
+#      where an undocumented function, type, enum value or macro, or a
+#      documentation error, fails.
+#   9. the Debian packages (scripts/check-deb.sh): dpkg-buildpackage, lintian
+#      without errors, the packages installed and checked with
+#      scripts/check-consumer.sh on /usr, then purged (needs root or sudo).
 #
 #   bash scripts/test.sh
 #
@@ -33,7 +39,8 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
 STAGES=("gcc Release -Werror" "clang ASan+UBSan" "gcc valgrind" "clang TSan (threads)"
-    "fuzz engine vs model" "install + consumers" "gcc 32-bit step layout")
+    "fuzz engine vs model" "install + consumers" "gcc 32-bit step layout"
+    "API reference (Doxygen)" "debian packages")
 declare -A RESULT=()
 CURRENT=""
 START=$(date +%s)
@@ -160,4 +167,29 @@ configure_build "$BUILD_ROOT/gcc-kind-byte" -DCMAKE_BUILD_TYPE=Debug \
     -DFUTOIN_BUILD_EXAMPLES=OFF -DFUTOIN_BUILD_BENCH=OFF
 run_ctest "$BUILD_ROOT/gcc-kind-byte"
 passed
+
+# 8 -------------------------------------------------------------------------
+# The API reference: Doxygen over the public headers with warnings as
+# errors (docs/Doxyfile.in). Only the docs target is built.
+stage "API reference (Doxygen)"
+futoin_need doxygen
+rm -rf "$BUILD_ROOT/docs"
+cmake -S "$ROOT_DIR" -B "$BUILD_ROOT/docs" -DFUTOIN_BUILD_DOCS=ON \
+    -DFUTOIN_BUILD_TESTS=OFF -DFUTOIN_BUILD_EXAMPLES=OFF -DFUTOIN_BUILD_BENCH=OFF
+cmake --build "$BUILD_ROOT/docs" --target docs
+echo "API reference: $BUILD_ROOT/docs/docs/html/index.html"
+passed
+
+# 9 -------------------------------------------------------------------------
+# The Debian packages of debian/, built, checked with lintian, installed,
+# used by outside programs and purged again (scripts/check-deb.sh). It
+# installs packages, so it needs root or sudo.
+stage "debian packages"
+if [ "$(id -u)" = 0 ] || command -v sudo >/dev/null; then
+    JOBS=$JOBS bash scripts/check-deb.sh
+    passed
+else
+    echo "test.sh: not root and no sudo: the Debian packages are not checked"
+    RESULT[$CURRENT]="skipped (not root)"
+fi
 CURRENT=""
