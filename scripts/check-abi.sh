@@ -16,6 +16,8 @@
 # internal functions) or a name outside the futoin_ prefix fails even with
 # --update.
 #
+# The Debian symbols files are kept in step (see debian_sync below).
+#
 # Environment: NM=nm (CTest passes CMake's).
 set -euo pipefail
 
@@ -94,6 +96,41 @@ check() {
     fi
 }
 
+# The Debian symbols files (debian/*.symbols) list the same names with the
+# version that added each: --update adds new names with the project's
+# version and drops removed ones; the check fails when they disagree.
+ROOT_DIR=$(dirname "$ABI_DIR")
+VERSION=$(sed -n 's/^project([^)]*VERSION \([0-9.]*\).*/\1/p' "$ROOT_DIR/CMakeLists.txt" | head -n 1)
+
+debian_sync() {
+    local name=$1 deb=$2 list="$ABI_DIR/$1.symbols"
+    [ -e "$deb" ] && [ -e "$list" ] || return 0
+    local listed
+    listed=$(sed -n 's/^ \([^@ ]*\)@Base .*/\1/p' "$deb" | LC_ALL=C sort -u)
+    if [ "$listed" = "$(cat "$list")" ]; then
+        return 0
+    fi
+    if [ $UPDATE = 1 ]; then
+        local tmp
+        tmp=$(mktemp)
+        grep -v '^ [^ ]*@Base ' "$deb" >"$tmp"
+        while read -r sym; do
+            local ver
+            ver=$(sed -n "s/^ $sym@Base \(.*\)/\1/p" "$deb")
+            echo " $sym@Base ${ver:-$VERSION}"
+        done <"$list" >>"$tmp"
+        mv "$tmp" "$deb"
+        echo "check-abi: wrote ${deb#"$ROOT_DIR"/}"
+        return 0
+    fi
+    echo "check-abi: ${deb#"$ROOT_DIR"/} does not list the names of abi/$name.symbols" \
+        "(scripts/check-abi.sh --update BUILD_DIR rewrites it):" >&2
+    diff <(echo "$listed") "$list" >&2 || true
+    status=1
+}
+
 check futoin_asyncsteps 1
 check futoin_asyncsteps_uv 0
+debian_sync futoin_asyncsteps "$ROOT_DIR/debian/libfutoin-asyncsteps0.symbols"
+debian_sync futoin_asyncsteps_uv "$ROOT_DIR/debian/libfutoin-asyncsteps-uv0.symbols"
 exit $status
