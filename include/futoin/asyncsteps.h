@@ -8,7 +8,7 @@
  * these helpers and code written against the raw ABI mix freely, and any
  * FutoInAsyncSteps* from another implementation works with them.
  *
- * Lifetimes and rules (see README.md for the full semantics):
+ * Lifetimes and rules (the full semantics: docs/SEMANTICS.md):
  *  - The FutoInAsyncSteps* passed to a callback belongs to one flow (the root's
  *    main flow or one parallel branch). It stays valid while that flow runs;
  *    success()/error() may be called on it later, from another loop callback,
