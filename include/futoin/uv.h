@@ -203,6 +203,89 @@ void futoin_uv_stream_close(FutoInUvStream* s);
  * or the last release), and for NULL. */
 int futoin_uv_stream_is_open(const FutoInUvStream* s);
 
+/**
+ * @brief Shows the bytes received but not yet consumed by a read step.
+ * @param s   the stream (NULL: returns NULL)
+ * @param len receives the number of bytes (0 when there are none); may be NULL
+ * @return a borrowed pointer to the buffered bytes, valid until the next read
+ *         step on s starts or a libuv callback of s runs; NULL when nothing is
+ *         buffered. Nothing is consumed: e.g. after a delimited read failed with
+ *         ENOBUFS, look at what the peer sent to choose a status code.
+ */
+const char* futoin_uv_stream_peek(const FutoInUvStream* s, size_t* len);
+
+/**
+ * @brief Limits how much a stream reads ahead while no read step waits.
+ *
+ * Once a read step has started, a stream keeps reading between read steps
+ * (toggling uv_read_start/stop per request would cost two system calls).
+ * It stops when more than @p bytes are buffered, and a peer that sends faster
+ * is pushed back by TCP. A pending read step always reads what it needs, up
+ * to its own limit.
+ * @param s     the stream (NULL: nothing happens)
+ * @param bytes the read-ahead limit; the default is 256 KiB; 0 stops reading
+ *              as soon as something is buffered and no read step waits
+ */
+void futoin_uv_stream_set_read_ahead(FutoInUvStream* s, size_t bytes);
+
+/* ------------------------------------------------------------------------ */
+/* Input budget: buffered input across streams, loops and threads           */
+
+/**
+ * @brief A byte budget shared by streams on any loops (thread-safe).
+ *
+ * A stream given a budget (futoin_uv_stream_set_budget()) charges the memory of
+ * its receive buffer to it, except the first FUTOIN_UV_BUDGET_FREE_BYTES, which
+ * every stream may use without asking (so a budget spent by a few large
+ * inputs never stops a small request). When the budget cannot cover a larger
+ * buffer, the stream stops reading: a pending read step fails with CommError
+ * "ENOBUFS: read: input budget spent", and read-ahead pauses until the next
+ * read step. A buffer emptied by a read step shrinks back and returns its
+ * charge; a stream returns the rest when it is destroyed.
+ * Applications may charge their own buffers with futoin_uv_budget_take() and
+ * futoin_uv_budget_give().
+ */
+typedef struct FutoInUvBudget FutoInUvBudget;
+
+/** Bytes of every stream's receive buffer that are never charged to a budget. */
+#define FUTOIN_UV_BUDGET_FREE_BYTES 4096u
+
+/**
+ * @brief A new budget of @p limit bytes with one reference.
+ * @param limit the most bytes charged at once (0: nothing beyond the free bytes)
+ * @return the budget, or NULL when out of memory
+ */
+FutoInUvBudget* futoin_uv_budget_new(size_t limit);
+/** @brief Takes a reference (any thread). @return b (NULL for NULL) */
+FutoInUvBudget* futoin_uv_budget_ref(FutoInUvBudget* b);
+/** @brief Drops a reference (any thread); the last one frees the budget. NULL: nothing. */
+void futoin_uv_budget_release(FutoInUvBudget* b);
+/**
+ * @brief Charges @p n bytes if they fit (any thread).
+ * @return 0 when charged, -1 when used + n would exceed the limit (counted as
+ *         a refusal; nothing charged) or b is NULL
+ */
+int futoin_uv_budget_take(FutoInUvBudget* b, size_t n);
+/** @brief Returns @p n bytes charged by futoin_uv_budget_take() (any thread). */
+void futoin_uv_budget_give(FutoInUvBudget* b, size_t n);
+/** @brief Bytes charged now (0 for NULL). */
+size_t futoin_uv_budget_used(const FutoInUvBudget* b);
+/** @brief The limit given to futoin_uv_budget_new() (0 for NULL). */
+size_t futoin_uv_budget_limit(const FutoInUvBudget* b);
+/** @brief How many charges were refused so far (0 for NULL). */
+unsigned long futoin_uv_budget_refusals(const FutoInUvBudget* b);
+
+/**
+ * @brief Makes stream @p s charge its receive buffer to budget @p b.
+ *
+ * Call it before the first read step (e.g. in the connection callback of
+ * futoin_uv_serve()); a charge already made moves to the new budget. The
+ * stream holds a reference to @p b until it is destroyed.
+ * @param s the stream (NULL: nothing happens)
+ * @param b the budget, or NULL for none (the default)
+ */
+void futoin_uv_stream_set_budget(FutoInUvStream* s, FutoInUvBudget* b);
+
 /* Step: connects to host:port. host is a numeric IPv4/IPv6 address or a
  * name (resolved with uv_getaddrinfo; each address is tried in turn);
  * not NULL. port: 1..65535. Success: arg0 = stream (futoin_uv_stream_type). Errors:
@@ -229,6 +312,19 @@ void futoin_uv_read_until(FutoInAsyncSteps* as, FutoInUvStream* s, const char* d
  * FTN_TYPE_UINT8 | FTN_TYPE_ARRAY of n bytes. */
 void futoin_uv_read_exact(FutoInAsyncSteps* as, FutoInUvStream* s, size_t n);
 
+/**
+ * @brief Step: waits until at least one byte is buffered, without consuming it.
+ *
+ * Succeeds with no result at once when something is buffered. Meant for an
+ * idle timeout distinct from a read timeout: wait for the first byte of a
+ * request under one futoin_set_timeout(), then read the rest under another.
+ * Errors: like futoin_uv_read_some() (CommError "EOF: read: connection closed
+ * by peer" when the peer closed with nothing buffered).
+ * @param as the flow
+ * @param s  the stream (not NULL)
+ */
+void futoin_uv_read_wait(FutoInAsyncSteps* as, FutoInUvStream* s);
+
 /* Step: reads whatever is available, at least 1 and at most max bytes
  * (0: 64 KiB; max <= UINT32_MAX). Success: arg0 = FTN_TYPE_UINT8 | FTN_TYPE_ARRAY. */
 void futoin_uv_read_some(FutoInAsyncSteps* as, FutoInUvStream* s, size_t max);
@@ -243,6 +339,21 @@ void futoin_uv_write(FutoInAsyncSteps* as, FutoInUvStream* s, const void* data, 
  * ranges as futoin_uv_write(). */
 void futoin_uv_write_static(FutoInAsyncSteps* as, FutoInUvStream* s, const void* data,
         size_t len);
+
+/**
+ * @brief Step: flushes the queued writes and ends the sending side (uv_shutdown: FIN).
+ *
+ * The stream stays open for reading: after a response that ends a
+ * connection, read (and drop) what the peer still sends until it closes,
+ * under a short timeout, before releasing the stream; closing a socket with
+ * unread input makes the kernel send a reset, which may destroy the response
+ * before the peer has read it. Succeeds with no result when the FIN is sent.
+ * Errors: CommError (e.g. "ENOTCONN: shutdown" when already shut down).
+ * A cancelled shutdown still completes in the background.
+ * @param as the flow
+ * @param s  the stream (not NULL)
+ */
+void futoin_uv_shutdown(FutoInAsyncSteps* as, FutoInUvStream* s);
 
 /* Step: closes the stream (pending writes are flushed first with
  * uv_shutdown when graceful is non-zero) and drops the caller's reference
@@ -260,6 +371,29 @@ void futoin_uv_close(FutoInAsyncSteps* as, FutoInUvStream* s, int graceful);
  * backlog out of range, or a NULL uv: NULL with UV_EINVAL, nothing bound. */
 FutoInUvServer* futoin_uv_server_new(FutoInUv* uv, const char* host, unsigned port,
         int backlog, int* uv_error);
+/** Flags of futoin_uv_server_new_ex(). */
+enum {
+    /**
+     * SO_REUSEPORT: several servers (one per loop thread) may bind the same
+     * address and port, and the kernel spreads new connections among them.
+     * Only processes of the same user can join the group (Linux).
+     */
+    FUTOIN_UV_SERVER_REUSEPORT = 1u
+};
+
+/**
+ * @brief futoin_uv_server_new() with flags.
+ * @param uv       the backend
+ * @param host     numeric IPv4/IPv6 address; NULL or "": 127.0.0.1
+ * @param port     0..65535 (0: any free port)
+ * @param backlog  1..INT_MAX, 0: 511
+ * @param flags    0 or FUTOIN_UV_SERVER_REUSEPORT; other bits: UV_EINVAL
+ * @param uv_error receives the libuv error on failure (may be NULL)
+ * @return the listening server with one reference, or NULL
+ */
+FutoInUvServer* futoin_uv_server_new_ex(FutoInUv* uv, const char* host, unsigned port,
+        int backlog, unsigned flags, int* uv_error);
+
 /* Step form of futoin_uv_server_new() (same ranges and host; out of range:
  * InternalError): success arg0 = server (futoin_uv_server_type); errors:
  * ConnectError. */

@@ -5,6 +5,8 @@
 
 #include <futoin/uv.h>
 
+#include <stdatomic.h>
+
 /* Internal to the library: futoin__uv_* stays out of the shared object's
  * symbol table (scripts/check-abi.sh checks it). */
 #if defined(__GNUC__)
@@ -34,7 +36,14 @@ struct FutoInUv {
     uint8_t idle_on;
 };
 
-enum FutoInUvReadMode { RD_NONE = 0, RD_LINE, RD_UNTIL, RD_EXACT, RD_SOME };
+enum FutoInUvReadMode { RD_NONE = 0, RD_LINE, RD_UNTIL, RD_EXACT, RD_SOME, RD_WAITDATA };
+
+struct FutoInUvBudget {
+    _Atomic size_t used;
+    size_t limit;
+    _Atomic unsigned long refusals;
+    _Atomic uint32_t refs;
+};
 
 struct FutoInUvStream {
     uv_tcp_t tcp; /* tcp.data points back here */
@@ -51,6 +60,11 @@ struct FutoInUvStream {
     size_t len;
     size_t cap;
     size_t scanned; /* bytes after off already searched for the delimiter */
+    size_t read_ahead; /* keep reading without a read step up to this many bytes */
+    /* Input budget: cap beyond FUTOIN_UV_BUDGET_FREE_BYTES is charged. */
+    FutoInUvBudget* budget;
+    size_t charged;
+    uint8_t budget_blocked; /* on_alloc refused to grow for the budget */
     /* The pending read step (one at a time). rd_delim points into that
      * step's parameters, which live as long as the step. */
     FutoInAsyncSteps* rd_as;

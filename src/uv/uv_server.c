@@ -8,11 +8,18 @@
  * keep up pushes back through its listen backlog instead of queueing
  * connections in memory.
  */
+/* SO_REUSEPORT is not POSIX. */
+#ifndef _DEFAULT_SOURCE
+#define _DEFAULT_SOURCE
+#endif
 #include "uv_internal.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 static void server_destroy(FutoInUvServer* srv)
 {
@@ -158,8 +165,35 @@ static int bind_addr(const char* host, unsigned port, struct sockaddr_storage* a
     return uv_ip6_addr(host, (int)port, (struct sockaddr_in6*)addr);
 }
 
+/* A bound socket with SO_REUSEPORT, for uv_tcp_open(). Returns the
+ * descriptor or a libuv error. */
+static int reuseport_socket(const struct sockaddr_storage* addr)
+{
+    int fd = socket(addr->ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) {
+        return uv_translate_sys_error(errno);
+    }
+    int one = 1;
+    socklen_t len = addr->ss_family == AF_INET6 ? (socklen_t)sizeof(struct sockaddr_in6)
+                                                : (socklen_t)sizeof(struct sockaddr_in);
+    if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0
+            || setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0
+            || bind(fd, (const struct sockaddr*)addr, len) != 0) {
+        int err = uv_translate_sys_error(errno);
+        close(fd);
+        return err;
+    }
+    return fd;
+}
+
 FutoInUvServer* futoin_uv_server_new(FutoInUv* uv, const char* host, unsigned port,
         int backlog, int* uv_error)
+{
+    return futoin_uv_server_new_ex(uv, host, port, backlog, 0, uv_error);
+}
+
+FutoInUvServer* futoin_uv_server_new_ex(FutoInUv* uv, const char* host, unsigned port,
+        int backlog, unsigned flags, int* uv_error)
 {
     int dummy;
     if (!uv_error) {
@@ -167,24 +201,46 @@ FutoInUvServer* futoin_uv_server_new(FutoInUv* uv, const char* host, unsigned po
     }
     *uv_error = 0;
     struct sockaddr_storage addr;
-    if (!uv || port > 65535 || backlog < 0 || bind_addr(host, port, &addr) != 0) {
+    if (!uv || port > 65535 || backlog < 0 || (flags & ~(unsigned)FUTOIN_UV_SERVER_REUSEPORT)
+            || bind_addr(host, port, &addr) != 0) {
         *uv_error = UV_EINVAL;
         return NULL;
     }
+    int fd = -1;
+    if (flags & FUTOIN_UV_SERVER_REUSEPORT) {
+        fd = reuseport_socket(&addr);
+        if (fd < 0) {
+            *uv_error = fd;
+            return NULL;
+        }
+    }
     FutoInUvServer* srv = calloc(1, sizeof(*srv));
     if (!srv) {
+        if (fd >= 0) {
+            close(fd);
+        }
         *uv_error = UV_ENOMEM;
         return NULL;
     }
     int err = uv_tcp_init(uv->uv, &srv->tcp);
     if (err) {
         free(srv);
+        if (fd >= 0) {
+            close(fd);
+        }
         *uv_error = err;
         return NULL;
     }
     srv->tcp.data = srv;
     srv->uv = uv;
-    err = uv_tcp_bind(&srv->tcp, (const struct sockaddr*)&addr, 0);
+    if (fd >= 0) {
+        err = uv_tcp_open(&srv->tcp, fd);
+        if (err) {
+            close(fd);
+        }
+    } else {
+        err = uv_tcp_bind(&srv->tcp, (const struct sockaddr*)&addr, 0);
+    }
     if (!err) {
         err = uv_listen((uv_stream_t*)&srv->tcp, backlog > 0 ? backlog : 511, on_connection);
     }

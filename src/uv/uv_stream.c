@@ -8,7 +8,8 @@
  * owns the handle until the close callback, whatever the steps do.
  *
  * Reading: once a read step has started, the stream keeps reading into its
- * own buffer even between read steps (up to HIGH_WATER bytes), because
+ * own buffer even between read steps (up to read_ahead bytes, HIGH_WATER by
+ * default), because
  * toggling uv_read_start/stop around every request would cost two epoll_ctl
  * calls per request on a keep-alive connection. A read step that finds its
  * data already buffered completes inside its own callback without waiting.
@@ -27,6 +28,9 @@
 #define DEFAULT_MAX_READ (64u * 1024u)
 #define INITIAL_BUF 4096u
 #define MIN_FREE 1024u
+/* An exact read at least this large takes the receive buffer over when it
+ * holds nothing else, instead of copying it. */
+#define ADOPT_MIN 4096u
 /* With no read step waiting, stop reading beyond this many buffered bytes:
  * a peer that sends faster than we consume is pushed back by TCP. */
 #define HIGH_WATER (256u * 1024u)
@@ -51,12 +55,151 @@ FutoInUvStream* futoin__uv_stream_alloc(FutoInUv* uv)
     }
     s->tcp.data = s;
     s->uv = uv;
+    s->read_ahead = HIGH_WATER;
     return s;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Input budget                                                              */
+
+FutoInUvBudget* futoin_uv_budget_new(size_t limit)
+{
+    FutoInUvBudget* b = calloc(1, sizeof(*b));
+    if (!b) {
+        return NULL;
+    }
+    b->limit = limit;
+    atomic_init(&b->used, 0);
+    atomic_init(&b->refusals, 0);
+    atomic_init(&b->refs, 1);
+    return b;
+}
+
+FutoInUvBudget* futoin_uv_budget_ref(FutoInUvBudget* b)
+{
+    if (b) {
+        atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed);
+    }
+    return b;
+}
+
+void futoin_uv_budget_release(FutoInUvBudget* b)
+{
+    if (b && atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) == 1) {
+        free(b);
+    }
+}
+
+int futoin_uv_budget_take(FutoInUvBudget* b, size_t n)
+{
+    if (!b) {
+        return -1;
+    }
+    size_t cur = atomic_load_explicit(&b->used, memory_order_relaxed);
+    do {
+        if (cur > b->limit || n > b->limit - cur) {
+            atomic_fetch_add_explicit(&b->refusals, 1, memory_order_relaxed);
+            return -1;
+        }
+    } while (!atomic_compare_exchange_weak_explicit(&b->used, &cur, cur + n,
+            memory_order_relaxed, memory_order_relaxed));
+    return 0;
+}
+
+void futoin_uv_budget_give(FutoInUvBudget* b, size_t n)
+{
+    if (b && n) {
+        atomic_fetch_sub_explicit(&b->used, n, memory_order_relaxed);
+    }
+}
+
+size_t futoin_uv_budget_used(const FutoInUvBudget* b)
+{
+    return b ? atomic_load_explicit(&((FutoInUvBudget*)b)->used, memory_order_relaxed) : 0;
+}
+
+size_t futoin_uv_budget_limit(const FutoInUvBudget* b)
+{
+    return b ? b->limit : 0;
+}
+
+unsigned long futoin_uv_budget_refusals(const FutoInUvBudget* b)
+{
+    return b ? atomic_load_explicit(&((FutoInUvBudget*)b)->refusals, memory_order_relaxed) : 0;
+}
+
+/* The charge a receive buffer of cap bytes makes. */
+static size_t charge_of(size_t cap)
+{
+    return cap > FUTOIN_UV_BUDGET_FREE_BYTES ? cap - FUTOIN_UV_BUDGET_FREE_BYTES : 0;
+}
+
+/* Moves the stream's charge to that of a buffer of cap bytes. Returns 0, or
+ * -1 (nothing changed) when the budget cannot cover a larger buffer. */
+static int stream_charge(FutoInUvStream* s, size_t cap)
+{
+    size_t want = charge_of(cap);
+    if (!s->budget || want == s->charged) {
+        s->charged = s->budget ? want : 0;
+        return 0;
+    }
+    if (want > s->charged) {
+        if (futoin_uv_budget_take(s->budget, want - s->charged) != 0) {
+            return -1;
+        }
+    } else {
+        futoin_uv_budget_give(s->budget, s->charged - want);
+    }
+    s->charged = want;
+    return 0;
+}
+
+void futoin_uv_stream_set_budget(FutoInUvStream* s, FutoInUvBudget* b)
+{
+    if (!s || s->budget == b) {
+        return;
+    }
+    FutoInUvBudget* old = s->budget;
+    futoin_uv_budget_give(old, s->charged);
+    s->charged = 0;
+    s->budget = futoin_uv_budget_ref(b);
+    futoin_uv_budget_release(old);
+    if (b) {
+        /* Moved as it is, even beyond the limit: the memory exists. */
+        s->charged = charge_of(s->cap);
+        atomic_fetch_add_explicit(&b->used, s->charged, memory_order_relaxed);
+    }
+}
+
+void futoin_uv_stream_set_read_ahead(FutoInUvStream* s, size_t bytes)
+{
+    if (s) {
+        s->read_ahead = bytes;
+    }
+}
+
+const char* futoin_uv_stream_peek(const FutoInUvStream* s, size_t* len)
+{
+    size_t n = s && s->buf ? s->len - s->off : 0;
+    if (len) {
+        *len = n;
+    }
+    return n ? s->buf + s->off : NULL;
+}
+
+/* Frees the receive buffer (nothing buffered) and returns its charge. */
+static void drop_buffer(FutoInUvStream* s)
+{
+    free(s->buf);
+    s->buf = NULL;
+    s->cap = s->len = s->off = 0;
+    stream_charge(s, 0);
 }
 
 static void stream_destroy(FutoInUvStream* s)
 {
-    free(s->buf);
+    drop_buffer(s);
+    futoin_uv_budget_release(s->budget);
     free(s);
 }
 
@@ -458,6 +601,14 @@ static int try_read(FutoInUvStream* s, FutoInBinaryValue* out, int* err, char* w
             ready = 1;
         }
         break;
+    case RD_WAITDATA:
+        if (avail > 0) {
+            /* Nothing consumed, no value. */
+            memset(out, 0, sizeof(*out));
+            s->scanned = 0;
+            return RD_DONE;
+        }
+        break;
     case RD_LINE:
     case RD_UNTIL: {
         /* Resume the search where the last one stopped (scanned already
@@ -494,6 +645,19 @@ static int try_read(FutoInUvStream* s, FutoInBinaryValue* out, int* err, char* w
         break;
     }
     if (ready) {
+        if (s->rd_mode == RD_EXACT && s->off == 0 && take == s->len && take >= ADOPT_MIN
+                && s->cap > take) {
+            /* The whole buffer is the result: hand it over instead of
+             * copying it (a large body would otherwise exist twice). */
+            char* b = s->buf;
+            b[take] = '\0';
+            s->buf = NULL;
+            s->cap = s->len = 0;
+            stream_charge(s, 0);
+            *out = futoin__uv_bytes_adopt(b, keep, 0);
+            s->scanned = 0;
+            return RD_DONE;
+        }
         *out = futoin__uv_bytes_value(data, keep, as_string);
         if (!out->type) {
             *err = UV_ENOMEM;
@@ -503,6 +667,11 @@ static int try_read(FutoInUvStream* s, FutoInBinaryValue* out, int* err, char* w
         s->off += take;
         if (s->off == s->len) {
             s->off = s->len = 0;
+            if (s->cap > INITIAL_BUF) {
+                /* A large input was consumed: give the memory (and the
+                 * budget) back rather than keep it per connection. */
+                drop_buffer(s);
+            }
         }
         s->scanned = 0;
         return RD_DONE;
@@ -525,6 +694,24 @@ static int try_read(FutoInUvStream* s, FutoInBinaryValue* out, int* err, char* w
     return RD_WAIT;
 }
 
+/* The capacity to grow the receive buffer to, 0 if it cannot grow. */
+static size_t grow_target(const FutoInUvStream* s)
+{
+    if (s->cap > SIZE_MAX / 2) {
+        return 0;
+    }
+    size_t cap = s->cap ? s->cap * 2 : INITIAL_BUF;
+    if (s->rd_as && s->rd_mode == RD_EXACT && s->rd_n < SIZE_MAX) {
+        /* An exact read knows its size: no growth beyond it (plus the NUL
+         * of a result that takes the buffer over). */
+        size_t want = s->rd_n + 1;
+        if (want >= s->len + MIN_FREE && want < cap) {
+            cap = want;
+        }
+    }
+    return cap;
+}
+
 static void on_alloc(uv_handle_t* h, size_t suggested, uv_buf_t* buf)
 {
     (void)suggested;
@@ -536,15 +723,28 @@ static void on_alloc(uv_handle_t* h, size_t suggested, uv_buf_t* buf)
             s->len -= s->off;
             s->off = 0;
         }
-        if (s->cap - s->len < MIN_FREE) {
-            if (s->cap > SIZE_MAX / 2) {
+        int exact_fits = s->rd_as && s->rd_mode == RD_EXACT && s->len < s->rd_n
+                && s->rd_n - s->len <= s->cap - s->len;
+        if (s->cap - s->len < MIN_FREE && !exact_fits) {
+            size_t cap = grow_target(s);
+            if (cap == 0) {
                 /* Cannot grow: libuv reports UV_ENOBUFS. */
                 *buf = uv_buf_init(NULL, 0);
                 return;
             }
-            size_t cap = s->cap ? s->cap * 2 : INITIAL_BUF;
+            if (stream_charge(s, cap) != 0) {
+                if (s->cap > s->len) {
+                    /* What is left of the buffer still takes a read. */
+                    goto room;
+                }
+                /* The budget is spent: on_read() stops reading. */
+                s->budget_blocked = 1;
+                *buf = uv_buf_init(NULL, 0);
+                return;
+            }
             char* nb = realloc(s->buf, cap);
             if (!nb) {
+                stream_charge(s, s->cap);
                 /* libuv turns an empty buffer into UV_ENOBUFS. */
                 *buf = uv_buf_init(NULL, 0);
                 return;
@@ -553,6 +753,7 @@ static void on_alloc(uv_handle_t* h, size_t suggested, uv_buf_t* buf)
             s->cap = cap;
         }
     }
+room:;
     size_t room = s->cap - s->len;
     *buf = uv_buf_init(s->buf + s->len, room > UINT_MAX ? UINT_MAX : (unsigned)room);
 }
@@ -594,6 +795,12 @@ static void on_read(uv_stream_t* h, ssize_t nread, const uv_buf_t* buf)
     FutoInUvStream* s = h->data;
     if (nread > 0) {
         s->len += (size_t)nread;
+    } else if (nread == UV_ENOBUFS && s->budget_blocked) {
+        /* Not sticky: the next read step tries again. */
+        s->budget_blocked = 0;
+        stop_reading(s);
+        fail_reader(s, UV_ENOBUFS, "read: input budget spent");
+        return;
     } else if (nread < 0) {
         if (nread == UV_EOF) {
             s->eof = 1;
@@ -604,7 +811,7 @@ static void on_read(uv_stream_t* h, ssize_t nread, const uv_buf_t* buf)
     }
     if (s->rd_as) {
         serve_reader(s);
-    } else if (s->len - s->off > HIGH_WATER) {
+    } else if (s->len - s->off > s->read_ahead) {
         stop_reading(s);
     }
 }
@@ -639,7 +846,11 @@ static void read_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
     if (r != RD_WAIT) {
         s->rd_mode = RD_NONE;
         if (r == RD_DONE) {
-            futoin_success1(as, v);
+            if (v.type) {
+                futoin_success1(as, v);
+            } else {
+                futoin_success(as);
+            }
         } else {
             futoin__uv_fail(as, FUTOIN_COMM_ERROR, err, what);
         }
@@ -712,6 +923,13 @@ void futoin_uv_read_exact(FutoInAsyncSteps* as, FutoInUvStream* s, size_t n)
     if (stream_ok(as, "futoin_uv_read_exact", s)
             && read_len_ok(as, "futoin_uv_read_exact", "n", n)) {
         add_read(as, s, RD_EXACT, n, NULL);
+    }
+}
+
+void futoin_uv_read_wait(FutoInAsyncSteps* as, FutoInUvStream* s)
+{
+    if (stream_ok(as, "futoin_uv_read_wait", s)) {
+        add_read(as, s, RD_WAITDATA, 0, NULL);
     }
 }
 
@@ -858,6 +1076,73 @@ void futoin_uv_write_static(FutoInAsyncSteps* as, FutoInUvStream* s, const void*
         size_t len)
 {
     add_write(as, s, data, len, 0);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Shutdown                                                                  */
+
+typedef struct {
+    uv_shutdown_t req;
+    FutoInAsyncSteps* as; /* NULL once cancelled */
+} ShutdownOp;
+
+static void on_shutdown_done(uv_shutdown_t* req, int status)
+{
+    ShutdownOp* op = req->data;
+    FutoInAsyncSteps* as = op->as;
+    free(op);
+    if (!as) {
+        return;
+    }
+    if (status < 0) {
+        futoin__uv_fail(as, FUTOIN_COMM_ERROR, status, "shutdown");
+    } else {
+        futoin_success(as);
+    }
+}
+
+/* libuv cannot withdraw a shutdown either: it completes (or gets ECANCELED
+ * when the stream closes, before the close callback) and frees itself. */
+static void shutdown_cancel(FutoInAsyncSteps* as, void* data)
+{
+    (void)as;
+    ((ShutdownOp*)data)->as = NULL;
+}
+
+static void shutdown_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    FutoInUvStream* s = ((StreamParams*)data)->s;
+    if (s->closing) {
+        futoin__uv_fail(as, FUTOIN_COMM_ERROR, UV_EBADF, "shutdown: stream closed");
+        return;
+    }
+    ShutdownOp* op = malloc(sizeof(*op));
+    if (!op) {
+        futoin_error(as, FUTOIN_INTERNAL_ERROR, "shutdown: out of memory");
+        return;
+    }
+    op->req.data = op;
+    op->as = as;
+    int err = uv_shutdown(&op->req, (uv_stream_t*)&s->tcp, on_shutdown_done);
+    if (err) {
+        free(op);
+        futoin__uv_fail(as, FUTOIN_COMM_ERROR, err, "shutdown");
+        return;
+    }
+    futoin_set_cancel(as, shutdown_cancel, op);
+}
+
+void futoin_uv_shutdown(FutoInAsyncSteps* as, FutoInUvStream* s)
+{
+    if (!stream_ok(as, "futoin_uv_shutdown", s)) {
+        return;
+    }
+    StreamParams* p = futoin__uv_add_step(as, shutdown_start, sizeof(StreamParams),
+            params_release, "shutdown: out of memory");
+    if (p) {
+        p->s = futoin_uv_stream_ref(s);
+    }
 }
 
 /* ------------------------------------------------------------------------ */
