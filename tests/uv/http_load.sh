@@ -11,8 +11,9 @@
 #    the server counts no errors; server RSS after run 2 stays within a
 #    tolerance of RSS after run 1 (no growth per request).
 # 3. A half-open connection (sends nothing) and a slow client (dribbles a
-#    header line every 300 ms) both hit the 1 s read timeout: the server
-#    closes them and their flows are freed (/stats: timeouts +2, active 1).
+#    header line every 300 ms) hit the 1 s idle and read timeouts: the server
+#    closes them (the slow one with 408) and their flows are freed (/stats:
+#    timeouts +2, active 1).
 # 4. SIGINT with connections open (idle keep-alive, half-sent request): the
 #    server exits 0.
 # 5. When valgrind is installed (and the build is not sanitized): the same
@@ -152,7 +153,7 @@ wrk_run() {
 
 # ---------------------------------------------------------------------------
 echo "== 1. curl: well-formed responses"
-start_server "$SERVER" -t 1000 -c 64 -q 64 -r 50000 -p 1000 -b 100 0
+start_server "$SERVER" -j 1 -i 1000 -t 1000 -c 64 -q 64 -r 50000 -p 1000 -b 100 0
 echo "server on port $PORT"
 
 curl -s --max-time 5 -D "$WORK/h" -o "$WORK/b" "$URL/" || fail "GET / failed"
@@ -167,8 +168,13 @@ check_response "$WORK/h" "$WORK/b" 200 1
 curl -s --max-time 5 -D "$WORK/h" -o "$WORK/b" "$URL/nope" || fail "GET /nope failed"
 check_response "$WORK/h" "$WORK/b" 404
 
-curl -s --max-time 5 -D "$WORK/h" -o "$WORK/b" -X POST --data 'a=1&b=2' "$URL/" || fail "POST failed"
+curl -s --max-time 5 -D "$WORK/h" -o "$WORK/b" -X PUT --data 'a=1&b=2' "$URL/" || fail "PUT failed"
 check_response "$WORK/h" "$WORK/b" 405
+grep -qi $'^Allow: GET, HEAD, POST\r$' "$WORK/h" || fail "405 without Allow"
+
+curl -s --max-time 5 -D "$WORK/h" -o "$WORK/b" -X POST --data 'a=1&b=2' "$URL/" || fail "POST failed"
+check_response "$WORK/h" "$WORK/b" 200
+[ "$(cat "$WORK/b")" = "received 7 bytes" ] || fail "unexpected POST body: $(cat "$WORK/b")"
 
 curl -s --max-time 5 --http1.0 -D "$WORK/h" -o "$WORK/b" "$URL/" || fail "HTTP/1.0 GET failed"
 check_response "$WORK/h" "$WORK/b" 200
@@ -187,8 +193,8 @@ codes=$(grep -a '^HTTP/1.1' "$WORK/pipe" | cut -d' ' -f2 | tr '\n' ' ')
 [ "$codes" = "200 200 404 400 " ] || fail "pipelined responses: '$codes'"
 [ "$(grep -ac 'Hello from AsyncSteps' "$WORK/pipe")" = 1 ] || fail "HEAD response carried a body"
 
-# A head over 8 KiB: 431 and close.
-big=$(head -c 9000 /dev/zero | tr '\0' 'a')
+# A head over 16 KiB: 431 and close.
+big=$(head -c 20000 /dev/zero | tr '\0' 'a')
 code=$(curl -s --max-time 5 -o /dev/null -w '%{http_code}' -H "X-Big: $big" "$URL/")
 [ "$code" = 431 ] || fail "oversized head: status $code, expected 431"
 echo "curl checks passed"
@@ -229,6 +235,12 @@ sleep 1.2
 stats
 to=$(( $(stat_of timeouts) - to0 ))
 [ "$to" -eq 2 ] || fail "expected 2 read timeouts, got $to: $(cat "$WORK/stats")"
+# The slow one got 408 and lingers (up to 1 s) while the client dribbles on.
+for _ in $(seq 1 30); do
+    stats
+    [ "$(stat_of active)" = 1 ] && break
+    sleep 0.1
+done
 [ "$(stat_of active)" = 1 ] || fail "timed-out flows not freed: $(cat "$WORK/stats")"
 # The server closed both: reads see end of file at once.
 timeout 2 cat <&3 >/dev/null || fail "half-open connection not closed by the server"
@@ -259,7 +271,7 @@ else
     echo "== 5. valgrind memcheck: requests, a timeout, 503s and SIGINT"
     start_server valgrind --quiet --error-exitcode=99 --leak-check=full \
         --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect \
-        "$SERVER" -t 500 -c 4 -q 0 -r 20 -p 1000 -b 0 0
+        "$SERVER" -j 1 -i 500 -t 500 -c 4 -q 0 -r 20 -p 1000 -b 0 0
     curl -s --max-time 20 -D "$WORK/h" -o "$WORK/b" "$URL/" || fail "GET / under valgrind failed"
     check_response "$WORK/h" "$WORK/b" 200
     curl -s --max-time 20 "$URL/nope" "$URL/stats" --http1.0 "$URL/" >/dev/null || fail "curl under valgrind failed"

@@ -1,0 +1,806 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The hardened example HTTP server (examples/uv/http_srv.c, issue 18), run
+ * in-process on its own loop threads and driven by plain blocking sockets
+ * from the test thread. Each test asserts behaviour, not speed: a limit
+ * answers with its status or closes the connection, the Limiter slot and
+ * the input budget come back, the server ends cleanly (http_server_join()
+ * finds every Limiter idle), and during each attack a well-behaved client
+ * keeps getting every answer within its timeout.
+ */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L
+#endif
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "http_srv.h"
+
+/* How long a client waits for any answer: generous, for valgrind. */
+#define CLIENT_TIMEOUT_MS 8000
+
+static HttpServer* g_srv;
+static unsigned g_port;
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static void sleep_ms(unsigned ms)
+{
+    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+/* Options for a test: one loop, port 0, short timeouts. */
+static void test_options(HttpServerOptions* o)
+{
+    http_server_options_init(o);
+    o->port = 0;
+    o->loops = 1;
+    o->idle_timeout_ms = 5000;
+    o->read_timeout_ms = 5000;
+    o->write_timeout_ms = 5000;
+    o->drain_timeout_ms = 2000;
+}
+
+static void start(const HttpServerOptions* o)
+{
+    char err[256] = "";
+    g_srv = http_server_start(o, err, sizeof(err));
+    if (!g_srv) {
+        print_error("http_server_start: %s\n", err);
+        fail();
+    }
+    g_port = http_server_port(g_srv);
+    assert_true(g_port > 0);
+}
+
+/* Drains, waits for every loop and checks that each ended clean. */
+static void stop(void)
+{
+    http_server_shutdown(g_srv, 0);
+    assert_int_equal(http_server_join(g_srv), 0);
+    assert_true(http_server_finished(g_srv));
+    http_server_free(g_srv);
+    g_srv = NULL;
+}
+
+static HttpStats stats(void)
+{
+    HttpStats st;
+    http_server_stats(g_srv, &st);
+    return st;
+}
+
+/* ---- clients ---- */
+
+static int connect_to(const char* ip, unsigned port, int rcvbuf)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) {
+        return -1;
+    }
+    if (rcvbuf > 0) {
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+    }
+    struct timeval tv = {CLIENT_TIMEOUT_MS / 1000, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    inet_pton(AF_INET, ip, &a.sin_addr);
+    a.sin_port = htons((uint16_t)port);
+    if (connect(fd, (struct sockaddr*)&a, sizeof(a)) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static int conn(void)
+{
+    int fd = connect_to("127.0.0.1", g_port, 0);
+    assert_true(fd >= 0);
+    return fd;
+}
+
+static int send_all(int fd, const char* data, size_t len)
+{
+    while (len) {
+        ssize_t n = send(fd, data, len, MSG_NOSIGNAL);
+        if (n <= 0) {
+            return -1;
+        }
+        data += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+static void send_str(int fd, const char* s)
+{
+    assert_int_equal(send_all(fd, s, strlen(s)), 0);
+}
+
+typedef struct Resp {
+    int status;        /* 0: nothing (EOF or timeout before a status line) */
+    int close;         /* "Connection: close" */
+    char head[1024];
+    char body[1024];
+    size_t body_len;
+} Resp;
+
+/* The response being read answers a HEAD request: no body. */
+static int g_head_request;
+
+/* Reads one response (byte by byte up to the blank line, then the
+ * Content-Length body). Returns the status, 0 when none came. */
+static int read_resp(int fd, Resp* r)
+{
+    memset(r, 0, sizeof(*r));
+    size_t n = 0;
+    while (n < sizeof(r->head) - 1) {
+        ssize_t k = recv(fd, r->head + n, 1, 0);
+        if (k <= 0) {
+            return 0;
+        }
+        ++n;
+        if (n >= 4 && memcmp(r->head + n - 4, "\r\n\r\n", 4) == 0) {
+            break;
+        }
+    }
+    r->head[n] = '\0';
+    if (sscanf(r->head, "HTTP/1.1 %d", &r->status) != 1) {
+        return 0;
+    }
+    r->close = strstr(r->head, "\r\nConnection: close\r\n") != NULL;
+    const char* cl = strstr(r->head, "\r\nContent-Length: ");
+    size_t len = cl ? (size_t)strtoul(cl + 18, NULL, 10) : 0;
+    if (r->status == 100 || g_head_request) {
+        len = 0;
+    }
+    while (r->body_len < len && r->body_len < sizeof(r->body) - 1) {
+        ssize_t k = recv(fd, r->body + r->body_len, len - r->body_len, 0);
+        if (k <= 0) {
+            break;
+        }
+        r->body_len += (size_t)k;
+    }
+    r->body[r->body_len] = '\0';
+    return r->status;
+}
+
+/* 1 when the server closed (EOF or reset) with nothing more to read. */
+static int at_eof(int fd)
+{
+    char c;
+    ssize_t k = recv(fd, &c, 1, 0);
+    return k == 0 || (k < 0 && errno == ECONNRESET);
+}
+
+/* Sends request on fd and expects status; when closes, EOF must follow. */
+static void expect(int fd, const char* request, int status, int closes)
+{
+    send_str(fd, request);
+    Resp r;
+    g_head_request = strncmp(request, "HEAD ", 5) == 0;
+    int got = read_resp(fd, &r);
+    g_head_request = 0;
+    if (got != status || r.close != closes) {
+        print_error("request %s: status %d close %d (expected %d close %d)\nhead: %s\n", request,
+                got, r.close, status, closes, r.head);
+        fail();
+    }
+    if (closes) {
+        assert_true(at_eof(fd));
+    }
+}
+
+/* A one-shot request on a new connection: the status. */
+static int request_once(const char* request, Resp* r)
+{
+    int fd = conn();
+    send_str(fd, request);
+    int status = read_resp(fd, r);
+    close(fd);
+    return status;
+}
+
+#define GET(path) "GET " path " HTTP/1.1\r\nHost: t\r\n\r\n"
+#define GET_CLOSE(path) "GET " path " HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
+
+/* The well-behaved client: n requests on new connections, each must be
+ * answered 200 within its timeout. */
+static void good_client(int n)
+{
+    for (int i = 0; i < n; ++i) {
+        Resp r;
+        uint64_t t0 = now_ms();
+        int status = request_once(GET_CLOSE("/"), &r);
+        if (status != 200) {
+            print_error("good client request %d: status %d after %llu ms\n", i, status,
+                    (unsigned long long)(now_ms() - t0));
+            fail();
+        }
+    }
+}
+
+/* A counter of /stats (which bypasses the Limiter), e.g. "limiter_active". */
+static long stat_line(const char* key)
+{
+    Resp r;
+    int fd = conn();
+    send_str(fd, GET_CLOSE("/stats"));
+    assert_int_equal(read_resp(fd, &r), 200);
+    close(fd);
+    char pat[64];
+    snprintf(pat, sizeof(pat), "%s ", key);
+    for (const char* p = r.body; p && *p;) {
+        if (strncmp(p, pat, strlen(pat)) == 0) {
+            return strtol(p + strlen(pat), NULL, 10);
+        }
+        p = strchr(p, '\n');
+        p = p ? p + 1 : NULL;
+    }
+    return -1;
+}
+
+/* Polls until cond() holds or ms pass. */
+#define WAIT_FOR(cond, ms)                                  \
+    do {                                                    \
+        uint64_t until_ = now_ms() + (ms);                  \
+        while (!(cond) && now_ms() < until_) {              \
+            sleep_ms(10);                                   \
+        }                                                   \
+        if (!(cond)) {                                      \
+            print_error("timed out waiting for %s\n", #cond); \
+            fail();                                         \
+        }                                                   \
+    } while (0)
+
+/* ------------------------------------------------------------------------ */
+
+static void test_framing(void** state)
+{
+    (void)state;
+    HttpServerOptions o;
+    test_options(&o);
+    o.limits.max_line = 100;
+    o.limits.max_head = 512;
+    o.limits.max_body = 1000;
+    start(&o);
+
+    int fd = conn();
+    expect(fd, GET("/"), 200, 0);
+    expect(fd, "\r\nGET / HTTP/1.1\r\nHost: t\r\n\r\n", 200, 0); /* a leading empty line */
+    expect(fd, "HEAD / HTTP/1.1\r\nHost: t\r\n\r\n", 200, 0);
+    expect(fd, GET("/nope"), 404, 0);
+    expect(fd, "PUT / HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\nabc", 405, 0);
+    /* A chunked body with an extension and a trailer, then the next request. */
+    send_str(fd, "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+                 "5\r\nhello\r\n6;ext=1\r\n world\r\n0\r\nX-Trailer: 1\r\n\r\n");
+    Resp r;
+    assert_int_equal(read_resp(fd, &r), 200);
+    assert_string_equal(r.body, "received 11 bytes\n");
+    expect(fd, "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\n\r\nabcd", 200, 0);
+    expect(fd, GET_CLOSE("/"), 200, 1);
+    close(fd);
+
+    /* Expect: 100-continue: the interim response comes before the body is sent. */
+    fd = conn();
+    send_str(fd, "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n");
+    assert_int_equal(read_resp(fd, &r), 100);
+    send_str(fd, "hello");
+    assert_int_equal(read_resp(fd, &r), 200);
+    assert_string_equal(r.body, "received 5 bytes\n");
+    /* Too large: 413 at once, no 100 Continue. */
+    expect(fd, "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 1001\r\nExpect: 100-continue\r\n\r\n",
+            413, 1);
+    close(fd);
+
+    /* Each framing error: its status, then the connection closes. */
+    static const struct {
+        const char* request;
+        int status;
+    } bad[] = {
+        {"POST / HTTP/1.1\r\nHost: t\r\nContent-Length:\r\n5\r\n\r\nhello", 400},
+        {"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\nhello", 400},
+        {"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n", 400},
+        {"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: -5\r\n\r\n", 400},
+        {"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip\r\n\r\n", 501},
+        {"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 400},
+        {"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhelloXX\r\n", 400},
+        {"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3e9\r\n", 413},
+        {"GET / HTTP/1.1\r\n\r\n", 400},
+        {"GET / HTTP/2.0\r\nHost: t\r\n\r\n", 505},
+        {"GET / HTTP/1.1\r\nHost: t\r\nExpect: tea\r\n\r\n", 417},
+        {"BREW / HTTP/1.1\r\nHost: t\r\n\r\n", 501},
+        {"garbage\r\n\r\n", 400},
+        {"GET /aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+         " HTTP/1.1\r\nHost: t\r\n\r\n",
+                414},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); ++i) {
+        fd = conn();
+        expect(fd, bad[i].request, bad[i].status, 1);
+        close(fd);
+    }
+    /* A request line or a head that does not even fit max_head. */
+    char big[2048];
+    memset(big, 'a', sizeof(big));
+    memcpy(big, "GET /", 5);
+    big[sizeof(big) - 1] = '\0';
+    fd = conn();
+    expect(fd, big, 414, 1);
+    close(fd);
+    snprintf(big, sizeof(big), "GET / HTTP/1.1\r\nHost: t\r\nX-Big: %0900d\r\n\r\n", 0);
+    fd = conn();
+    expect(fd, big, 431, 1);
+    close(fd);
+    /* HTTP/1.0: answered, then closed. */
+    fd = conn();
+    expect(fd, "GET / HTTP/1.0\r\n\r\n", 200, 1);
+    close(fd);
+    fd = conn();
+    expect(fd, "GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", 200, 0);
+    close(fd);
+
+    HttpStats st = stats();
+    assert_int_equal(st.errors, 0);
+    assert_true(st.client_errors >= 17);
+    stop();
+}
+
+static void test_idle_and_read_timeouts(void** state)
+{
+    (void)state;
+    HttpServerOptions o;
+    test_options(&o);
+    o.idle_timeout_ms = 200;
+    o.read_timeout_ms = 300;
+    start(&o);
+    /* Idle: closed without a word. */
+    int idle = conn();
+    /* Slowloris: part of a head, then nothing: 408. */
+    int slow_head = conn();
+    send_str(slow_head, "GET / HTTP/1.1\r\nHost: t\r\n");
+    /* A slow body: 408 too. */
+    int slow_body = conn();
+    send_str(slow_body, "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nabc");
+    /* A keep-alive connection after one answer is idle again. */
+    int ka = conn();
+    expect(ka, GET("/"), 200, 0);
+
+    good_client(3);
+    uint64_t t0 = now_ms();
+    assert_true(at_eof(idle));
+    assert_true(now_ms() - t0 < CLIENT_TIMEOUT_MS);
+    Resp r;
+    assert_int_equal(read_resp(slow_head, &r), 408);
+    assert_int_equal(r.close, 1);
+    assert_true(at_eof(slow_head));
+    assert_int_equal(read_resp(slow_body, &r), 408);
+    assert_true(at_eof(slow_body));
+    assert_true(at_eof(ka));
+    close(idle);
+    close(slow_head);
+    close(slow_body);
+    close(ka);
+    WAIT_FOR(stats().active == 0, 3000);
+    HttpStats st = stats();
+    assert_int_equal(st.read_timeouts, 2);
+    assert_int_equal(st.idle_closed, 2);
+    assert_int_equal(st.errors, 0);
+    stop();
+}
+
+static void test_max_requests(void** state)
+{
+    (void)state;
+    HttpServerOptions o;
+    test_options(&o);
+    o.max_requests = 3;
+    start(&o);
+    int fd = conn();
+    send_str(fd, GET("/") GET("/") GET("/") GET("/"));
+    Resp r;
+    for (int i = 0; i < 3; ++i) {
+        assert_int_equal(read_resp(fd, &r), 200);
+        assert_int_equal(r.close, i == 2);
+    }
+    assert_true(at_eof(fd));
+    close(fd);
+    stop();
+}
+
+/* Pipelining clients that never read their responses (the issue's attack):
+ * their writes time out, and they never hold the Limiter. */
+static void test_pipelined_readers_that_never_read(void** state)
+{
+    (void)state;
+    HttpServerOptions o;
+    test_options(&o);
+    o.write_timeout_ms = 1000;
+    o.max_requests = 0; /* else the 1000th response would end them */
+    o.limiter.concurrent = 1; /* one blocked write holding it would starve everyone */
+    o.limiter.max_queue = 0;
+    start(&o);
+    /* Large responses, so that the kernel's socket buffers (several MB
+     * on loopback) fill after a few of them. */
+    enum { ATTACKERS = 4, PIPELINE = 12 };
+#define BIG GET("/bytes?n=1000000")
+    static char reqs[PIPELINE * (sizeof(BIG) - 1)];
+    for (int i = 0; i < PIPELINE; ++i) {
+        memcpy(reqs + (size_t)i * (sizeof(BIG) - 1), BIG, sizeof(BIG) - 1);
+    }
+    int fds[ATTACKERS];
+    for (int i = 0; i < ATTACKERS; ++i) {
+        fds[i] = connect_to("127.0.0.1", g_port, 4096);
+        assert_true(fds[i] >= 0);
+        fcntl(fds[i], F_SETFL, fcntl(fds[i], F_GETFL) | O_NONBLOCK);
+        size_t off = 0;
+        uint64_t until = now_ms() + 300;
+        while (off < sizeof(reqs) && now_ms() < until) {
+            ssize_t n = send(fds[i], reqs + off, sizeof(reqs) - off, MSG_NOSIGNAL);
+            if (n > 0) {
+                off += (size_t)n;
+            } else {
+                struct pollfd p = {fds[i], POLLOUT, 0};
+                poll(&p, 1, 20);
+            }
+        }
+    }
+    /* The attackers' responses pile up: wait until the server has stopped
+     * answering them (every write blocked). */
+    unsigned long before = stats().requests;
+    for (;;) {
+        sleep_ms(200);
+        unsigned long after = stats().requests;
+        if (after == before) {
+            break;
+        }
+        before = after;
+    }
+    assert_true(before > 0);
+    assert_int_equal(stats().write_timeouts, 0);
+    /* (The attackers competed for the one slot among themselves: some of
+     * their requests were rejected with 503 before they blocked.) */
+    unsigned long rejected = stats().rejected;
+    assert_int_equal(stat_line("limiter_active"), 0);
+    good_client(10);
+    assert_int_equal(stat_line("limiter_active"), 0);
+    assert_int_equal(stats().rejected, rejected);
+    /* Then the write timeout closes them. */
+    WAIT_FOR(stats().write_timeouts == ATTACKERS, 5000);
+    for (int i = 0; i < ATTACKERS; ++i) {
+        close(fds[i]);
+    }
+    good_client(2);
+    assert_int_equal(stats().errors, 0);
+    stop();
+}
+
+/* The Limiter guards handling only: a slot is taken for the handler's
+ * time, a request over the limit gets 503 and its connection goes on. */
+static void test_limiter_slot_released(void** state)
+{
+    (void)state;
+    HttpServerOptions o;
+    test_options(&o);
+    o.limiter.concurrent = 1;
+    o.limiter.max_queue = 0;
+    start(&o);
+    int a = conn();
+    send_str(a, GET("/sleep?ms=400"));
+    sleep_ms(100);
+    assert_int_equal(stat_line("limiter_active"), 1);
+    int b = conn();
+    Resp r;
+    send_str(b, GET("/"));
+    assert_int_equal(read_resp(b, &r), 503);
+    assert_int_equal(r.close, 0);
+    assert_non_null(strstr(r.head, "\r\nRetry-After: 1\r\n"));
+    assert_int_equal(read_resp(a, &r), 200);
+    assert_string_equal(r.body, "Slept\n");
+    expect(b, GET("/"), 200, 0);
+    assert_int_equal(stat_line("limiter_active"), 0);
+    /* A client that leaves during its handler: the slot comes back when
+     * the handler ends. */
+    send_str(a, GET("/sleep?ms=200"));
+    close(a);
+    WAIT_FOR(stat_line("limiter_active") == 0, 3000);
+    expect(b, GET_CLOSE("/"), 200, 1);
+    close(b);
+    assert_int_equal(stats().rejected, 1);
+    stop();
+}
+
+/* Large bodies from many clients: the input budget bounds the memory,
+ * refuses with 503, and comes back; small requests never need it. */
+static void test_input_budget(void** state)
+{
+    (void)state;
+    HttpServerOptions o;
+    test_options(&o);
+    o.input_budget = 64 * 1024;
+    o.read_timeout_ms = 1000;
+    start(&o);
+    enum { ATTACKERS = 12 };
+    static char body[15000];
+    memset(body, 'b', sizeof(body));
+    int fds[ATTACKERS];
+    for (int i = 0; i < ATTACKERS; ++i) {
+        fds[i] = conn();
+        send_str(fds[i], "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 1000000\r\n\r\n");
+        assert_int_equal(send_all(fds[i], body, sizeof(body)), 0);
+    }
+    good_client(5);
+    WAIT_FOR(stats().budget_refusals > 0, 3000);
+    assert_true(stats().budget_used <= 64 * 1024);
+    /* Every attacker gets an answer: 503 now, or 408 when its read
+     * timeout ends; then the server closes. */
+    int overloaded = 0, timed_out = 0;
+    for (int i = 0; i < ATTACKERS; ++i) {
+        Resp r;
+        int status = read_resp(fds[i], &r);
+        overloaded += status == 503;
+        timed_out += status == 408;
+        assert_int_equal(r.close, 1);
+        close(fds[i]);
+    }
+    assert_true(overloaded >= 1);
+    assert_int_equal(overloaded + timed_out, ATTACKERS);
+    good_client(2);
+    WAIT_FOR(stats().budget_used == 0, 3000);
+    WAIT_FOR(stats().active == 0, 3000);
+    assert_int_equal(stats().overloaded, (unsigned long)overloaded);
+    stop();
+}
+
+static void test_max_connections(void** state)
+{
+    (void)state;
+    HttpServerOptions o;
+    test_options(&o);
+    o.max_connections = 3;
+    start(&o);
+    int fds[3];
+    for (int i = 0; i < 3; ++i) {
+        fds[i] = conn();
+    }
+    WAIT_FOR(stats().active == 3, 3000);
+    int extra = conn();
+    Resp r;
+    assert_int_equal(read_resp(extra, &r), 503);
+    assert_string_equal(r.body, "Too many connections\n");
+    assert_int_equal(r.close, 1);
+    assert_true(at_eof(extra));
+    close(extra);
+    assert_int_equal(stats().refused, 1);
+    /* The admitted ones work. */
+    expect(fds[0], GET("/"), 200, 0);
+    /* One leaves: room for a new one. */
+    close(fds[1]);
+    WAIT_FOR(stats().active == 2, 3000);
+    good_client(1);
+    close(fds[0]);
+    close(fds[2]);
+    stop();
+}
+
+/* Shutdown: idle connections close at once, requests in flight finish
+ * with "Connection: close", what is left at the deadline is cancelled. */
+static void test_drain(void** state)
+{
+    (void)state;
+    HttpServerOptions o;
+    test_options(&o);
+    o.drain_timeout_ms = 500;
+    start(&o);
+    int idle = conn();
+    expect(idle, GET("/"), 200, 0);
+    int quick = conn();
+    send_str(quick, GET("/sleep?ms=200"));
+    int slow = conn();
+    send_str(slow, GET("/sleep?ms=10000"));
+    sleep_ms(100);
+    uint64_t t0 = now_ms();
+    http_server_shutdown(g_srv, 0);
+    assert_true(at_eof(idle));
+    Resp r;
+    assert_int_equal(read_resp(quick, &r), 200);
+    assert_int_equal(r.close, 1);
+    assert_true(at_eof(quick));
+    assert_int_equal(read_resp(slow, &r), 0); /* cancelled: no response */
+    assert_true(now_ms() - t0 >= 400);
+    assert_true(now_ms() - t0 < 5000);
+    /* No longer listening. */
+    assert_int_equal(connect_to("127.0.0.1", g_port, 0), -1);
+    close(idle);
+    close(quick);
+    close(slow);
+    assert_int_equal(http_server_join(g_srv), 0);
+    http_server_free(g_srv);
+    g_srv = NULL;
+}
+
+static void test_shutdown_now(void** state)
+{
+    (void)state;
+    HttpServerOptions o;
+    test_options(&o);
+    start(&o);
+    int slow = conn();
+    send_str(slow, GET("/sleep?ms=10000"));
+    int partial = conn();
+    send_str(partial, "GET / HTT");
+    sleep_ms(100);
+    uint64_t t0 = now_ms();
+    http_server_shutdown(g_srv, 0);
+    http_server_shutdown(g_srv, 1);
+    assert_true(at_eof(slow));
+    assert_true(at_eof(partial));
+    assert_int_equal(http_server_join(g_srv), 0);
+    assert_true(now_ms() - t0 < 2000);
+    close(slow);
+    close(partial);
+    http_server_free(g_srv);
+    g_srv = NULL;
+}
+
+static void test_bind_address(void** state)
+{
+    (void)state;
+    HttpServerOptions o;
+    test_options(&o);
+    o.host = "127.0.0.2";
+    start(&o);
+    int fd = connect_to("127.0.0.2", g_port, 0);
+    assert_true(fd >= 0);
+    expect(fd, GET_CLOSE("/"), 200, 1);
+    close(fd);
+    assert_int_equal(connect_to("127.0.0.1", g_port, 0), -1);
+    stop();
+    /* A bad address is refused at start. */
+    o.host = "not-an-address";
+    char err[256];
+    assert_null(http_server_start(&o, err, sizeof(err)));
+    assert_non_null(strstr(err, "cannot listen on not-an-address"));
+}
+
+/* Slowloris: many connections dribbling a head. */
+static void test_slowloris(void** state)
+{
+    (void)state;
+    HttpServerOptions o;
+    test_options(&o);
+    o.read_timeout_ms = 600;
+    start(&o);
+    enum { SLOW = 40 };
+    int fds[SLOW];
+    for (int i = 0; i < SLOW; ++i) {
+        fds[i] = conn();
+        send_str(fds[i], "G");
+    }
+    for (int round = 0; round < 3; ++round) {
+        for (int i = 0; i < SLOW; ++i) {
+            send_all(fds[i], "E", 1);
+        }
+        good_client(2);
+        sleep_ms(50);
+    }
+    for (int i = 0; i < SLOW; ++i) {
+        Resp r;
+        assert_int_equal(read_resp(fds[i], &r), 408);
+        close(fds[i]);
+    }
+    good_client(2);
+    WAIT_FOR(stats().active == 0, 3000);
+    assert_int_equal(stats().read_timeouts, SLOW);
+    stop();
+}
+
+/* Two loops sharing the port: every request is answered and counted. */
+static void test_two_loops(void** state)
+{
+    (void)state;
+    HttpServerOptions o;
+    test_options(&o);
+    o.loops = 2;
+    start(&o);
+    assert_int_equal(http_server_loops(g_srv), 2);
+    good_client(20);
+    int fd = conn();
+    for (int i = 0; i < 5; ++i) {
+        expect(fd, GET("/"), 200, 0);
+    }
+    close(fd);
+    assert_int_equal(stat_line("loops"), 2);
+    WAIT_FOR(stats().active == 0, 3000);
+    HttpStats st = stats();
+    assert_int_equal(st.accepted, 22);
+    assert_int_equal(st.ok, 26);
+    stop();
+}
+
+static void test_args(void** state)
+{
+    (void)state;
+    HttpServerOptions o;
+    http_server_options_init(&o);
+    FILE* null = fopen("/dev/null", "w");
+    assert_non_null(null);
+    char* ok[] = {"s", "-a", "::1", "--loops", "2", "-i", "1", "-t", "2", "-w", "3", "-d", "4",
+        "-n", "0", "-m", "5", "-l", "6", "-H", "7", "-B", "8", "-g", "9", "--no-limiter", "0", NULL};
+    assert_int_equal(http_server_parse_args(&o, 27, ok, null, null), 0);
+    assert_string_equal(o.host, "::1");
+    assert_int_equal(o.loops, 2);
+    assert_int_equal(o.idle_timeout_ms, 1);
+    assert_int_equal(o.read_timeout_ms, 2);
+    assert_int_equal(o.write_timeout_ms, 3);
+    assert_int_equal(o.drain_timeout_ms, 4);
+    assert_int_equal(o.max_requests, 0);
+    assert_int_equal(o.max_connections, 5);
+    assert_int_equal(o.limits.max_line, 6);
+    assert_int_equal(o.limits.max_head, 7);
+    assert_int_equal(o.limits.max_body, 8);
+    assert_int_equal(o.input_budget, 9);
+    assert_int_equal(o.use_limiter, 0);
+    assert_int_equal(o.port, 0);
+    char* bad1[] = {"s", "-i", "0", NULL};
+    assert_int_equal(http_server_parse_args(&o, 3, bad1, null, null), -1);
+    char* bad2[] = {"s", "-g", "1x", NULL};
+    assert_int_equal(http_server_parse_args(&o, 3, bad2, null, null), -1);
+    char* bad3[] = {"s", "--max-body", NULL};
+    assert_int_equal(http_server_parse_args(&o, 2, bad3, null, null), -1);
+    char* bad4[] = {"s", "--loops", "1025", NULL};
+    assert_int_equal(http_server_parse_args(&o, 3, bad4, null, null), -1);
+    char* help[] = {"s", "-h", NULL};
+    assert_int_equal(http_server_parse_args(&o, 2, help, null, null), 1);
+    fclose(null);
+}
+
+int main(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_args),
+        cmocka_unit_test(test_framing),
+        cmocka_unit_test(test_idle_and_read_timeouts),
+        cmocka_unit_test(test_max_requests),
+        cmocka_unit_test(test_pipelined_readers_that_never_read),
+        cmocka_unit_test(test_limiter_slot_released),
+        cmocka_unit_test(test_input_budget),
+        cmocka_unit_test(test_max_connections),
+        cmocka_unit_test(test_drain),
+        cmocka_unit_test(test_shutdown_now),
+        cmocka_unit_test(test_bind_address),
+        cmocka_unit_test(test_slowloris),
+        cmocka_unit_test(test_two_loops),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
