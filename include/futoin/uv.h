@@ -92,6 +92,20 @@
  * "ECONNREFUSED: connect 127.0.0.1:1", "EOF: read: connection closed by
  * peer", "ENOENT: open /x".
  *
+ * What a Timeout interrupted: every step that waits for libuv describes
+ * its wait with futoin_set_wait_info(), so the error_info of a Timeout (of
+ * the step or of any step around it) names the operation and its object:
+ *   "connect example.org:80"   futoin_uv_tcp_connect() (host as given)
+ *   "read 127.0.0.1:8080"      read steps, futoin_uv_read_wait()
+ *   "write 10.0.0.1:5000"      a write the kernel did not take at once
+ *   "shutdown 10.0.0.1:5000", "close 10.0.0.1:5000" (graceful close)
+ *   "accept 0.0.0.0:8080"      futoin_uv_accept(), futoin_uv_serve()
+ *   "resolve example.org"      futoin_uv_resolve()
+ *   "file_read /path", "file_write /path"
+ *   "sleep 100 ms"             futoin_uv_sleep()
+ * The peer of a stream is futoin_uv_stream_peer(). A step that completes
+ * without waiting describes nothing.
+ *
  * NULL arguments: a NULL stream, server, host or path given to a step
  * function is refused like a range error (below): the added step fails with
  * InternalError "EINVAL: <function>: <parameter> is NULL", e.g.
@@ -202,6 +216,18 @@ void futoin_uv_stream_close(FutoInUvStream* s);
 /* 0 once the stream is closed (by futoin_uv_close(), futoin_uv_stream_close()
  * or the last release), and for NULL. */
 int futoin_uv_stream_is_open(const FutoInUvStream* s);
+
+/**
+ * @brief The peer of a stream as "host:port" ("[v6]:port" for IPv6).
+ *
+ * The host and port given to futoin_uv_tcp_connect(), or the address of an
+ * accepted peer (looked up once, on first use). The same text names the
+ * peer in the wait descriptions of the stream's steps.
+ * @param s the stream
+ * @return a string owned by the stream (valid while it lives); "" for NULL
+ *         or when the peer is unknown (the connection is gone already)
+ */
+const char* futoin_uv_stream_peer(FutoInUvStream* s);
 
 /**
  * @brief Shows the bytes received but not yet consumed by a read step.

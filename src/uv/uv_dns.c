@@ -126,6 +126,7 @@ static void resolve_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* ar
         return;
     }
     futoin_set_cancel(as, resolve_cancel, op);
+    futoin__uv_wait_info(as, "resolve", host);
 }
 
 void futoin_uv_resolve(FutoInAsyncSteps* as, const char* host)

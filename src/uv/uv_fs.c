@@ -304,6 +304,7 @@ static void file_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
         return;
     }
     futoin_set_cancel(as, file_cancel, op);
+    futoin__uv_wait_info(as, p->writing ? "file_write" : "file_read", p->path);
 }
 
 static FileParams* add_file(FutoInAsyncSteps* as, const char* path)

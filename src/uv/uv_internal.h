@@ -65,6 +65,9 @@ struct FutoInUvStream {
     FutoInUvBudget* budget;
     size_t charged;
     uint8_t budget_blocked; /* on_alloc refused to grow for the budget */
+    /* "host:port" of the peer for wait descriptions ("read 10.0.0.1:80"):
+     * the connect target, or the accepted peer's address on first use. */
+    char peer[112];
     /* The pending read step (one at a time). rd_delim points into that
      * step's parameters, which live as long as the step. */
     FutoInAsyncSteps* rd_as;
@@ -86,6 +89,7 @@ struct FutoInUvServer {
     unsigned pending; /* connections reported by libuv, not yet accepted */
     int error;        /* a listen error not yet reported to an accept step */
     unsigned port;
+    char name[64]; /* "host:port" it listens on */
     FutoInAsyncSteps* acc_as; /* the pending accept step */
 };
 
@@ -108,6 +112,10 @@ void futoin__uv_failf(FutoInAsyncSteps* as, const char* code, int err, const cha
  * NULL is returned. */
 void* futoin__uv_add_step(FutoInAsyncSteps* as, FutoInAsyncSteps_execute_callback f,
         size_t size, void (*cleanup)(void*), const char* what);
+
+/* futoin_set_wait_info(as, "<op> <object>"), formatted without a heap copy
+ * of its own. */
+void futoin__uv_wait_info(FutoInAsyncSteps* as, const char* op, const char* object);
 
 /* Adds a step that fails with InternalError and info what (a literal). */
 void futoin__uv_add_fail(FutoInAsyncSteps* as, const char* what);

@@ -302,6 +302,13 @@ void futoin__uv_failf(FutoInAsyncSteps* as, const char* code, int err, const cha
     futoin__uv_fail(as, code, err, what);
 }
 
+void futoin__uv_wait_info(FutoInAsyncSteps* as, const char* op, const char* object)
+{
+    char info[320];
+    snprintf(info, sizeof(info), "%s %s", op, object);
+    futoin_set_wait_info(as, info);
+}
+
 static void fail_step(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
@@ -433,6 +440,9 @@ static void sleep_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* args
     }
     *h = as->api->sched_deferred(as, ms, as, sleep_done);
     futoin_set_cancel(as, sleep_cancel, h);
+    char what[32];
+    snprintf(what, sizeof(what), "%lu ms", (unsigned long)ms);
+    futoin__uv_wait_info(as, "sleep", what);
 }
 
 void futoin_uv_sleep(FutoInAsyncSteps* as, uint32_t ms)

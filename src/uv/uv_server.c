@@ -252,6 +252,10 @@ FutoInUvServer* futoin_uv_server_new_ex(FutoInUv* uv, const char* host, unsigned
             srv->port = ntohs(bound.ss_family == AF_INET6
                             ? ((struct sockaddr_in6*)&bound)->sin6_port
                             : ((struct sockaddr_in*)&bound)->sin_port);
+            const char* h = host && *host ? host : "127.0.0.1";
+            int v6 = strchr(h, ':') != NULL;
+            snprintf(srv->name, sizeof(srv->name), "%s%s%s:%u", v6 ? "[" : "", h, v6 ? "]" : "",
+                    srv->port);
         }
     }
     if (err) {
@@ -364,6 +368,7 @@ static void accept_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* arg
     }
     srv->acc_as = as;
     futoin_set_cancel(as, accept_cancel, srv);
+    futoin__uv_wait_info(as, "accept", srv->name);
 }
 
 void futoin_uv_accept(FutoInAsyncSteps* as, FutoInUvServer* srv)

@@ -290,6 +290,38 @@ int futoin_uv_stream_is_open(const FutoInUvStream* s)
     return s && !s->closing;
 }
 
+/* "host:port" of the peer, cached: the connect target, or the address of
+ * an accepted peer (looked up once). "" while unknown. */
+static const char* stream_peer(FutoInUvStream* s)
+{
+    if (!s->peer[0] && !s->closing) {
+        struct sockaddr_storage a;
+        int len = (int)sizeof(a);
+        if (uv_tcp_getpeername(&s->tcp, (struct sockaddr*)&a, &len) == 0) {
+            char ip[64] = "";
+            if (a.ss_family == AF_INET6) {
+                const struct sockaddr_in6* a6 = (const struct sockaddr_in6*)&a;
+                uv_ip6_name(a6, ip, sizeof(ip));
+                snprintf(s->peer, sizeof(s->peer), "[%s]:%u", ip, (unsigned)ntohs(a6->sin6_port));
+            } else {
+                const struct sockaddr_in* a4 = (const struct sockaddr_in*)&a;
+                uv_ip4_name(a4, ip, sizeof(ip));
+                snprintf(s->peer, sizeof(s->peer), "%s:%u", ip, (unsigned)ntohs(a4->sin_port));
+            }
+        }
+    }
+    return s->peer[0] ? s->peer : "(unknown peer)";
+}
+
+const char* futoin_uv_stream_peer(FutoInUvStream* s)
+{
+    if (!s) {
+        return "";
+    }
+    stream_peer(s);
+    return s->peer;
+}
+
 /* A NULL stream given to a step function: the added step fails instead. */
 static int stream_ok(FutoInAsyncSteps* as, const char* fn, const FutoInUvStream* s)
 {
@@ -416,6 +448,9 @@ static void on_connected(uv_connect_t* req, int status)
         return;
     }
     FutoInAsyncSteps* as = op->as;
+    int v6 = strchr(op->host, ':') != NULL;
+    snprintf(s->peer, sizeof(s->peer), "%s%s%s:%u", v6 ? "[" : "", op->host, v6 ? "]" : "",
+            op->port);
     connect_op_free(op);
     /* The value's reference is the only one: nobody keeping the stream
      * means it is closed once the receiving step returns. */
@@ -507,6 +542,10 @@ static void connect_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* ar
         return;
     }
     futoin_set_cancel(as, connect_cancel, op);
+    char target[300];
+    int v6 = strchr(host, ':') != NULL;
+    snprintf(target, sizeof(target), "%s%s%s:%u", v6 ? "[" : "", host, v6 ? "]" : "", port);
+    futoin__uv_wait_info(as, "connect", target);
 }
 
 void futoin_uv_tcp_connect(FutoInAsyncSteps* as, const char* host, unsigned port)
@@ -867,6 +906,7 @@ static void read_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
     }
     s->rd_as = as;
     futoin_set_cancel(as, read_cancel, s);
+    futoin__uv_wait_info(as, "read", stream_peer(s));
 }
 
 static void add_read(FutoInAsyncSteps* as, FutoInUvStream* s, uint8_t mode, size_t n,
@@ -1031,6 +1071,7 @@ static void write_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* args
         return;
     }
     futoin_set_cancel(as, write_cancel, op);
+    futoin__uv_wait_info(as, "write", stream_peer(s));
 }
 
 static void add_write(FutoInAsyncSteps* as, FutoInUvStream* s, const void* data, size_t len,
@@ -1131,6 +1172,7 @@ static void shutdown_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* a
         return;
     }
     futoin_set_cancel(as, shutdown_cancel, op);
+    futoin__uv_wait_info(as, "shutdown", stream_peer(s));
 }
 
 void futoin_uv_shutdown(FutoInAsyncSteps* as, FutoInUvStream* s)
@@ -1181,6 +1223,7 @@ static void close_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* args
     }
     s->close_as = as;
     futoin_set_cancel(as, close_cancel, s);
+    futoin__uv_wait_info(as, "close", stream_peer(s));
     if (s->closing) {
         return;
     }

@@ -1,0 +1,405 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Errors say what failed (issue 18, item 4): when a timeout interrupts a
+ * libuv operation of the backend, the Timeout's error_info names the
+ * operation and its peer or object ("read 127.0.0.1:8080", "connect
+ * localhost:80", "resolve localhost", "file_read /path", ...), whether the
+ * timeout belongs to the I/O step's own parent or to a step further out.
+ * CommError and ConnectError keep their "ENAME: ..." form.
+ *
+ * Callbacks never assert: they record, and the test body checks.
+ */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L
+#endif
+
+#include "uv_tsupport.h"
+
+static Peer g_peer;
+
+/* Accepts, then waits (the gate) without reading or writing. */
+static void script_silent(Peer* p, int fd)
+{
+    (void)fd;
+    peer_wait_gate(p);
+}
+
+/* ---- one flow: an outer step with a timeout around an I/O step ---- */
+
+typedef void (*IoFn)(FutoInAsyncSteps* as, void* ctx);
+
+typedef struct Ctx {
+    IoFn io;          /* adds the I/O step under test */
+    uint32_t timeout; /* of the outer step */
+    int nested;       /* one more plain step between the timeout and the I/O */
+    FutoInUvStream* s;
+    FutoInUvServer* srv;
+    unsigned port;
+    const char* host;
+    char peer[128];
+} Ctx;
+
+static void inner(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    Ctx* c = data;
+    c->io(as, c);
+}
+
+static void outer(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    Ctx* c = data;
+    futoin_set_timeout(as, c->timeout);
+    if (c->nested) {
+        futoin_add(as, inner, NULL, c);
+    } else {
+        c->io(as, c);
+    }
+}
+
+static void run_io(Ctx* c, Outcome* o)
+{
+    FutoInAsyncSteps* root = futoin_asyncsteps_new(futoin_uv_loop(g_uv));
+    futoin_add(root, outer, NULL, c);
+    run_root(root, o, 10000);
+    futoin_asyncsteps_free(root);
+    run_for(5);
+}
+
+/* Connects (a root of its own) and keeps the stream in c->s. */
+static void cs_connect(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    Ctx* c = data;
+    futoin_uv_tcp_connect(as, c->host ? c->host : "127.0.0.1", c->port);
+}
+
+static void cs_take(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)as;
+    Ctx* c = data;
+    c->s = futoin_uv_stream_ref(futoin_uv_arg_stream(args, 0));
+    snprintf(c->peer, sizeof(c->peer), "%s", futoin_uv_stream_peer(c->s));
+}
+
+static void connect_stream(Ctx* c)
+{
+    FutoInAsyncSteps* root = futoin_asyncsteps_new(futoin_uv_loop(g_uv));
+    futoin_add(root, cs_connect, NULL, c);
+    futoin_add(root, cs_take, NULL, c);
+    Outcome o;
+    run_root(root, &o, 5000);
+    assert_string_equal(o.code, "");
+    assert_non_null(c->s);
+    futoin_asyncsteps_free(root);
+}
+
+/* ---- streams ---- */
+
+static void io_read_line(FutoInAsyncSteps* as, void* ctx)
+{
+    futoin_uv_read_line(as, ((Ctx*)ctx)->s, 0);
+}
+
+static void io_read_wait(FutoInAsyncSteps* as, void* ctx)
+{
+    futoin_uv_read_wait(as, ((Ctx*)ctx)->s);
+}
+
+static void test_read_names_the_peer(void** state)
+{
+    (void)state;
+    peer_start(&g_peer, script_silent, 1);
+    Ctx c;
+    memset(&c, 0, sizeof(c));
+    c.port = g_peer.port;
+    connect_stream(&c);
+    char want[64];
+    snprintf(want, sizeof(want), "127.0.0.1:%u", g_peer.port);
+    assert_string_equal(c.peer, want);
+    Outcome o;
+    c.io = io_read_line;
+    c.timeout = 50;
+    run_io(&c, &o);
+    assert_string_equal(o.code, FUTOIN_TIMEOUT);
+    snprintf(want, sizeof(want), "read 127.0.0.1:%u", g_peer.port);
+    assert_string_equal(o.info, want);
+    /* The timeout of a step further out: the same description. */
+    c.io = io_read_wait;
+    c.nested = 1;
+    run_io(&c, &o);
+    assert_string_equal(o.code, FUTOIN_TIMEOUT);
+    assert_string_equal(o.info, want);
+    futoin_uv_stream_release(c.s);
+    run_for(5);
+    peer_join(&g_peer);
+    assert_int_equal(g_misuse, 0);
+}
+
+static void io_write_big(FutoInAsyncSteps* as, void* ctx)
+{
+    /* More than the socket buffers take while the peer does not read. */
+    static char big[32 * 1024 * 1024];
+    futoin_uv_write_static(as, ((Ctx*)ctx)->s, big, sizeof(big));
+}
+
+static void test_write_names_the_peer(void** state)
+{
+    (void)state;
+    peer_start(&g_peer, script_silent, 1);
+    Ctx c;
+    memset(&c, 0, sizeof(c));
+    c.port = g_peer.port;
+    connect_stream(&c);
+    Outcome o;
+    c.io = io_write_big;
+    c.timeout = 200;
+    run_io(&c, &o);
+    assert_string_equal(o.code, FUTOIN_TIMEOUT);
+    char want[64];
+    snprintf(want, sizeof(want), "write 127.0.0.1:%u", g_peer.port);
+    assert_string_equal(o.info, want);
+    futoin_uv_stream_release(c.s);
+    run_for(5);
+    peer_join(&g_peer);
+}
+
+static void io_accept(FutoInAsyncSteps* as, void* ctx)
+{
+    futoin_uv_accept(as, ((Ctx*)ctx)->srv);
+}
+
+static void acc_take(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)as;
+    Ctx* c = data;
+    c->s = futoin_uv_stream_ref(futoin_uv_arg_stream(args, 0));
+    snprintf(c->peer, sizeof(c->peer), "%s", futoin_uv_stream_peer(c->s));
+}
+
+static void acc_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    futoin_uv_accept(as, ((Ctx*)data)->srv);
+}
+
+/* The server side: accept names the listening address, a read on an
+ * accepted stream names the client's address. */
+static void test_accept_and_accepted_peer(void** state)
+{
+    (void)state;
+    int err = 0;
+    Ctx c;
+    memset(&c, 0, sizeof(c));
+    c.srv = futoin_uv_server_new(g_uv, "127.0.0.1", 0, 0, &err);
+    assert_non_null(c.srv);
+    unsigned port = futoin_uv_server_port(c.srv);
+    Outcome o;
+    c.io = io_accept;
+    c.timeout = 50;
+    run_io(&c, &o);
+    assert_string_equal(o.code, FUTOIN_TIMEOUT);
+    char want[64];
+    snprintf(want, sizeof(want), "accept 127.0.0.1:%u", port);
+    assert_string_equal(o.info, want);
+
+    int fd = client_connect(port);
+    assert_true(fd >= 0);
+    struct sockaddr_in local;
+    socklen_t len = sizeof(local);
+    getsockname(fd, (struct sockaddr*)&local, &len);
+    FutoInAsyncSteps* root = futoin_asyncsteps_new(futoin_uv_loop(g_uv));
+    futoin_add(root, acc_start, NULL, &c);
+    futoin_add(root, acc_take, NULL, &c);
+    run_root(root, &o, 5000);
+    futoin_asyncsteps_free(root);
+    snprintf(want, sizeof(want), "127.0.0.1:%u", (unsigned)ntohs(local.sin_port));
+    assert_string_equal(c.peer, want);
+    c.io = io_read_line;
+    c.nested = 1;
+    run_io(&c, &o);
+    assert_string_equal(o.code, FUTOIN_TIMEOUT);
+    snprintf(want, sizeof(want), "read 127.0.0.1:%u", (unsigned)ntohs(local.sin_port));
+    assert_string_equal(o.info, want);
+    futoin_uv_stream_release(c.s);
+    futoin_uv_server_release(c.srv);
+    close(fd);
+    run_for(5);
+    assert_string_equal(futoin_uv_stream_peer(NULL), "");
+}
+
+/* ---- connect ---- */
+
+static void io_connect(FutoInAsyncSteps* as, void* ctx)
+{
+    Ctx* c = ctx;
+    futoin_uv_tcp_connect(as, c->host, c->port);
+}
+
+/* A listener whose accept queue is full: the kernel drops further SYNs,
+ * so a connect waits until it is given up. */
+static int full_listener(unsigned* port, int* fillers, int nfill)
+{
+    int lfd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (bind(lfd, (struct sockaddr*)&a, sizeof(a)) != 0 || listen(lfd, 0) != 0) {
+        close(lfd);
+        return -1;
+    }
+    socklen_t len = sizeof(a);
+    getsockname(lfd, (struct sockaddr*)&a, &len);
+    *port = ntohs(a.sin_port);
+    for (int i = 0; i < nfill; ++i) {
+        fillers[i] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+        connect(fillers[i], (struct sockaddr*)&a, sizeof(a));
+    }
+    sleep_ms(50);
+    return lfd;
+}
+
+static void test_connect_names_the_target(void** state)
+{
+    (void)state;
+    int fillers[4];
+    unsigned port = 0;
+    int lfd = full_listener(&port, fillers, 4);
+    assert_true(lfd >= 0);
+    Ctx c;
+    memset(&c, 0, sizeof(c));
+    c.io = io_connect;
+    c.timeout = 200;
+    c.port = port;
+    char want[64];
+    Outcome o;
+    c.host = "127.0.0.1";
+    run_io(&c, &o);
+    assert_string_equal(o.code, FUTOIN_TIMEOUT);
+    snprintf(want, sizeof(want), "connect 127.0.0.1:%u", port);
+    assert_string_equal(o.info, want);
+    /* A name: the name as given, resolved or not yet. */
+    c.host = "localhost";
+    c.nested = 1;
+    run_io(&c, &o);
+    if (strcmp(o.code, FUTOIN_TIMEOUT) == 0) {
+        snprintf(want, sizeof(want), "connect localhost:%u", port);
+        assert_string_equal(o.info, want);
+    } else {
+        /* localhost resolved to ::1 first, where nothing listens. */
+        assert_string_equal(o.code, FUTOIN_CONNECT_ERROR);
+    }
+    for (int i = 0; i < 4; ++i) {
+        close(fillers[i]);
+    }
+    close(lfd);
+    /* Errors keep their form. */
+    c.host = "127.0.0.1";
+    c.port = closed_port();
+    c.nested = 0;
+    c.timeout = 5000;
+    run_io(&c, &o);
+    assert_string_equal(o.code, FUTOIN_CONNECT_ERROR);
+    snprintf(want, sizeof(want), "ECONNREFUSED: connect 127.0.0.1:%u", c.port);
+    assert_string_equal(o.info, want);
+}
+
+/* ---- the thread pool: resolve and files ---- */
+
+static int g_block[2];
+
+static void blocked_work(uv_work_t* w)
+{
+    (void)w;
+    char ch;
+    /* Until the test writes to the pipe. */
+    while (read(g_block[0], &ch, 1) < 0 && errno == EINTR) {
+    }
+}
+
+static void blocked_done(uv_work_t* w, int status)
+{
+    (void)status;
+    (void)w;
+}
+
+static void io_resolve(FutoInAsyncSteps* as, void* ctx)
+{
+    (void)ctx;
+    futoin_uv_resolve(as, "localhost");
+}
+
+static void io_file_read(FutoInAsyncSteps* as, void* ctx)
+{
+    (void)ctx;
+    futoin_uv_file_read(as, "/etc/hostname", 0);
+}
+
+static void io_file_write(FutoInAsyncSteps* as, void* ctx)
+{
+    (void)ctx;
+    futoin_uv_file_write(as, "/tmp/futoin_wait_info_test", "x", 1, 0);
+}
+
+static void io_sleep(FutoInAsyncSteps* as, void* ctx)
+{
+    (void)ctx;
+    futoin_uv_sleep(as, 1000);
+}
+
+static void test_thread_pool_and_sleep(void** state)
+{
+    (void)state;
+    /* Every pool thread busy: lookups and file operations wait in the
+     * queue until they are given up. */
+    enum { POOL = 4 };
+    assert_int_equal(pipe(g_block), 0);
+    uv_work_t work[POOL];
+    for (int i = 0; i < POOL; ++i) {
+        assert_int_equal(uv_queue_work(futoin_uv_uv_loop(g_uv), &work[i], blocked_work,
+                                 blocked_done),
+                0);
+    }
+    static const struct {
+        IoFn io;
+        const char* info;
+    } cases[] = {
+        {io_resolve, "resolve localhost"},
+        {io_file_read, "file_read /etc/hostname"},
+        {io_file_write, "file_write /tmp/futoin_wait_info_test"},
+        {io_sleep, "sleep 1000 ms"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
+        Ctx c;
+        memset(&c, 0, sizeof(c));
+        c.io = cases[i].io;
+        c.timeout = 50;
+        c.nested = (int)(i % 2);
+        Outcome o;
+        run_io(&c, &o);
+        assert_string_equal(o.code, FUTOIN_TIMEOUT);
+        assert_string_equal(o.info, cases[i].info);
+    }
+    char ch[POOL] = {0};
+    assert_int_equal(write(g_block[1], ch, POOL), POOL);
+    run_for(50);
+    close(g_block[0]);
+    close(g_block[1]);
+    unlink("/tmp/futoin_wait_info_test");
+}
+
+int main(void)
+{
+    /* The pool test blocks exactly the pool's threads. */
+    setenv("UV_THREADPOOL_SIZE", "4", 1);
+    const struct CMUnitTest tests[] = {
+        T(test_read_names_the_peer),
+        T(test_write_names_the_peer),
+        T(test_accept_and_accepted_peer),
+        T(test_connect_names_the_target),
+        T(test_thread_pool_and_sleep),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
