@@ -56,6 +56,11 @@ static void await_step_ended(StepOwner* self)
     }
 }
 
+int futoin__owner_is_await(const StepOwner* o)
+{
+    return o && o->release == await_step_ended;
+}
+
 FutoInCompletion* futoin_completion_new(void)
 {
     FutoInCompletion* c = calloc(1, sizeof(FutoInCompletion));

@@ -123,7 +123,14 @@ EngineCtx* futoin__ctx_create(FutoInLoop* loop)
 
 void futoin_set_burst(FutoInLoop* loop, unsigned steps)
 {
-    futoin__ctx_get(loop)->burst = steps ? steps : 1;
+    EngineCtx* ctx = futoin__ctx_get(loop);
+    unsigned burst = steps ? steps : 1;
+    if (ctx->dispatching) {
+        /* The running dispatch counts burst - budget when it ends: keep
+         * n_steps what the budget granted at its start makes it. */
+        ctx->n_steps += (uint64_t)ctx->burst - burst;
+    }
+    ctx->burst = burst;
 }
 
 void futoin_set_misuse_handler(FutoInLoop* loop, FutoInMisuseHandler cb, void* data)
@@ -289,6 +296,7 @@ void futoin__misuse(Flow* fl, const char* fmt, ...)
         /* The running step fails: the spec's InternalError. */
         futoin__flow_set_code(fl, FUTOIN_INTERNAL_ERROR);
         futoin__set_info(futoin__flow_root(fl), buf);
+        ++futoin__flow_ctx(fl)->n_errors;
         fl->out = OUT_ERROR;
         fl->add_fr = NULL;
         fl->ctl = CTL_NONE;
@@ -714,9 +722,23 @@ static void dispatch(void* data)
         }
     }
     --ctx->dispatching;
+    /* Counted per burst, not per step: the budget it used. */
+    ctx->n_steps += (uint64_t)ctx->burst - ctx->budget;
     if (ctx->rq_head) {
         schedule_dispatch(ctx);
     }
+}
+
+/* A root never handed out before: carved from the root slabs. */
+__attribute__((noinline)) static Root* root_make(EngineCtx* ctx)
+{
+    Root* r = futoin__pool_try_get(&ctx->root_mem);
+    if (r) {
+        r->main.loop = ctx->loop; /* flow_init() keeps it */
+        r->ext = NULL;
+        root_reset(r, 1);
+    }
+    return r;
 }
 
 FutoInAsyncSteps* futoin_asyncsteps_new(FutoInLoop* loop)
@@ -731,14 +753,13 @@ FutoInAsyncSteps* futoin_asyncsteps_new(FutoInLoop* loop)
         ctx->free_roots = (Root*)r->main.rq_next;
         r->main.rq_next = NULL;
     } else {
-        r = futoin__pool_try_get(&ctx->root_mem);
+        r = root_make(ctx);
         if (!r) {
             return NULL;
         }
-        r->main.loop = loop; /* flow_init() keeps it */
-        r->ext = NULL;
-        root_reset(r, 1);
     }
+    /* Counted while ctx is at hand (root_pool() takes it back). */
+    ++ctx->n_roots;
     r->free_pending = 0;
     r->main.add_fr = &r->main.frames[0]; /* idle: add() appends to level 0 */
     return &r->main.iface;
@@ -928,7 +949,7 @@ void* futoin__flow_stack(Flow* fl, size_t size, void (*cleanup)(void*))
 /* futoin_set_wait_info(): the text lives in a stack() block of the step,
  * told apart by this cleanup, so it costs nothing to steps that do not
  * use it and goes away with the step. */
-static void wait_info_block(void* value)
+void futoin__wait_info_block(void* value)
 {
     (void)value;
 }
@@ -936,12 +957,28 @@ static void wait_info_block(void* value)
 int futoin__flow_wait_info(Flow* fl, const char* what)
 {
     size_t len = strlen(what);
-    char* copy = futoin__flow_stack(fl, len + 1, wait_info_block);
+    char* copy = futoin__flow_stack(fl, len + 1, futoin__wait_info_block);
     if (!copy) {
         return -1;
     }
     memcpy(copy, what, len + 1);
     return 0;
+}
+
+/* Introspection: the futoin_set_wait_info() text of the frame at level d
+ * (its latest one), NULL if it has none. */
+const char* futoin__frame_wait_info(Flow* fl, uint32_t d)
+{
+    const Frame* f = &fl->frames[d];
+    if (!(f->flags & FR_X)) {
+        return NULL;
+    }
+    for (StackBlock* b = xslot(futoin__flow_ctx(fl), f->xid)->stack; b; b = b->hdr.h.next) {
+        if (b->hdr.h.cleanup == futoin__wait_info_block) {
+            return (const char*)(b + 1);
+        }
+    }
+    return NULL;
 }
 
 /* The innermost wait description of the frames k..depth of fl: the latest
@@ -951,7 +988,7 @@ static const char* wait_info_of(Flow* fl, uint32_t k)
     for (uint32_t d = fl->depth + 1; d-- > k;) {
         FrameExtra* x = frame_xp(fl, &fl->frames[d]);
         for (StackBlock* b = x ? x->stack : NULL; b; b = b->hdr.h.next) {
-            if (b->hdr.h.cleanup == wait_info_block) {
+            if (b->hdr.h.cleanup == futoin__wait_info_block) {
                 return (const char*)(b + 1);
             }
         }
@@ -1596,6 +1633,7 @@ static void flow_failed(Flow* fl)
         fl->ctl = CTL_NONE;
     }
     r->state = RS_FAILED;
+    ++futoin__root_ctx(r)->n_unhandled;
     Step* queued = fl->frames[0].q_head;
     fl->frames[0].q_head = NULL;
     queue_free(futoin__root_ctx(r), queued);
@@ -1962,6 +2000,7 @@ void futoin__flow_success(Flow* fl, FutoInArgs* args)
 
 void futoin__flow_error(Flow* fl, const char* code, const char* info)
 {
+    ++futoin__flow_ctx(fl)->n_errors;
     futoin__flow_set_code(fl, code);
     futoin__set_info(futoin__flow_root(fl), info);
     if (fl->cb == CB_EXEC || fl->cb == CB_ERROR) {
@@ -1988,6 +2027,7 @@ static void on_timeout(void* data, uintptr_t k)
     Frame* f = &fl->frames[k];
     f->flags &= (uint8_t)~FR_TIMER;
     frame_xp(fl, f)->timer.slot = 0;
+    ++futoin__flow_ctx(fl)->n_timeouts;
     root_enter(r);
     futoin__flow_set_code(fl, FUTOIN_TIMEOUT);
     futoin__set_info(r, wait_info_of(fl, (uint32_t)k));
@@ -2173,6 +2213,7 @@ void futoin__root_cancel(Root* r)
     }
     root_enter(r);
     r->cancelling = 1;
+    ++futoin__root_ctx(r)->n_cancels;
     flow_abort(&r->main);
     frame_x_release(futoin__root_ctx(r), &r->main.frames[0]);
     r->state = RS_CANCELLED;
@@ -2209,6 +2250,7 @@ static inline void root_pool(Root* r)
     r->main.add_fr = NULL;
     r->main.rq_next = (Flow*)ctx->free_roots;
     ctx->free_roots = r;
+    --ctx->n_roots;
 }
 
 static void root_destroy_slow(Root* r)

@@ -362,6 +362,17 @@ struct EngineCtx {
     uint32_t dispatching; /* nesting depth of the dispatcher */
     FutoInMisuseHandler misuse;
     void* misuse_data;
+    /* Counters (futoin_loop_counters(), include/futoin/introspect.h),
+     * bumped only where the engine does more work anyway: a root handed
+     * out or pooled, a dispatch burst (the budget it used), an error, a
+     * timeout, a root cancel, a failed lock(), a root that failed. */
+    uint64_t n_roots;
+    uint64_t n_steps;
+    uint64_t n_errors;
+    uint64_t n_timeouts;
+    uint64_t n_cancels;
+    uint64_t n_sync_rejections;
+    uint64_t n_unhandled;
 };
 
 extern const FutoInAsyncStepsAPI futoin__flow_api;
@@ -492,6 +503,14 @@ void futoin__root_unhold(Root* r);
 void futoin__root_free(Root* r);
 void* futoin__flow_stack(Flow* fl, size_t size, void (*cleanup)(void*));
 int futoin__flow_wait_info(Flow* fl, const char* what);
+/* The cleanup that marks a stack() block as futoin_set_wait_info() text. */
+void futoin__wait_info_block(void* value);
+/* The futoin_set_wait_info() text of fl's frame at level d, NULL if none. */
+const char* futoin__frame_wait_info(Flow* fl, uint32_t d);
+
+/* await.c, work.c: which helper a SK_OWNED step belongs to (introspection). */
+int futoin__owner_is_await(const StepOwner* o);
+int futoin__owner_is_work(const StepOwner* o);
 
 /* Results waiting in a flow for its next step. */
 void futoin__results_drop_slow(Flow* fl);

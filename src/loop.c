@@ -164,6 +164,17 @@ struct FutoInLoop {
 
     void* wakeup_data;
 
+    /* ---- introspection (include/futoin/introspect.h) ---- */
+    uint64_t xmsgs_run; /* cross-thread messages run */
+    /* A dump request: a message slot kept for it (NULL until a handler is
+     * set), so that asking for a dump allocates nothing and is safe in a
+     * signal handler; dump_pending is 1 while it is queued. */
+    _Atomic(FutoInXMsg*) dump_msg;
+    _Atomic int dump_pending;
+    void (*dump_cb)(FutoInLoop* loop, void* data);
+    void* dump_data;
+    uint8_t dump_sig; /* in the signal table of introspect.c */
+
     /* ---- cross-thread ---- */
     _Alignas(LOOP_LINE) FutoInXQueue xq;
     /* Set (to SIG_* bits) by the loop thread when it is about to wait on
@@ -991,6 +1002,7 @@ static int drain_x(FutoInLoop* loop)
             loop->xpoll &= (uint8_t)~XPOLL_BACKLOG;
             break;
         }
+        ++loop->xmsgs_run;
         if (!m->run(loop, m)) {
             futoin__xq_free(&loop->xq, m);
         }
@@ -1442,6 +1454,8 @@ static FutoInLoop* loop_create(int is_virtual)
     atomic_init(&loop->need_signal, 0);
     atomic_init(&loop->refs, 0);
     atomic_init(&loop->xbusy, 0);
+    atomic_init(&loop->dump_msg, NULL);
+    atomic_init(&loop->dump_pending, 0);
     loop->wake_rfd = loop->wake_wfd = -1;
     return loop;
 }
@@ -1474,6 +1488,10 @@ void futoin_loop_free(FutoInLoop* loop)
 {
     if (!loop) {
         return;
+    }
+    if (loop->dump_sig) {
+        /* No signal handler may ask this loop for a dump any more. */
+        futoin__dump_signal_forget(loop);
     }
     /* A thread may still be finishing the wake-up of a post or release
      * that the loop thread has already acted on. */
@@ -1561,4 +1579,100 @@ void futoin__loop_settle(FutoInLoop* loop)
         }
         block_until(loop, UINT64_MAX);
     }
+}
+
+/* ---- introspection ---- */
+
+int futoin__loop_timer_left(FutoInLoop* loop, FutoInLoopRef ref, uint64_t* left_ms)
+{
+    FutoInHandle h = futoin__loop_handle(loop, ref);
+    if (is_imm_handle(&h)) {
+        return 0;
+    }
+    uint32_t id = handle_lookup(loop, &h);
+    if (id == NO_RECORD || id >= loop->timers.pos_capacity
+            || loop->timers.pos[id] == FUTOIN_TIMER_ABSENT) {
+        return 0;
+    }
+    uint64_t due = loop->timers.entries[loop->timers.pos[id]].due;
+    uint64_t now = loop->is_virtual || loop->round_depth ? round_now(loop) : monotonic_ns();
+    uint64_t left = due > now ? due - now : 0;
+    /* Rounded up: "1 ms left" until it is due. */
+    *left_ms = left / NS_PER_MS + (left % NS_PER_MS != 0);
+    return 1;
+}
+
+void futoin__loop_stats(const FutoInLoop* loop, uint64_t* xmsgs, uint64_t* timers, uint64_t* immediates)
+{
+    *xmsgs = loop->xmsgs_run;
+    *timers = futoin__timer_heap_size(&loop->timers);
+    *immediates = loop->live_immediates;
+}
+
+int futoin__loop_is_virtual(const FutoInLoop* loop)
+{
+    return loop->is_virtual;
+}
+
+/* The kept dump message reaches the loop thread: the next request may be
+ * queued from now on (even by the handler: the slot is off the queue). */
+static int dump_msg_run(void* consumer, FutoInXMsg* m)
+{
+    (void)m;
+    FutoInLoop* loop = consumer;
+    atomic_store(&loop->dump_pending, 0);
+    if (loop->dump_cb) {
+        loop->dump_cb(loop, loop->dump_data);
+    }
+    return 1; /* kept for the next request */
+}
+
+int futoin__loop_dump_setup(FutoInLoop* loop, void (*cb)(FutoInLoop*, void*), void* data, int keep)
+{
+    if (keep && loop->dump_cb) {
+        return 0;
+    }
+    if (!atomic_load(&loop->dump_msg)) {
+        FutoInXMsg* m = futoin__xq_alloc(&loop->xq);
+        if (!m) {
+            return -1;
+        }
+        m->run = dump_msg_run;
+        m->drop = NULL; /* the slot goes with the queue's memory */
+        atomic_store(&loop->dump_msg, m);
+    }
+    loop->dump_cb = cb;
+    loop->dump_data = data;
+    return 0;
+}
+
+void futoin__loop_set_dump_sig(FutoInLoop* loop, int on)
+{
+    loop->dump_sig = (uint8_t)(on != 0);
+}
+
+int futoin__loop_dump_request(FutoInLoop* loop)
+{
+    FutoInXMsg* m = atomic_load(&loop->dump_msg);
+    if (!m) {
+        return -1;
+    }
+    int idle = 0;
+    if (!atomic_compare_exchange_strong(&loop->dump_pending, &idle, 1)) {
+        return 0; /* one is queued already: it will show this state too */
+    }
+    int saved_errno = errno;
+    atomic_fetch_add(&loop->xbusy, 1);
+    futoin__xq_push(&loop->xq, m);
+    /* Only the wake-up fd, and only when that is all the loop waits for:
+     * write() is async-signal-safe, the embedder's wake-up callback need
+     * not be (a loop driven through one sees the request on its next
+     * round). Taking SIG_FD from the flag owes exactly the write. */
+    int expect = SIG_FD;
+    if (atomic_compare_exchange_strong(&loop->need_signal, &expect, 0)) {
+        wake_fd_write(loop);
+    }
+    atomic_fetch_sub(&loop->xbusy, 1);
+    errno = saved_errno;
+    return 1;
 }

@@ -13,7 +13,7 @@
 /* Internal to the library: not exported from the shared object. */
 #pragma GCC visibility push(hidden)
 
-#define FUTOIN_LOOP_ENGINE_MEM 320
+#define FUTOIN_LOOP_ENGINE_MEM 384
 
 /* The first member of struct FutoInLoop, so that the thread check of the
  * ABI entry points can be inlined: it is the one check the single-thread
@@ -111,6 +111,25 @@ void futoin__loop_settle(FutoInLoop* loop);
 
 /* CLOCK_MONOTONIC in milliseconds (the real loops' clock). */
 uint64_t futoin__monotonic_ms(void);
+
+/* ---- introspection (src/introspect.c), loop thread unless said ---- */
+
+/* 1 and the ms left (rounded up) if ref names a pending timer, else 0. */
+int futoin__loop_timer_left(FutoInLoop* loop, FutoInLoopRef ref, uint64_t* left_ms);
+/* Cross-thread messages run so far, timers and immediates pending. */
+void futoin__loop_stats(const FutoInLoop* loop, uint64_t* xmsgs, uint64_t* timers, uint64_t* immediates);
+int futoin__loop_is_virtual(const FutoInLoop* loop);
+/* Sets what a dump request calls on the loop thread (keep: unless it has
+ * one), and keeps a message slot for requests. Returns 0, or -1 when out
+ * of memory. */
+int futoin__loop_dump_setup(
+        FutoInLoop* loop, void (*cb)(FutoInLoop* loop, void* data), void* data, int keep);
+/* Any thread, async-signal-safe: queues the kept slot unless it is
+ * queued already (1 queued, 0 already queued, -1 no setup). */
+int futoin__loop_dump_request(FutoInLoop* loop);
+/* futoin_loop_free() calls futoin__dump_signal_forget() when this is on. */
+void futoin__loop_set_dump_sig(FutoInLoop* loop, int on);
+void futoin__dump_signal_forget(FutoInLoop* loop);
 
 #pragma GCC visibility pop
 

@@ -59,6 +59,21 @@ void* futoin__pool_try_get(FutoInPool* pool)
     return futoin__pool_get(pool);
 }
 
+void* futoin__pool_first_slab(const FutoInPool* pool)
+{
+    return pool->slabs;
+}
+
+void* futoin__pool_next_slab(const void* slab)
+{
+    return ((const SlabHeader*)slab)->next;
+}
+
+void* futoin__pool_slab_elem(const FutoInPool* pool, void* slab, size_t i)
+{
+    return (char*)((SlabHeader*)slab + 1) + i * pool->elem_size;
+}
+
 static void out_of_memory(size_t size);
 
 void* futoin__pool_refill_get(FutoInPool* pool)

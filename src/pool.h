@@ -43,6 +43,15 @@ static inline void futoin__pool_put(FutoInPool* pool, void* p)
     pool->free_list = p;
 }
 
+/* Slab walking, for introspection (slabs stay until the pool is
+ * destroyed): the newest slab (NULL: none), the one made before it, and
+ * the address of element i (< per_slab) of a slab. Every element's first
+ * word is written: by the pool's free-list link until it is first handed
+ * out, then by its owner. */
+void* futoin__pool_first_slab(const FutoInPool* pool);
+void* futoin__pool_next_slab(const void* slab);
+void* futoin__pool_slab_elem(const FutoInPool* pool, void* slab, size_t i);
+
 /* malloc/realloc that abort with a message instead of returning NULL. */
 void* futoin__xmalloc(size_t size);
 void* futoin__xrealloc(void* p, size_t size);

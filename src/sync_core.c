@@ -448,6 +448,7 @@ static void sync_lock_locked(FutoInAsyncSteps* bsi, SyncCore* c)
     case SYNC_REJECT_RATE: {
         int had_slot = n->slot;
         n->slot = 0;
+        futoin__note_sync_rejection(bsi);
         bsi->api->handle_error(bsi, FUTOIN_DEFENSE_REJECTED,
                 v == SYNC_REJECT_CONC ? c->reject_conc : c->reject_rate);
         if (had_slot) {
@@ -576,4 +577,36 @@ int futoin_sync_stats(const FutoInSync* sync, FutoInSyncStats* out)
     out->nodes_allocated = c->nodes_allocated;
     futoin__sync_leave(c);
     return FUTOIN_SYNC_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Introspection                                                              */
+
+int futoin__sync_describe(const FutoInSync* sync, FutoInAsyncSteps_cancel_callback ch, void* data,
+        FutoInSyncWaitPos* out)
+{
+    SyncCore* c = core_of(sync);
+    memset(out, 0, sizeof(*out));
+    if (!c) {
+        return 0;
+    }
+    out->kind = c->conc_max && c->rate_max ? "Limiter" : c->conc_max ? "Mutex" : "Throttle";
+    out->shared = c->mtx != NULL;
+    if (ch != sync_cancel || !data) {
+        return 1; /* not one of our waiters (or not waiting) */
+    }
+    SyncNode* n = data;
+    futoin__sync_enter(c);
+    if (n->core == c && (n->state == SN_Q_CONC || n->state == SN_Q_RATE)) {
+        const SyncQueue* q = n->state == SN_Q_CONC ? &c->conc_q : &c->rate_q;
+        uint32_t pos = 1;
+        for (const SyncNode* p = n->prev; p; p = p->prev) {
+            ++pos;
+        }
+        out->queue = n->state == SN_Q_CONC ? 1 : 2;
+        out->position = pos;
+        out->length = q->len;
+    }
+    futoin__sync_leave(c);
+    return 1;
 }

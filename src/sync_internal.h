@@ -146,6 +146,9 @@ void futoin__complete_any_thread(FutoInAsyncSteps* bsi, const char* code, const 
  *   loop is freed before it gets there); the caller must not take it back.
  * - 0: not a flow of this library; nothing was done. */
 enum { FUTOIN_PARKED_FAILED = 1, FUTOIN_PARKED_QUEUED = 2 };
+/* Counts a lock() that rejects its flow at once (loop thread, own flows;
+ * futoin__fail_parked_step() counts the rejections of waiting flows). */
+void futoin__note_sync_rejection(FutoInAsyncSteps* bsi);
 int futoin__fail_parked_step(FutoInAsyncSteps* bsi, FutoInAsyncSteps_cancel_callback ch, void* data,
         const char* code, const char* info);
 
@@ -170,6 +173,21 @@ static inline void futoin__sync_leave(SyncCore* c)
         pthread_mutex_unlock(c->mtx);
     }
 }
+
+/* Introspection (src/introspect.c): what a flow whose sync step has the
+ * cancel handler (ch, data) waits for in sync. */
+typedef struct FutoInSyncWaitPos {
+    const char* kind; /* "Mutex", "Throttle", "Limiter" */
+    int shared;
+    uint32_t queue;    /* 0: not queued; 1: concurrency queue; 2: rate queue */
+    uint32_t position; /* 1: first */
+    uint32_t length;
+} FutoInSyncWaitPos;
+/* 1 if sync is a Mutex, Throttle or Limiter of this library (out filled,
+ * the position when (ch, data) is one of its waiters), else 0. Takes a
+ * shared object's lock. */
+int futoin__sync_describe(const FutoInSync* sync, FutoInAsyncSteps_cancel_callback ch, void* data,
+        FutoInSyncWaitPos* out);
 
 /* sync_throttle.c: stage 2 */
 SyncVerdict futoin__sync_rate_admit(SyncCore* c, SyncNode* n);

@@ -293,6 +293,11 @@ static void work_owner_release(StepOwner* self)
     }
 }
 
+int futoin__owner_is_work(const StepOwner* o)
+{
+    return o && o->release == work_owner_release;
+}
+
 static void work_step(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;

@@ -151,6 +151,9 @@ static int xerror_run(void* consumer, FutoInXMsg* m)
         if (x->take_ch && futoin__flow_drop_cancel(fl, x->take_ch, x->take_data)) {
             x->take_ch(&fl->iface, x->take_data);
         }
+        if (x->take_ch) {
+            ++futoin__flow_ctx(fl)->n_sync_rejections; /* only sync objects park this way */
+        }
         futoin__flow_error(fl, code, info);
     } else if (!x->quiet) {
         report_dropped(fl, "error()");
@@ -276,9 +279,18 @@ int futoin__fail_parked_step(FutoInAsyncSteps* bsi, FutoInAsyncSteps_cancel_call
     }
     futoin__flow_drop_cancel(fl, ch, data);
     if (still_waiting(fl, atomic_load_explicit(&fl->xepoch, memory_order_relaxed))) {
+        ++futoin__flow_ctx(fl)->n_sync_rejections;
         futoin__flow_error(fl, code, info);
     }
     return FUTOIN_PARKED_FAILED;
+}
+
+void futoin__note_sync_rejection(FutoInAsyncSteps* bsi)
+{
+    Flow* fl = futoin__flow_of(bsi);
+    if (fl && futoin__loop_on_thread(fl->loop)) {
+        ++futoin__flow_ctx(fl)->n_sync_rejections;
+    }
 }
 
 void futoin__complete_any_thread(FutoInAsyncSteps* bsi, const char* code, const char* info)

@@ -44,6 +44,11 @@ void futoin__complete_any_thread(FutoInAsyncSteps* bsi, const char* code, const 
 enum { FUTOIN_PARKED_FAILED = 1, FUTOIN_PARKED_QUEUED = 2 };
 int futoin__fail_parked_step(FutoInAsyncSteps* bsi, FutoInAsyncSteps_cancel_callback ch, void* data,
         const char* code, const char* info);
+/* Counts a lock() that rejects its flow at once (sync_core.c): the loop's
+ * sync_rejections counter, on the loop thread and for flows of this
+ * library only. futoin__fail_parked_step() counts the waiting flows it
+ * rejects itself. */
+void futoin__note_sync_rejection(FutoInAsyncSteps* bsi);
 
 #pragma GCC visibility pop
 

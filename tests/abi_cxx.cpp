@@ -3,6 +3,7 @@
 // them, builds the structures the C++ way and checks the layout C sees.
 #include <futoin/binarysteps.h>
 #include <futoin/asyncsteps.h>
+#include <futoin/introspect.h>
 
 #include <cstddef>
 #include <cstdio>

@@ -1,0 +1,855 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Observability (include/futoin/introspect.h): the walk over a loop's live
+ * roots, their flows and frames, the text dump, the dump request that
+ * other threads and signal handlers may make, and the counters.
+ *
+ * Nothing here costs a root or a frame anything: the walk reads what the
+ * engine keeps anyway.
+ *  - Live roots are found in the engine's root slabs (EngineCtx.root_mem),
+ *    whose memory is never handed back: a slot is a root once its first
+ *    word is the flow interface's table (before that it holds the pool's
+ *    free-list link), and a live one unless free_pending is set (pooled, or
+ *    freed while a callback of it runs).
+ *  - The flows of a root form a tree through the top frame's Parallel
+ *    (branches, linked by sib_next) and Branch.parent, which the walk
+ *    follows down and back up: iterative at any nesting depth, like
+ *    flow_unwind_to() in engine.c.
+ *  - Frames are an array per flow.
+ */
+#include "engine_internal.h"
+#include "sync_internal.h"
+
+#include <futoin/introspect.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------------ */
+/* Helpers                                                                   */
+
+static EngineCtx* ctx_if_any(FutoInLoop* loop)
+{
+    return (EngineCtx*)*futoin__loop_engine_slot(loop);
+}
+
+/* A flow of this library on its loop's thread, else NULL. A root that is
+ * pooled (freed, no callback of it running) is no longer a flow. */
+static Flow* flow_checked(FutoInAsyncSteps* as)
+{
+    if (!as || as->api != &futoin__flow_api) {
+        return NULL;
+    }
+    Flow* fl = (Flow*)as;
+    if (!futoin__loop_on_thread(fl->loop)) {
+        return NULL;
+    }
+    if (!fl->is_branch) {
+        const Root* r = (const Root*)(const void*)fl;
+        if (r->free_pending && !r->busy) {
+            return NULL;
+        }
+    } else if (fl->state == FS_DONE || fl->state == FS_IDLE) {
+        return NULL; /* a branch that ended (or was recycled) */
+    }
+    return fl;
+}
+
+/* The live branches of the parallel frame on top of fl, if it is one. */
+static Flow* top_branches(const Flow* fl)
+{
+    const Frame* top = &fl->frames[fl->depth];
+    if (!fl->depth || top->kind != SK_PARALLEL) {
+        return NULL;
+    }
+    const Parallel* p = futoin__step_ext(top->node);
+    return p->started ? p->branches : NULL;
+}
+
+static FrameExtra* frame_extra(const Flow* fl, const Frame* f)
+{
+    if (!(f->flags & FR_X)) {
+        return NULL;
+    }
+    EngineCtx* ctx = futoin__flow_ctx(fl);
+    return &ctx->xchunks[f->xid / FUTOIN_XCHUNK][f->xid % FUTOIN_XCHUNK];
+}
+
+/* The ms left of a frame's timeout, if it has one armed. */
+static int frame_timer(Flow* fl, const Frame* f, uint64_t* left)
+{
+    if (!(f->flags & FR_TIMER) || f->kind == SK_YIELD) {
+        return 0; /* relinquish() holds an immediate, not a timeout */
+    }
+    FrameExtra* x = frame_extra(fl, f);
+    return x && futoin__loop_timer_left(fl->loop, x->timer, left);
+}
+
+static size_t count_steps(const Step* s)
+{
+    size_t n = 0;
+    for (; s; s = s->next) {
+        ++n;
+    }
+    return n;
+}
+
+/* Function pointers as numbers, for printing (ISO C has no %p for them). */
+static uintptr_t fn_addr(FutoInAsyncSteps_error_callback f)
+{
+    uintptr_t u = 0;
+    memcpy(&u, &f, sizeof(f) < sizeof(u) ? sizeof(f) : sizeof(u));
+    return u;
+}
+
+/* Copies what fits of a filled struct into the caller's (its size). */
+static void copy_out(void* out, const void* full, size_t full_size, size_t size)
+{
+    memcpy(out, full, size < full_size ? size : full_size);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Roots                                                                     */
+
+int futoin_root_iter_init(FutoInRootIter* it, FutoInLoop* loop)
+{
+    if (!it) {
+        return -1;
+    }
+    it->priv_[0] = it->priv_[1] = it->priv_[2] = NULL;
+    if (!loop || !futoin__loop_on_thread(loop)) {
+        return -1;
+    }
+    EngineCtx* ctx = ctx_if_any(loop);
+    if (ctx) {
+        it->priv_[0] = ctx;
+        it->priv_[1] = futoin__pool_first_slab(&ctx->root_mem);
+    }
+    return 0;
+}
+
+FutoInAsyncSteps* futoin_root_iter_next(FutoInRootIter* it)
+{
+    if (!it || !it->priv_[0]) {
+        return NULL;
+    }
+    EngineCtx* ctx = it->priv_[0];
+    void* slab = it->priv_[1];
+    size_t i = (size_t)(uintptr_t)it->priv_[2];
+    const void* flow_api = &futoin__flow_api;
+    while (slab) {
+        while (i < ctx->root_mem.per_slab) {
+            void* e = futoin__pool_slab_elem(&ctx->root_mem, slab, i++);
+            const void* first;
+            memcpy(&first, e, sizeof(first));
+            if (first == flow_api && !((const Root*)e)->free_pending) {
+                it->priv_[1] = slab;
+                it->priv_[2] = (void*)(uintptr_t)i;
+                return &((Root*)e)->main.iface;
+            }
+        }
+        slab = futoin__pool_next_slab(slab);
+        i = 0;
+    }
+    it->priv_[0] = it->priv_[1] = it->priv_[2] = NULL;
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Flows                                                                     */
+
+/* Depth first: down into the branches of cur's parallel, else to the next
+ * sibling of cur or of the nearest ancestor branch that has one. *nesting
+ * (if not NULL) follows: +1 down, -1 per level up. */
+static Flow* next_flow_n(Flow* cur, uint32_t* nesting)
+{
+    Flow* b = top_branches(cur);
+    if (b) {
+        if (nesting) {
+            ++*nesting;
+        }
+        return b;
+    }
+    while (cur->is_branch) {
+        Branch* br = futoin__branch(cur);
+        if (br->sib_next) {
+            return br->sib_next;
+        }
+        cur = br->parent;
+        if (nesting) {
+            --*nesting;
+        }
+    }
+    return NULL;
+}
+
+static Flow* next_flow(Flow* cur)
+{
+    return next_flow_n(cur, NULL);
+}
+
+FutoInAsyncSteps* futoin_flow_next(FutoInAsyncSteps* root, FutoInAsyncSteps* prev)
+{
+    Flow* rfl = flow_checked(root);
+    if (!rfl || rfl->is_branch) {
+        return NULL;
+    }
+    if (!prev) {
+        return root;
+    }
+    Flow* cur = flow_checked(prev);
+    if (!cur || &futoin__flow_root(cur)->main != rfl) {
+        return NULL;
+    }
+    Flow* n = next_flow(cur);
+    return n ? &n->iface : NULL;
+}
+
+static FutoInRootState root_state_of(Root* r)
+{
+    switch (r->state) {
+    case RS_IDLE:
+        return FUTOIN_ROOT_IDLE;
+    case RS_DONE:
+        return FUTOIN_ROOT_DONE;
+    case RS_FAILED:
+        return FUTOIN_ROOT_FAILED;
+    case RS_CANCELLED:
+        return FUTOIN_ROOT_CANCELLED;
+    default:
+        break;
+    }
+    if (r->busy || r->cancelling) {
+        return FUTOIN_ROOT_RUNNING;
+    }
+    for (Flow* fl = &r->main; fl; fl = next_flow(fl)) {
+        if (fl->in_rq) {
+            return FUTOIN_ROOT_QUEUED;
+        }
+        if (fl->cb != CB_NONE) {
+            return FUTOIN_ROOT_RUNNING;
+        }
+    }
+    return FUTOIN_ROOT_WAITING;
+}
+
+static FutoInFlowState flow_state_of(const Flow* fl)
+{
+    const Root* r = futoin__flow_root(fl);
+    if (r->state == RS_IDLE) {
+        return FUTOIN_FLOW_IDLE;
+    }
+    if (r->state != RS_RUNNING) {
+        return FUTOIN_FLOW_FINISHED;
+    }
+    if (fl->cb != CB_NONE) {
+        return FUTOIN_FLOW_RUNNING;
+    }
+    if (fl->in_rq) {
+        return FUTOIN_FLOW_QUEUED;
+    }
+    switch (fl->state) {
+    case FS_WAIT:
+        return FUTOIN_FLOW_WAITING;
+    case FS_IDLE:
+        return FUTOIN_FLOW_IDLE;
+    case FS_DONE:
+        return FUTOIN_FLOW_FINISHED;
+    default:
+        return FUTOIN_FLOW_RUNNING; /* being advanced by the dispatcher */
+    }
+}
+
+static FutoInWaitKind wait_kind_of(const Flow* fl)
+{
+    const Frame* f = &fl->frames[fl->depth];
+    if (f->flags & FR_PAR_WAIT) {
+        return FUTOIN_WAIT_PARALLEL;
+    }
+    if (!fl->depth) {
+        return FUTOIN_WAIT_NONE;
+    }
+    switch (f->kind) {
+    case SK_YIELD:
+        return FUTOIN_WAIT_YIELD;
+    case SK_SYNC:
+        if (f->flags & FR_LOCK_PHASE) {
+            return FUTOIN_WAIT_SYNC;
+        }
+        break;
+    case SK_OWNED: {
+        const StepOwner* o = futoin__step_ext(f->node);
+        if (futoin__owner_is_await(o)) {
+            return FUTOIN_WAIT_AWAIT;
+        }
+        if (futoin__owner_is_work(o)) {
+            return FUTOIN_WAIT_WORK;
+        }
+        break;
+    }
+    default:
+        break;
+    }
+    return (f->flags & FR_WAIT) ? FUTOIN_WAIT_EXTERNAL : FUTOIN_WAIT_NONE;
+}
+
+int futoin_root_info(FutoInAsyncSteps* root, FutoInRootInfo* out, size_t size)
+{
+    Flow* fl = flow_checked(root);
+    if (!fl || fl->is_branch || !out) {
+        return -1;
+    }
+    Root* r = (Root*)fl;
+    FutoInRootInfo ri;
+    memset(&ri, 0, sizeof(ri));
+    ri.root = root;
+    ri.state = root_state_of(r);
+    if (r->state == RS_RUNNING) {
+        for (Flow* f = fl; f; f = next_flow(f)) {
+            ++ri.flows;
+        }
+    } else {
+        ri.flows = 1;
+    }
+    ri.depth = fl->depth;
+    ri.queued = count_steps(fl->frames[0].q_head);
+    ri.error_code = futoin__flow_code(fl);
+    ri.error_info = futoin__root_info(r);
+    copy_out(out, &ri, sizeof(ri), size);
+    return 0;
+}
+
+static void flow_info_fill(Flow* fl, FutoInFlowInfo* out)
+{
+    Root* r = futoin__flow_root(fl);
+    FutoInFlowInfo fi;
+    memset(&fi, 0, sizeof(fi));
+    fi.flow = &fl->iface;
+    fi.root = &r->main.iface;
+    fi.parent = fl->is_branch ? &futoin__branch(fl)->parent->iface : NULL;
+    fi.depth = fl->depth;
+    fi.state = flow_state_of(fl);
+    fi.wait = fi.state == FUTOIN_FLOW_WAITING ? wait_kind_of(fl) : FUTOIN_WAIT_NONE;
+    fi.timer_level = UINT32_MAX;
+    fi.wait_info = "";
+    for (uint32_t d = 0; d <= fl->depth; ++d) {
+        uint64_t left;
+        if (frame_timer(fl, &fl->frames[d], &left)
+                && (fi.timer_level == UINT32_MAX || left <= fi.timer_left_ms)) {
+            fi.timer_level = d;
+            fi.timer_left_ms = left;
+        }
+    }
+    for (uint32_t d = fl->depth + 1; d-- > 0;) {
+        const char* w = futoin__frame_wait_info(fl, d);
+        if (w) {
+            fi.wait_info = w;
+            break;
+        }
+    }
+    fi.error_code = futoin__flow_code(fl);
+    fi.error_info = futoin__root_info(r);
+    *out = fi;
+}
+
+int futoin_flow_info(FutoInAsyncSteps* flow, FutoInFlowInfo* out, size_t size)
+{
+    Flow* fl = flow_checked(flow);
+    if (!fl || !out) {
+        return -1;
+    }
+    FutoInFlowInfo fi;
+    flow_info_fill(fl, &fi);
+    copy_out(out, &fi, sizeof(fi), size);
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Frames                                                                    */
+
+static void frame_describe(Flow* fl, uint32_t level, FutoInFrameInfo* fi)
+{
+    const Frame* f = &fl->frames[level];
+    memset(fi, 0, sizeof(*fi));
+    fi->level = level;
+    fi->queued = count_steps(f->q_head);
+    fi->wait_info = futoin__frame_wait_info(fl, level);
+    if (level == 0) {
+        fi->kind = FUTOIN_FRAME_QUEUE;
+        fi->error_handler = fl->is_branch ? NULL : f->unhandled;
+        if (fi->error_handler) {
+            fi->flags |= FUTOIN_FRAME_ERROR_HANDLER;
+            fi->data = futoin__flow_root(fl)->unhandled_data;
+        }
+    } else {
+        const Step* node = f->node;
+        switch (f->kind) {
+        case SK_LOOP: {
+            fi->kind = FUTOIN_FRAME_LOOP;
+            fi->iteration = node->i;
+            fi->count = node->count;
+            fi->label = futoin__loop_label(node);
+            fi->data = node->loop_data;
+            break;
+        }
+        case SK_PARALLEL: {
+            const Parallel* p = futoin__step_ext(node);
+            fi->kind = FUTOIN_FRAME_PARALLEL;
+            fi->branches = p->started ? p->pending : (uint32_t)count_steps(p->b_head);
+            break;
+        }
+        case SK_SYNC: {
+            fi->kind = FUTOIN_FRAME_SYNC;
+            fi->sync = futoin__step_ext(node);
+            fi->data = node->data; /* the critical section's */
+            FrameExtra* x = frame_extra(fl, f);
+            FutoInSyncWaitPos pos;
+            int ours = futoin__sync_describe(fi->sync,
+                    x && (f->flags & FR_LOCK_PHASE) ? x->on_cancel : NULL,
+                    x ? x->cancel_data : NULL, &pos);
+            fi->sync_kind = ours ? pos.kind : "sync";
+            fi->sync_queue = pos.queue;
+            fi->sync_position = pos.position;
+            fi->sync_queue_length = pos.length;
+            break;
+        }
+        case SK_VALUE:
+            fi->kind = FUTOIN_FRAME_VALUE;
+            break;
+        case SK_YIELD:
+            fi->kind = FUTOIN_FRAME_YIELD;
+            break;
+        case SK_OWNED: {
+            const StepOwner* o = futoin__step_ext(node);
+            fi->kind = futoin__owner_is_await(o) ? FUTOIN_FRAME_AWAIT
+                    : futoin__owner_is_work(o)   ? FUTOIN_FRAME_WORK
+                                                 : FUTOIN_FRAME_STEP;
+            break;
+        }
+        default:
+            fi->kind = FUTOIN_FRAME_STEP;
+            break;
+        }
+        /* The node's eh and data are the step's own but for a loop (its
+         * spec) and a sync step (the critical section's). */
+        if (node && f->kind != SK_LOOP && f->kind != SK_SYNC) {
+            fi->error_handler = node->eh;
+            fi->data = node->data;
+            if (node->eh) {
+                fi->flags |= FUTOIN_FRAME_ERROR_HANDLER;
+            }
+        }
+    }
+    if (f->flags & FR_EH_USED) {
+        fi->flags |= FUTOIN_FRAME_EH_RAN;
+    }
+    if (f->flags & (FR_WAIT | FR_PAR_WAIT)) {
+        fi->flags |= FUTOIN_FRAME_WAITING;
+    }
+    if (f->flags & FR_LOCKED) {
+        fi->flags |= FUTOIN_FRAME_LOCKED;
+    }
+    FrameExtra* x = frame_extra(fl, f);
+    if (x) {
+        if (x->on_cancel) {
+            fi->flags |= FUTOIN_FRAME_CANCEL_HANDLER;
+        }
+        if (x->stack) {
+            fi->flags |= FUTOIN_FRAME_STACK;
+        }
+    }
+    if (frame_timer(fl, f, &fi->timeout_left_ms)) {
+        fi->flags |= FUTOIN_FRAME_TIMEOUT;
+    }
+}
+
+int futoin_frame_info(FutoInAsyncSteps* flow, uint32_t level, FutoInFrameInfo* out, size_t size)
+{
+    Flow* fl = flow_checked(flow);
+    if (!fl || !out || level > fl->depth) {
+        return -1;
+    }
+    FutoInFrameInfo fi;
+    frame_describe(fl, level, &fi);
+    copy_out(out, &fi, sizeof(fi), size);
+    return 0;
+}
+
+const char* futoin_root_state_name(FutoInRootState state)
+{
+    static const char* const names[] = {
+        "idle", "queued", "running", "waiting", "done", "failed", "cancelled"
+    };
+    return (unsigned)state < sizeof(names) / sizeof(names[0]) ? names[state] : "?";
+}
+
+const char* futoin_frame_kind_name(FutoInFrameKind kind)
+{
+    static const char* const names[] = {
+        "queue", "step", "loop", "parallel", "sync", "value", "yield", "await", "work"
+    };
+    return (unsigned)kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "?";
+}
+
+static const char* flow_state_name(FutoInFlowState state)
+{
+    static const char* const names[] = { "idle", "queued", "running", "waiting", "finished" };
+    return (unsigned)state < sizeof(names) / sizeof(names[0]) ? names[state] : "?";
+}
+
+/* ------------------------------------------------------------------------ */
+/* Counters                                                                  */
+
+int futoin_loop_counters(FutoInLoop* loop, FutoInLoopCounters* out, size_t size)
+{
+    if (!loop || !out || !futoin__loop_on_thread(loop)) {
+        return -1;
+    }
+    FutoInLoopCounters c;
+    memset(&c, 0, sizeof(c));
+    EngineCtx* ctx = ctx_if_any(loop);
+    if (ctx) {
+        c.roots = ctx->n_roots;
+        c.steps = ctx->n_steps;
+        c.errors = ctx->n_errors;
+        c.timeouts = ctx->n_timeouts;
+        c.cancels = ctx->n_cancels;
+        c.sync_rejections = ctx->n_sync_rejections;
+        c.unhandled_errors = ctx->n_unhandled;
+    }
+    futoin__loop_stats(loop, &c.xmsgs, &c.timers_pending, &c.immediates_pending);
+    copy_out(out, &c, sizeof(c), size);
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Text dump                                                                 */
+
+static void dump_frame(FILE* out, Flow* fl, uint32_t level)
+{
+    FutoInFrameInfo fi;
+    frame_describe(fl, level, &fi);
+    fprintf(out, "    #%" PRIu32 " %s", level, futoin_frame_kind_name(fi.kind));
+    switch (fi.kind) {
+    case FUTOIN_FRAME_LOOP:
+        if (fi.label) {
+            fprintf(out, " '%s'", fi.label);
+        }
+        if (fi.count) {
+            fprintf(out, ", iteration %zu of %zu", fi.iteration, fi.count);
+        } else {
+            fprintf(out, ", iteration %zu", fi.iteration);
+        }
+        break;
+    case FUTOIN_FRAME_PARALLEL:
+        fprintf(out, ", %" PRIu32 " branch%s %s", fi.branches, fi.branches == 1 ? "" : "es",
+                (fi.flags & FUTOIN_FRAME_WAITING) ? "running" : "queued");
+        break;
+    case FUTOIN_FRAME_SYNC:
+        fprintf(out, " %s %p", fi.sync_kind, (void*)fi.sync);
+        if (fi.flags & FUTOIN_FRAME_LOCKED) {
+            fputs(", held", out);
+        } else if (fi.sync_queue) {
+            fprintf(out, ", queued: position %" PRIu32 " of %" PRIu32 " in its %s queue",
+                    fi.sync_position, fi.sync_queue_length, fi.sync_queue == 1 ? "concurrency" : "rate");
+        } else {
+            fputs(", locking", out);
+        }
+        break;
+    default:
+        break;
+    }
+    if (fi.flags & FUTOIN_FRAME_WAITING) {
+        fputs(", waiting", out);
+    }
+    if (fi.flags & FUTOIN_FRAME_TIMEOUT) {
+        fprintf(out, ", timeout in %" PRIu64 " ms", fi.timeout_left_ms);
+    }
+    if (fi.wait_info) {
+        fprintf(out, ", \"%s\"", fi.wait_info);
+    }
+    if (fi.error_handler) {
+        fprintf(out, ", %s 0x%" PRIxPTR "%s", level ? "error handler" : "unhandled-error callback",
+                fn_addr(fi.error_handler), (fi.flags & FUTOIN_FRAME_EH_RAN) ? " (ran)" : "");
+    }
+    if (fi.flags & FUTOIN_FRAME_CANCEL_HANDLER) {
+        fputs(", cancel handler", out);
+    }
+    if (fi.flags & FUTOIN_FRAME_STACK) {
+        fputs(", stack memory", out);
+    }
+    if (fi.data) {
+        fprintf(out, ", data %p", fi.data);
+    }
+    if (fi.queued) {
+        fprintf(out, ", %zu queued", fi.queued);
+    }
+    fputc('\n', out);
+}
+
+static void dump_wait(FILE* out, Flow* fl, const FutoInFlowInfo* info)
+{
+    const Frame* top = &fl->frames[fl->depth];
+    switch (info->wait) {
+    case FUTOIN_WAIT_EXTERNAL:
+        fputs(" for an external completion", out);
+        break;
+    case FUTOIN_WAIT_AWAIT:
+        fputs(" for a completion (futoin_await)", out);
+        break;
+    case FUTOIN_WAIT_WORK:
+        fputs(" for a worker thread (futoin_add_work)", out);
+        break;
+    case FUTOIN_WAIT_YIELD:
+        fputs(" for its turn (futoin_relinquish)", out);
+        break;
+    case FUTOIN_WAIT_PARALLEL: {
+        const Parallel* p = futoin__step_ext(top->node);
+        fprintf(out, " for %" PRIu32 " branch%s of its parallel step", p->pending,
+                p->pending == 1 ? "" : "es");
+        break;
+    }
+    case FUTOIN_WAIT_SYNC: {
+        FutoInFrameInfo fi;
+        frame_describe(fl, fl->depth, &fi);
+        fprintf(out, " for %s %p", fi.sync_kind, (void*)fi.sync);
+        if (fi.sync_queue) {
+            fprintf(out, ": position %" PRIu32 " of %" PRIu32 " in its %s queue", fi.sync_position,
+                    fi.sync_queue_length, fi.sync_queue == 1 ? "concurrency" : "rate");
+        }
+        break;
+    }
+    default:
+        break;
+    }
+    if (*info->wait_info) {
+        fprintf(out, ": \"%s\"", info->wait_info);
+    }
+    if (info->timer_level != UINT32_MAX) {
+        fprintf(out, ", timeout in %" PRIu64 " ms (#%" PRIu32 ")", info->timer_left_ms,
+                info->timer_level);
+    }
+}
+
+static void dump_flow(FILE* out, Flow* fl, uint32_t nesting, uint32_t max_frames)
+{
+    FutoInFlowInfo info;
+    flow_info_fill(fl, &info);
+    if (fl->is_branch) {
+        fprintf(out, "  branch %p of %p (nesting %" PRIu32 ")", (void*)&fl->iface, (void*)info.parent,
+                nesting);
+    } else {
+        fprintf(out, "  flow %p (main)", (void*)&fl->iface);
+    }
+    fprintf(out, " %s", flow_state_name(info.state));
+    if (info.state == FUTOIN_FLOW_WAITING) {
+        dump_wait(out, fl, &info);
+    }
+    if (*info.error_code) {
+        fprintf(out, ", unwinding %s", info.error_code);
+    }
+    fprintf(out, ", depth %" PRIu32 "\n", fl->depth);
+    /* Innermost first; with a limit, the top and the bottom of the stack. */
+    uint32_t n = fl->depth + 1;
+    uint32_t top = n, bottom = 0;
+    if (max_frames && n > max_frames) {
+        top = max_frames - max_frames / 2;
+        bottom = max_frames / 2;
+    }
+    for (uint32_t i = 0; i < top; ++i) {
+        dump_frame(out, fl, fl->depth - i);
+    }
+    if (top < n) {
+        fprintf(out, "    ... %" PRIu32 " frames ...\n", n - top - bottom);
+        for (uint32_t d = bottom; d-- > 0;) {
+            dump_frame(out, fl, d);
+        }
+    }
+}
+
+int futoin_loop_dump(FutoInLoop* loop, FILE* out, uint32_t max_frames)
+{
+    if (!loop || !out || !futoin__loop_on_thread(loop)) {
+        return -1;
+    }
+    FutoInLoopCounters c;
+    futoin_loop_counters(loop, &c, sizeof(c));
+    fprintf(out, "futoin loop %p: dump at %" PRIu64 " ms (%s clock)\n", (void*)loop,
+            futoin_loop_now(loop), futoin__loop_is_virtual(loop) ? "virtual" : "monotonic");
+    fprintf(out,
+            "  counters: roots %" PRIu64 ", steps %" PRIu64 ", errors %" PRIu64 ", timeouts %" PRIu64
+            ", cancels %" PRIu64 ", sync rejections %" PRIu64 ", unhandled errors %" PRIu64
+            ", timers %" PRIu64 ", immediates %" PRIu64 ", cross-thread messages %" PRIu64 "\n",
+            c.roots, c.steps, c.errors, c.timeouts, c.cancels, c.sync_rejections, c.unhandled_errors,
+            c.timers_pending, c.immediates_pending, c.xmsgs);
+    FutoInRootIter it;
+    futoin_root_iter_init(&it, loop);
+    int roots = 0;
+    uint64_t flows = 0;
+    FutoInAsyncSteps* as;
+    while ((as = futoin_root_iter_next(&it)) != NULL) {
+        Root* r = (Root*)as;
+        Flow* main = &r->main;
+        FutoInRootState rs = root_state_of(r);
+        ++roots;
+        fprintf(out, "root %p %s", (void*)as, futoin_root_state_name(rs));
+        if (rs == FUTOIN_ROOT_FAILED) {
+            fprintf(out, ": %s", futoin__flow_code(main));
+            if (*futoin__root_info(r)) {
+                fprintf(out, " (%s)", futoin__root_info(r));
+            }
+        }
+        if (rs == FUTOIN_ROOT_IDLE) {
+            fprintf(out, ", %zu step%s queued\n", count_steps(main->frames[0].q_head),
+                    count_steps(main->frames[0].q_head) == 1 ? "" : "s");
+            continue;
+        }
+        if (rs == FUTOIN_ROOT_DONE || rs == FUTOIN_ROOT_FAILED || rs == FUTOIN_ROOT_CANCELLED) {
+            fputc('\n', out);
+            continue;
+        }
+        fputc('\n', out);
+        uint32_t nesting = 0;
+        for (Flow* fl = main; fl; fl = next_flow_n(fl, &nesting)) {
+            ++flows;
+            dump_flow(out, fl, nesting, max_frames);
+        }
+    }
+    fprintf(out, "end of dump: %d root%s, %" PRIu64 " running flow%s\n", roots, roots == 1 ? "" : "s",
+            flows, flows == 1 ? "" : "s");
+    return roots;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Dump requests                                                             */
+
+static void default_dump(FutoInLoop* loop, void* data)
+{
+    (void)data;
+    futoin_loop_dump(loop, stderr, FUTOIN_DUMP_FRAMES_DEFAULT);
+    fflush(stderr);
+}
+
+int futoin_loop_set_dump_handler(FutoInLoop* loop, FutoInDumpHandler cb, void* data)
+{
+    if (!loop || !futoin__loop_on_thread(loop)) {
+        return -1;
+    }
+    return futoin__loop_dump_setup(loop, cb ? cb : default_dump, cb ? data : NULL, 0);
+}
+
+int futoin_loop_request_dump(FutoInLoop* loop)
+{
+    return loop ? futoin__loop_dump_request(loop) : -1;
+}
+
+/* The signal table: which loops a signal asks for a dump. The handler only
+ * reads it (lock-free atomics); changes are made under g_sig_lock, and a
+ * loop's removal waits until no handler is inside the table any more, so
+ * that no handler ever touches a freed loop. */
+#define SIG_SLOTS 64
+#define SIG_MAX 128
+
+typedef struct SigSlot {
+    _Atomic(FutoInLoop*) loop;
+    _Atomic int signo;
+} SigSlot;
+
+static SigSlot g_sig[SIG_SLOTS];
+static _Atomic int g_sig_inflight;
+static pthread_mutex_t g_sig_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned char g_sig_installed[SIG_MAX];
+
+static void dump_signal_handler(int signo)
+{
+    int saved = errno;
+    atomic_fetch_add(&g_sig_inflight, 1);
+    for (unsigned i = 0; i < SIG_SLOTS; ++i) {
+        FutoInLoop* loop = atomic_load(&g_sig[i].loop);
+        if (loop && atomic_load(&g_sig[i].signo) == signo) {
+            futoin__loop_dump_request(loop);
+        }
+    }
+    atomic_fetch_sub(&g_sig_inflight, 1);
+    errno = saved;
+}
+
+/* Under g_sig_lock: the loop leaves the table; returns once no handler
+ * can still be using it. */
+static void sig_forget_locked(FutoInLoop* loop)
+{
+    for (unsigned i = 0; i < SIG_SLOTS; ++i) {
+        if (atomic_load(&g_sig[i].loop) == loop) {
+            atomic_store(&g_sig[i].loop, NULL);
+        }
+    }
+    while (atomic_load(&g_sig_inflight) > 0) {
+        sched_yield();
+    }
+    futoin__loop_set_dump_sig(loop, 0);
+}
+
+void futoin__dump_signal_forget(FutoInLoop* loop)
+{
+    pthread_mutex_lock(&g_sig_lock);
+    sig_forget_locked(loop);
+    pthread_mutex_unlock(&g_sig_lock);
+}
+
+int futoin_loop_dump_on_signal(FutoInLoop* loop, int signo)
+{
+#if ATOMIC_POINTER_LOCK_FREE != 2 || ATOMIC_INT_LOCK_FREE != 2
+    (void)loop;
+    (void)signo;
+    return -1; /* the handler could not read the table safely */
+#else
+    if (!loop || !futoin__loop_on_thread(loop) || signo < 0 || signo >= SIG_MAX) {
+        return -1;
+    }
+    pthread_mutex_lock(&g_sig_lock);
+    if (signo == 0) {
+        sig_forget_locked(loop);
+        pthread_mutex_unlock(&g_sig_lock);
+        return 0;
+    }
+    int rc = -1;
+    int free_slot = -1;
+    for (int i = 0; i < SIG_SLOTS; ++i) {
+        FutoInLoop* l = atomic_load(&g_sig[i].loop);
+        if (l == loop && atomic_load(&g_sig[i].signo) == signo) {
+            free_slot = -2; /* already registered */
+            break;
+        }
+        if (!l && free_slot == -1) {
+            free_slot = i;
+        }
+    }
+    if (free_slot != -1 && futoin__loop_dump_setup(loop, default_dump, NULL, 1) == 0) {
+        rc = 0;
+        if (!g_sig_installed[signo]) {
+            struct sigaction sa;
+            memset(&sa, 0, sizeof(sa));
+            sa.sa_handler = dump_signal_handler;
+            sa.sa_flags = SA_RESTART;
+            sigemptyset(&sa.sa_mask);
+            if (sigaction(signo, &sa, NULL) == 0) {
+                g_sig_installed[signo] = 1;
+            } else {
+                rc = -1;
+            }
+        }
+        if (rc == 0 && free_slot >= 0) {
+            atomic_store(&g_sig[free_slot].signo, signo);
+            atomic_store(&g_sig[free_slot].loop, loop);
+            futoin__loop_set_dump_sig(loop, 1);
+        }
+    }
+    pthread_mutex_unlock(&g_sig_lock);
+    return rc;
+#endif
+}
