@@ -6,18 +6,27 @@
  * keep-alive rules, same per-request read timeout (one uv_timer_t per
  * connection, restarted per request), TCP_NODELAY, uv_try_write first,
  * and an equivalent admission check (concurrent requests + requests per
- * fixed window, over the limit: 503).
+ * fixed window, over the limit: 503). With -j N it runs N threads, each
+ * with its own uv_loop_t and listening socket sharing the port with
+ * SO_REUSEPORT, as the AsyncSteps server does.
  *
- *   uv_plain_server [-t read_timeout_ms] [-c concurrent] [-r rate]
- *                   [-p period_ms] [-L] [port]
+ *   uv_plain_server [-j threads] [-t read_timeout_ms] [-c concurrent]
+ *                   [-r rate] [-p period_ms] [-L] [port]
  */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
 #endif
 
+#ifndef _DEFAULT_SOURCE
+#define _DEFAULT_SOURCE /* SO_REUSEPORT */
+#endif
+
 #include <uv.h>
 
+#include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,9 +40,13 @@ typedef struct PConn PConn;
 
 typedef struct PServer {
     uv_loop_t* loop;
+    uv_loop_t own_loop;
     uv_tcp_t listener;
-    uv_signal_t sigint;
-    uv_signal_t sigterm;
+    uv_async_t stop;
+    pthread_t thread;
+    unsigned port;
+    int reuseport;
+    int ready; /* 1 listening, -1 failed */
     PConn* conns;
     uint64_t read_timeout_ms;
     int use_limiter;
@@ -346,39 +359,102 @@ static void on_connection(uv_stream_t* server, int status)
     uv_read_start((uv_stream_t*)&c->tcp, on_alloc, on_read);
 }
 
-static void on_signal(uv_signal_t* h, int signum)
+static void on_stop(uv_async_t* h)
 {
-    (void)signum;
     PServer* srv = h->data;
     while (srv->conns) {
         conn_close(srv->conns);
     }
     uv_close((uv_handle_t*)&srv->listener, NULL);
-    uv_close((uv_handle_t*)&srv->sigint, NULL);
-    uv_close((uv_handle_t*)&srv->sigterm, NULL);
+    uv_close((uv_handle_t*)&srv->stop, NULL);
+}
+
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_cond = PTHREAD_COND_INITIALIZER;
+
+static int listen_on(PServer* srv)
+{
+    struct sockaddr_in addr;
+    uv_ip4_addr("127.0.0.1", (int)srv->port, &addr);
+    uv_tcp_init(srv->loop, &srv->listener);
+    srv->listener.data = srv;
+    int err;
+    if (srv->reuseport) {
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        int one = 1;
+        if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0
+                || setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0
+                || bind(fd, (const struct sockaddr*)&addr, sizeof(addr)) != 0) {
+            if (fd >= 0) {
+                close(fd);
+            }
+            return -1;
+        }
+        err = uv_tcp_open(&srv->listener, fd);
+    } else {
+        err = uv_tcp_bind(&srv->listener, (const struct sockaddr*)&addr, 0);
+    }
+    if (!err) {
+        err = uv_listen((uv_stream_t*)&srv->listener, 1024, on_connection);
+    }
+    if (err) {
+        return -1;
+    }
+    /* Port 0 picks a free port: report the real one. */
+    struct sockaddr_storage bound;
+    int blen = (int)sizeof(bound);
+    if (uv_tcp_getsockname(&srv->listener, (struct sockaddr*)&bound, &blen) == 0) {
+        srv->port = ntohs(((struct sockaddr_in*)&bound)->sin_port);
+    }
+    return 0;
+}
+
+static void* server_main(void* arg)
+{
+    PServer* srv = arg;
+    uv_loop_init(&srv->own_loop);
+    srv->loop = &srv->own_loop;
+    int ok = listen_on(srv) == 0;
+    if (ok) {
+        uv_async_init(srv->loop, &srv->stop, on_stop);
+        srv->stop.data = srv;
+    } else {
+        uv_close((uv_handle_t*)&srv->listener, NULL);
+    }
+    pthread_mutex_lock(&g_lock);
+    srv->ready = ok ? 1 : -1;
+    pthread_cond_broadcast(&g_cond);
+    pthread_mutex_unlock(&g_lock);
+    uv_run(srv->loop, UV_RUN_DEFAULT);
+    uv_loop_close(srv->loop);
+    return NULL;
 }
 
 int main(int argc, char** argv)
 {
-    PServer srv;
-    memset(&srv, 0, sizeof(srv));
-    srv.read_timeout_ms = 5000;
-    srv.use_limiter = 1;
-    srv.concurrent = 256;
-    srv.rate = 100000;
-    srv.period_ms = 1000;
+    PServer base;
+    memset(&base, 0, sizeof(base));
+    base.read_timeout_ms = 5000;
+    base.use_limiter = 1;
+    base.concurrent = 256;
+    base.rate = 100000;
+    base.period_ms = 1000;
     unsigned port = 8081;
+    unsigned threads = 1;
     int opt;
-    while ((opt = getopt(argc, argv, "t:c:r:p:L")) != -1) {
+    while ((opt = getopt(argc, argv, "j:t:c:r:p:L")) != -1) {
         unsigned long v = optarg ? strtoul(optarg, NULL, 10) : 0;
         switch (opt) {
-        case 't': srv.read_timeout_ms = v; break;
-        case 'c': srv.concurrent = (uint32_t)v; break;
-        case 'r': srv.rate = (uint32_t)v; break;
-        case 'p': srv.period_ms = v ? v : 1; break;
-        case 'L': srv.use_limiter = 0; break;
+        case 'j': threads = v >= 1 && v <= 64 ? (unsigned)v : 1; break;
+        case 't': base.read_timeout_ms = v; break;
+        case 'c': base.concurrent = (uint32_t)v; break;
+        case 'r': base.rate = (uint32_t)v; break;
+        case 'p': base.period_ms = v ? v : 1; break;
+        case 'L': base.use_limiter = 0; break;
         default:
-            fprintf(stderr, "usage: %s [-t ms] [-c concurrent] [-r rate] [-p period_ms] [-L] [port]\n",
+            fprintf(stderr,
+                    "usage: %s [-j threads] [-t ms] [-c concurrent] [-r rate] [-p period_ms] [-L] "
+                    "[port]\n",
                     argv[0]);
             return 2;
         }
@@ -387,37 +463,64 @@ int main(int argc, char** argv)
         port = (unsigned)strtoul(argv[optind], NULL, 10);
     }
     signal(SIGPIPE, SIG_IGN);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
     http_canned_init();
-    srv.loop = uv_default_loop();
-    uv_tcp_init(srv.loop, &srv.listener);
-    srv.listener.data = &srv;
-    struct sockaddr_in addr;
-    uv_ip4_addr("127.0.0.1", (int)port, &addr);
-    int err = uv_tcp_bind(&srv.listener, (const struct sockaddr*)&addr, 0);
-    if (!err) {
-        err = uv_listen((uv_stream_t*)&srv.listener, 1024, on_connection);
-    }
-    if (err) {
-        fprintf(stderr, "uv_plain_server: cannot listen on 127.0.0.1:%u: %s\n", port, uv_strerror(err));
+    PServer* srv = calloc(threads, sizeof(*srv));
+    if (!srv) {
         return 1;
     }
-    uv_signal_init(srv.loop, &srv.sigint);
-    uv_signal_init(srv.loop, &srv.sigterm);
-    srv.sigint.data = &srv;
-    srv.sigterm.data = &srv;
-    uv_signal_start(&srv.sigint, on_signal, SIGINT);
-    uv_signal_start(&srv.sigterm, on_signal, SIGTERM);
-    /* Port 0 picks a free port: report the real one. */
-    struct sockaddr_storage bound;
-    int blen = (int)sizeof(bound);
-    if (uv_tcp_getsockname(&srv.listener, (struct sockaddr*)&bound, &blen) == 0) {
-        port = ntohs(((struct sockaddr_in*)&bound)->sin_port);
+    unsigned started = 0;
+    for (unsigned i = 0; i < threads; ++i) {
+        srv[i] = base;
+        srv[i].port = i == 0 ? port : srv[0].port;
+        srv[i].reuseport = threads > 1;
+        /* The admission limits are for the whole server, as the AsyncSteps
+         * server's Limiter: divided among the threads. */
+        srv[i].concurrent = base.concurrent / threads + (base.concurrent % threads != 0);
+        srv[i].rate = base.rate / threads + (base.rate % threads != 0);
+        if (pthread_create(&srv[i].thread, NULL, server_main, &srv[i]) != 0) {
+            break;
+        }
+        ++started;
+        pthread_mutex_lock(&g_lock);
+        while (srv[i].ready == 0) {
+            pthread_cond_wait(&g_cond, &g_lock);
+        }
+        pthread_mutex_unlock(&g_lock);
+        if (srv[i].ready < 0) {
+            break;
+        }
     }
-    printf("uv_plain_server: listening on http://127.0.0.1:%u/\n", port);
-    fflush(stdout);
-    uv_run(srv.loop, UV_RUN_DEFAULT);
-    uv_loop_close(srv.loop);
+    int ok = started == threads && srv[threads - 1].ready > 0;
+    if (ok) {
+        printf("uv_plain_server: listening on http://127.0.0.1:%u/ (%u thread%s)\n", srv[0].port,
+                threads, threads == 1 ? "" : "s");
+        fflush(stdout);
+        int sig = 0;
+        sigwait(&set, &sig);
+    } else {
+        fprintf(stderr, "uv_plain_server: cannot listen on 127.0.0.1:%u\n", port);
+    }
+    unsigned long accepted = 0, requests = 0, rejected = 0, timeouts = 0;
+    for (unsigned i = 0; i < started; ++i) {
+        if (srv[i].ready > 0) {
+            uv_async_send(&srv[i].stop);
+        }
+        pthread_join(srv[i].thread, NULL);
+        accepted += srv[i].accepted;
+        requests += srv[i].requests;
+        rejected += srv[i].rejected;
+        timeouts += srv[i].timeouts;
+    }
+    free(srv);
+    if (!ok) {
+        return 1;
+    }
     printf("uv_plain_server: stopped: accepted %lu, requests %lu, rejected %lu, timeouts %lu\n",
-            srv.accepted, srv.requests, srv.rejected, srv.timeouts);
+            accepted, requests, rejected, timeouts);
     return 0;
 }

@@ -64,7 +64,7 @@ int main(int argc, char** argv)
     printf("http_server: timeouts idle %u read %u write %u drain %u ms; max %u requests per "
            "connection, %u connections; line %zu, head %zu, body %llu bytes; input budget %zu\n",
             o.idle_timeout_ms, o.read_timeout_ms, o.write_timeout_ms, o.drain_timeout_ms,
-            o.max_requests, o.max_connections, o.limits.max_line, o.limits.max_head,
+            o.max_requests, http_server_max_connections(srv), o.limits.max_line, o.limits.max_head,
             (unsigned long long)o.limits.max_body, o.input_budget);
     if (o.use_limiter) {
         printf("http_server: limiter concurrent=%u max_queue=%u rate=%u/%ums burst=%u\n",

@@ -45,6 +45,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 /* Body bytes read per step. */
@@ -1157,6 +1158,17 @@ HttpServer* http_server_start(const HttpServerOptions* o, char* err, size_t err_
         return NULL;
     }
     srv->opt = *o;
+    /* Out of descriptors, a server can neither accept nor refuse: keep the
+     * connection limit below the process's limit, with room for the
+     * loops' own descriptors and for refusing. */
+    struct rlimit nofile;
+    if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY) {
+        rlim_t room = 32u + 16u * n;
+        rlim_t cap = nofile.rlim_cur > 2 * room ? nofile.rlim_cur - room : nofile.rlim_cur / 2;
+        if (srv->opt.max_connections > cap) {
+            srv->opt.max_connections = (uint32_t)cap;
+        }
+    }
     snprintf(srv->host, sizeof(srv->host), "%s", o->host && *o->host ? o->host : "127.0.0.1");
     srv->opt.host = srv->host;
     srv->n = n;
@@ -1212,6 +1224,11 @@ unsigned http_server_port(const HttpServer* srv)
 unsigned http_server_loops(const HttpServer* srv)
 {
     return srv->n;
+}
+
+uint32_t http_server_max_connections(const HttpServer* srv)
+{
+    return srv->opt.max_connections;
 }
 
 void http_server_shutdown(HttpServer* srv, int now)

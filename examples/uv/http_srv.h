@@ -67,6 +67,9 @@ HttpServer* http_server_start(const HttpServerOptions* o, char* err, size_t err_
 
 unsigned http_server_port(const HttpServer* srv);
 unsigned http_server_loops(const HttpServer* srv);
+/* max_connections as applied: at most the descriptor limit (RLIMIT_NOFILE)
+ * less room for the loops' own descriptors. */
+uint32_t http_server_max_connections(const HttpServer* srv);
 
 /* Any thread, any number of times. now == 0: drain (stop accepting, close
  * idle connections, let requests in flight finish with "Connection: close"
