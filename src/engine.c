@@ -1141,6 +1141,24 @@ enum { GO_ON = 0, /* no user callback ran: keep advancing */
 
 static const FutoInArgs no_args;
 
+/* Drops a step's input values once its callback has returned. Their
+ * cleanups are user code: if the step has already completed (success() or
+ * error() in its callback), a cleanup that cancels or frees the root must
+ * not abort it again, so its cancel handler is disarmed first, as its
+ * completion would do next. */
+static void input_drop(Flow* fl, Frame* f, ArgsBox* in, uint32_t gen)
+{
+    /* gen: the flow as it was when the callback started; if the callback
+     * aborted or freed it, the frame is not the step's any more. */
+    if (gen == fl->gen && (fl->out == OUT_SUCCESS || fl->out == OUT_ERROR) && (f->flags & FR_X)) {
+        FrameExtra* x = frame_xp(fl, f);
+        if (x) {
+            x->on_cancel = NULL;
+        }
+    }
+    box_free(futoin__flow_ctx(fl), in);
+}
+
 /* Calls an execute-style callback for the top frame and reports whether the
  * flow survived it (0: it was aborted or released meanwhile). The incoming
  * results move to the C stack for the call, so a flow holds only the
@@ -1182,7 +1200,7 @@ static inline int call_step(
     }
     }
     if (in) {
-        box_free(futoin__flow_ctx(fl), in);
+        input_drop(fl, f, in, gen);
     }
     if (gen != fl->gen) {
         return 0;

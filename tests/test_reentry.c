@@ -589,6 +589,90 @@ static void test_loop_external_results_free_root_held(void** state)
     assert_int_equal(futoin_loop_pending(g_loop), 0);
 }
 
+/* A step's input value is dropped after its callback returned; its
+ * cleanup cancels the root. A step that completed in its callback (success
+ * or error) is not aborted again: its cancel handler does not run. One that
+ * added sub-steps is still active: its cancel handler runs, once. */
+typedef struct InputDrop {
+    Actor actor;
+    int mode; /* 0 success, 1 error, 2 add */
+    int cancels;
+    int handled;
+} InputDrop;
+
+static void id_cancel(FutoInAsyncSteps* as, void* data)
+{
+    (void)as;
+    ++((InputDrop*)data)->cancels;
+}
+
+static void id_give(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    futoin_success1(as, futoin_val_custom(&actor_type, &((InputDrop*)data)->actor));
+}
+
+static void id_sub(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)data, (void)args;
+    futoin_wait_external(as);
+}
+
+static void id_eh(FutoInAsyncSteps* as, void* data, const char* code)
+{
+    (void)as, (void)code;
+    ++((InputDrop*)data)->handled;
+}
+
+static void id_step(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    InputDrop* d = data;
+    futoin_set_cancel(as, id_cancel, d);
+    if (d->mode == 0) {
+        futoin_success(as);
+    } else if (d->mode == 1) {
+        futoin_error(as, "Fail", NULL);
+    } else {
+        futoin_add(as, id_sub, NULL, d);
+    }
+}
+
+static void input_cleanup_cancels(int mode)
+{
+    FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
+    InputDrop d = {{root, ACT_CANCEL, 0}, mode, 0, 0};
+    futoin_add(root, id_give, NULL, &d);
+    futoin_add(root, id_step, id_eh, &d);
+    futoin_add(root, must_not_run, NULL, (void*)"after the cancel");
+    futoin_execute(root, no_unhandled, NULL);
+    run_bounded(1000);
+    assert_int_equal(d.actor.cleanups, 1);
+    assert_int_equal(d.cancels, mode == 2 ? 1 : 0);
+    assert_int_equal(d.handled, 0);
+    assert_int_equal(futoin_loop_pending(g_loop), 0);
+    futoin_asyncsteps_free(root);
+    assert_int_equal(d.actor.cleanups, 1);
+}
+
+static void test_input_cleanup_cancels_after_success(void** state)
+{
+    (void)state;
+    input_cleanup_cancels(0);
+}
+
+static void test_input_cleanup_cancels_after_error(void** state)
+{
+    (void)state;
+    input_cleanup_cancels(1);
+}
+
+static void test_input_cleanup_cancels_with_substeps(void** state)
+{
+    (void)state;
+    input_cleanup_cancels(2);
+}
+
 static void test_loop_external_result_cleanup_frees_root(void** state)
 {
     (void)state;
@@ -635,6 +719,9 @@ int main(void)
         T(test_loop_inline_result_cleanup_frees_root),
         T(test_loop_inline_result_cleanup_cancels_root),
         T(test_loop_external_results_free_root_held),
+        T(test_input_cleanup_cancels_after_success),
+        T(test_input_cleanup_cancels_after_error),
+        T(test_input_cleanup_cancels_with_substeps),
     };
     if (getenv("TEST_FILTER")) {
         cmocka_set_test_filter(getenv("TEST_FILTER"));
