@@ -144,6 +144,7 @@ struct Conn {
     int linger;    /* close after a response: lingering close */
     int err_route; /* the status of an HTTP_ERROR_CODE error */
     int chunk_state;
+    int timed;     /* the read timeout of this request is armed */
     uint32_t requests;
     uint64_t body_left;
     uint64_t body_total;
@@ -640,6 +641,10 @@ static void rq_parse(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
     }
     c->phase = PH_BODY;
     c->body_total = 0;
+    if (!c->timed) {
+        futoin_set_timeout(as, o->read_timeout_ms);
+        c->timed = 1;
+    }
     if (r->expect_continue) {
         futoin_uv_write_static(as, c->s, HTTP_CONTINUE, sizeof(HTTP_CONTINUE) - 1);
     }
@@ -654,13 +659,41 @@ static void rq_parse(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
     }
 }
 
+/* 1 when the whole head is buffered already (the common case: a request
+ * arrives in one packet), so that reading it cannot wait. */
+static int head_buffered(Conn* c)
+{
+    size_t len = 0;
+    const char* p = futoin_uv_stream_peek(c->s, &len);
+    size_t max = c->w->srv->opt.limits.max_head;
+    if (len > max) {
+        len = max;
+    }
+    for (const char* end = p + len; p && p + 4 <= end;) {
+        const char* cr = memchr(p, '\r', (size_t)(end - p) - 3);
+        if (!cr) {
+            return 0;
+        }
+        if (memcmp(cr, "\r\n\r\n", 4) == 0) {
+            return 1;
+        }
+        p = cr + 1;
+    }
+    return 0;
+}
+
 static void it_request(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
     Conn* c = data;
     /* The whole request (head and body) must arrive within the read
-     * timeout: slowloris and slow bodies end with 408. */
-    futoin_set_timeout(as, c->w->srv->opt.read_timeout_ms);
+     * timeout: slowloris and slow bodies end with 408. A timer only for
+     * what may wait: not for a head that is here already (rq_parse arms
+     * it for the body then). */
+    c->timed = !head_buffered(c);
+    if (c->timed) {
+        futoin_set_timeout(as, c->w->srv->opt.read_timeout_ms);
+    }
     futoin_add(as, rq_head_read, rq_head_eh, c);
     futoin_add(as, rq_parse, NULL, c);
 }
@@ -805,33 +838,61 @@ static void it_respond(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
             && (o->max_requests == 0 || c->requests < o->max_requests);
     c->linger = !c->keep;
     count_response(c);
-    futoin_set_timeout(as, o->write_timeout_ms);
-    size_t n = 0;
+    /* The response: a head (canned, or formatted into c->dyn) and maybe a
+     * body that is static memory. */
+    const char* text = c->dyn;
+    size_t len = 0;
+    int copy = 1;
+    const char* body = NULL;
+    size_t body_len = 0;
     if (r->route == HTTP_STATS_ROUTE) {
-        n = format_stats(c);
+        len = format_stats(c);
     } else if (r->route == HTTP_POST_ROUTE) {
-        char body[64];
-        snprintf(body, sizeof(body), "received %llu bytes\n", (unsigned long long)c->body_total);
-        n = http_format(c->dyn, sizeof(c->dyn), r->route, c->keep, 0, body, NULL);
+        char msg[64];
+        snprintf(msg, sizeof(msg), "received %llu bytes\n", (unsigned long long)c->body_total);
+        len = http_format(c->dyn, sizeof(c->dyn), r->route, c->keep, 0, msg, NULL);
     } else if (r->route == HTTP_BYTES_ROUTE) {
         int k = snprintf(c->dyn, sizeof(c->dyn),
                 "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %u\r\n"
                 "Connection: %s\r\n\r\n",
                 r->bytes, c->keep ? "keep-alive" : "close");
-        futoin_uv_write(as, c->s, c->dyn, (size_t)k);
+        len = (size_t)k;
         if (!r->head_only) {
-            futoin_uv_write_static(as, c->s, g_bytes, r->bytes);
+            body = g_bytes;
+            body_len = r->bytes;
         }
-        return;
     } else if (r->route == HTTP_BAD_METHOD) {
-        n = http_format(c->dyn, sizeof(c->dyn), r->route, c->keep, r->head_only,
+        len = http_format(c->dyn, sizeof(c->dyn), r->route, c->keep, r->head_only,
                 http_body(r->route), r->allow);
     } else {
         const HttpCanned* canned = http_response(r->route, c->keep, r->head_only);
-        futoin_uv_write_static(as, c->s, canned->text, canned->len);
+        text = canned->text;
+        len = canned->len;
+        copy = 0;
+    }
+    /* What the kernel takes now needs no step and no timer; only a write
+     * that has to wait gets one, under the write timeout. */
+    long n = futoin_uv_try_write(c->s, text, len);
+    size_t done = n > 0 ? (size_t)n : 0;
+    size_t body_done = 0;
+    if (done == len && body_len) {
+        n = futoin_uv_try_write(c->s, body, body_len);
+        body_done = n > 0 ? (size_t)n : 0;
+    }
+    if (done == len && body_done == body_len) {
         return;
     }
-    futoin_uv_write(as, c->s, c->dyn, n);
+    futoin_set_timeout(as, o->write_timeout_ms);
+    if (done < len) {
+        if (copy) {
+            futoin_uv_write(as, c->s, text + done, len - done);
+        } else {
+            futoin_uv_write_static(as, c->s, text + done, len - done);
+        }
+    }
+    if (body_done < body_len) {
+        futoin_uv_write_static(as, c->s, body + body_done, body_len - body_done);
+    }
 }
 
 static void it_after(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)

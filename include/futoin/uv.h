@@ -360,6 +360,22 @@ void futoin_uv_read_some(FutoInAsyncSteps* as, FutoInUvStream* s, size_t max);
  * has handed all bytes to the kernel (often at once, via uv_try_write).
  * A cancelled write may still be completed by libuv in the background. */
 void futoin_uv_write(FutoInAsyncSteps* as, FutoInUvStream* s, const void* data, size_t len);
+/**
+ * @brief Writes what the kernel takes now, without a step and without waiting.
+ *
+ * For a write that usually completes at once (a small response on an idle
+ * connection): write with this first, and add a write step (under a
+ * timeout) only for the rest, so that the common case pays for no timer.
+ * Nothing is written while writes are queued on the stream (order is kept).
+ * @param s    the stream
+ * @param data the bytes (may be NULL only with len 0)
+ * @param len  how many (at most UINT32_MAX are tried)
+ * @return the number of bytes written (0..len: 0 when the kernel takes
+ *         nothing now or writes are queued), or a negative libuv error
+ *         (UV_EINVAL for NULL, UV_EBADF once the stream is closed, UV_EPIPE, ...)
+ */
+long futoin_uv_try_write(FutoInUvStream* s, const void* data, size_t len);
+
 /* Like futoin_uv_write() without the copy: data must stay valid and
  * unchanged until the stream is closed (e.g. a string literal). Same
  * ranges as futoin_uv_write(). */

@@ -304,8 +304,17 @@ void futoin__uv_failf(FutoInAsyncSteps* as, const char* code, int err, const cha
 
 void futoin__uv_wait_info(FutoInAsyncSteps* as, const char* op, const char* object)
 {
+    /* On every read that waits: no printf. */
     char info[320];
-    snprintf(info, sizeof(info), "%s %s", op, object);
+    size_t ol = strlen(op);
+    size_t bl = strlen(object);
+    if (ol + 1 + bl >= sizeof(info)) {
+        bl = sizeof(info) - ol - 2;
+    }
+    memcpy(info, op, ol);
+    info[ol] = ' ';
+    memcpy(info + ol + 1, object, bl);
+    info[ol + 1 + bl] = '\0';
     futoin_set_wait_info(as, info);
 }
 

@@ -1108,6 +1108,22 @@ static void add_write(FutoInAsyncSteps* as, FutoInUvStream* s, const void* data,
     }
 }
 
+long futoin_uv_try_write(FutoInUvStream* s, const void* data, size_t len)
+{
+    if (!s || (!data && len)) {
+        return UV_EINVAL;
+    }
+    if (s->closing) {
+        return UV_EBADF;
+    }
+    if (len == 0 || uv_stream_get_write_queue_size((uv_stream_t*)&s->tcp) > 0) {
+        return 0; /* behind queued bytes: nothing may overtake them */
+    }
+    uv_buf_t buf = uv_buf_init((char*)data, (unsigned)(len > MAX_IO_LEN ? MAX_IO_LEN : len));
+    int n = uv_try_write((uv_stream_t*)&s->tcp, &buf, 1);
+    return n == UV_EAGAIN ? 0 : n;
+}
+
 void futoin_uv_write(FutoInAsyncSteps* as, FutoInUvStream* s, const void* data, size_t len)
 {
     add_write(as, s, data, len, 1);

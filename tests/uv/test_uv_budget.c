@@ -224,6 +224,48 @@ static void s_got_bye(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
     futoin_uv_shutdown(as, c->s);
 }
 
+/* futoin_uv_try_write(): what the kernel takes now, no step. */
+static void t_try_write(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    Ctx* c = data;
+    c->steps = (int)futoin_uv_try_write(c->s, "abc", 3);
+    c->used_mid = (size_t)-futoin_uv_try_write(NULL, "x", 1);
+    c->buffered = (size_t)futoin_uv_try_write(c->s, NULL, 0);
+    futoin_uv_shutdown(as, c->s);
+}
+
+static void t_after_close(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)as;
+    (void)args;
+    Ctx* c = data;
+    futoin_uv_stream_close(c->s);
+    c->got_len = (size_t)-futoin_uv_try_write(c->s, "x", 1);
+}
+
+static void test_try_write(void** state)
+{
+    (void)state;
+    peer_start(&g_peer, script_count_then_bye, 1);
+    Ctx c;
+    memset(&c, 0, sizeof(c));
+    FutoInAsyncSteps* root = futoin_asyncsteps_new(futoin_uv_loop(g_uv));
+    futoin_add(root, c_connect, NULL, &c);
+    futoin_add(root, c_take, NULL, &c);
+    futoin_add(root, t_try_write, NULL, &c);
+    futoin_add(root, s_read_bye, NULL, &c);
+    futoin_add(root, t_after_close, NULL, &c);
+    Outcome o;
+    run_ctx(root, &c, &o);
+    assert_string_equal(o.code, "");
+    assert_int_equal(c.steps, 3);
+    assert_int_equal(g_peer.total, 3);
+    assert_int_equal(c.used_mid, (size_t)-UV_EINVAL);
+    assert_int_equal(c.buffered, 0);
+    assert_int_equal(c.got_len, (size_t)-UV_EBADF);
+}
+
 static void test_shutdown_keeps_reading(void** state)
 {
     (void)state;
@@ -468,6 +510,7 @@ int main(void)
         T(test_read_wait_and_peek),
         T(test_peek_null),
         T(test_shutdown_keeps_reading),
+        T(test_try_write),
         T(test_budget_refuses_growth),
         T(test_budget_given_back_after_read),
         T(test_budget_free_bytes),
