@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/*
- * FutoIn AsyncSteps on libuv: real I/O as awaitable steps.
+/**
+ * @file
+ * @brief FutoIn AsyncSteps on libuv: real I/O as awaitable steps.
  *
  * Library futoin_asyncsteps_uv (optional: CMake option FUTOIN_WITH_UV, needs
  * libuv >= 1.x), shared (libfutoin_asyncsteps_uv.so.0, linking the shared
@@ -138,34 +139,37 @@
 extern "C" {
 #endif
 
+/** A backend: one AsyncTool loop driven by one uv_loop_t (opaque). */
 typedef struct FutoInUv FutoInUv;
+/** A TCP connection, reference counted (opaque). */
 typedef struct FutoInUvStream FutoInUvStream;
+/** A listening TCP socket, reference counted (opaque). */
 typedef struct FutoInUvServer FutoInUvServer;
 
 /* ------------------------------------------------------------------------ */
 /* Backend                                                                   */
 
-/* A new backend on uv_loop (NULL: the backend creates and owns a loop).
+/** A new backend on uv_loop (NULL: the backend creates and owns a loop).
  * Creates the FutoInLoop too. Returns NULL on failure. */
 FutoInUv* futoin_uv_new(uv_loop_t* uv_loop);
 
-/* Frees the backend and its FutoInLoop. Every AsyncSteps root of the loop
+/** Frees the backend and its FutoInLoop. Every AsyncSteps root of the loop
  * must be freed and every stream and server released before. With an owned
  * uv_loop_t, the loop is run until the handles are closed and then closed;
  * with a loop of yours, the memory is released from close callbacks: run
  * your loop once more before uv_loop_close(). */
 void futoin_uv_free(FutoInUv* uv);
 
-/* The AsyncTool loop to create roots on (NULL if uv is NULL). */
+/** The AsyncTool loop to create roots on (NULL if uv is NULL). */
 FutoInLoop* futoin_uv_loop(const FutoInUv* uv);
-/* The libuv loop (NULL if uv is NULL). */
+/** The libuv loop (NULL if uv is NULL). */
 uv_loop_t* futoin_uv_uv_loop(const FutoInUv* uv);
-/* The backend driving loop, or NULL if loop is not driven by a FutoInUv. */
+/** The backend driving loop, or NULL if loop is not driven by a FutoInUv. */
 FutoInUv* futoin_uv_of_loop(FutoInLoop* loop);
-/* The backend behind an AsyncSteps interface of this library, or NULL. */
+/** The backend behind an AsyncSteps interface of this library, or NULL. */
 FutoInUv* futoin_uv_of(FutoInAsyncSteps* as);
 
-/* uv_run(UV_RUN_DEFAULT): returns when neither libuv nor the AsyncTool have
+/** uv_run(UV_RUN_DEFAULT): returns when neither libuv nor the AsyncTool have
  * anything left to do, or after uv_stop(). Returns uv_run()'s result, or
  * UV_EINVAL if uv is NULL. */
 int futoin_uv_run(FutoInUv* uv);
@@ -173,17 +177,19 @@ int futoin_uv_run(FutoInUv* uv);
 /* ------------------------------------------------------------------------ */
 /* Result values                                                             */
 
-/* Type descriptors of the custom objects passed as step results; compare
- * a value's type pointer with them. Their cleanup drops one reference. */
+/** Type descriptor of stream values passed as step results; compare a
+ * value's type pointer with it. Its cleanup drops one reference. */
 extern const FutoInType futoin_uv_stream_type;
+/** Type descriptor of server values, as futoin_uv_stream_type is of streams. */
 extern const FutoInType futoin_uv_server_type;
 
-/* Argument i as a stream / server (borrowed: valid during the callback),
+/** Argument i as a stream / server (borrowed: valid during the callback),
  * or NULL if it is not one. */
 FutoInUvStream* futoin_uv_arg_stream(const FutoInArgs* args, int i);
+/** Argument i as a server (borrowed), or NULL: see futoin_uv_arg_stream(). */
 FutoInUvServer* futoin_uv_arg_server(const FutoInArgs* args, int i);
 
-/* Data read from a stream or a file: FTN_TYPE_STRING (lines, delimited
+/** Data read from a stream or a file: FTN_TYPE_STRING (lines, delimited
  * reads) or FTN_TYPE_UINT8 | FTN_TYPE_ARRAY (exact reads, files), both with
  * .length in bytes and a terminating NUL after the data (not counted), so
  * futoin_arg_cstr() works for text. Returns a borrowed pointer to argument
@@ -194,7 +200,7 @@ const char* futoin_uv_arg_bytes(const FutoInArgs* args, int i, size_t* len);
 /* ------------------------------------------------------------------------ */
 /* TCP streams                                                               */
 
-/* Reference counting: the result value of connect/accept holds one
+/** Reference counting: the result value of connect/accept holds one
  * reference, dropped when the receiving step returns; take your own to keep
  * the stream. Queued steps that use a stream hold one too. When the last
  * reference goes, the connection is closed (uv_close) and a pending read or
@@ -202,18 +208,19 @@ const char* futoin_uv_arg_bytes(const FutoInArgs* args, int i, size_t* len);
  * released from libuv's close callback.
  * ref returns s (NULL for NULL); release of NULL does nothing. */
 FutoInUvStream* futoin_uv_stream_ref(FutoInUvStream* s);
+/** Drops one reference (see futoin_uv_stream_ref()); NULL does nothing. */
 void futoin_uv_stream_release(FutoInUvStream* s);
-/* The libuv handle, e.g. for uv_tcp_nodelay() or uv_tcp_getpeername();
+/** The libuv handle, e.g. for uv_tcp_nodelay() or uv_tcp_getpeername();
  * NULL if s is NULL. */
 uv_tcp_t* futoin_uv_stream_handle(FutoInUvStream* s);
-/* Bytes received but not yet consumed by a read step (0 if s is NULL). */
+/** Bytes received but not yet consumed by a read step (0 if s is NULL). */
 size_t futoin_uv_stream_buffered(const FutoInUvStream* s);
-/* Closes the stream now (uv_close) without waiting and without dropping a
+/** Closes the stream now (uv_close) without waiting and without dropping a
  * reference: a pending read fails with CommError "ECANCELED: read: stream
  * closed", queued writes are dropped, later steps on it fail. NULL: does
  * nothing. */
 void futoin_uv_stream_close(FutoInUvStream* s);
-/* 0 once the stream is closed (by futoin_uv_close(), futoin_uv_stream_close()
+/** 0 once the stream is closed (by futoin_uv_close(), futoin_uv_stream_close()
  * or the last release), and for NULL. */
 int futoin_uv_stream_is_open(const FutoInUvStream* s);
 
@@ -312,13 +319,13 @@ unsigned long futoin_uv_budget_refusals(const FutoInUvBudget* b);
  */
 void futoin_uv_stream_set_budget(FutoInUvStream* s, FutoInUvBudget* b);
 
-/* Step: connects to host:port. host is a numeric IPv4/IPv6 address or a
+/** Step: connects to host:port. host is a numeric IPv4/IPv6 address or a
  * name (resolved with uv_getaddrinfo; each address is tried in turn);
  * not NULL. port: 1..65535. Success: arg0 = stream (futoin_uv_stream_type). Errors:
  * ConnectError. */
 void futoin_uv_tcp_connect(FutoInAsyncSteps* as, const char* host, unsigned port);
 
-/* Step: reads one line ending in "\n" (at most max_len bytes including the
+/** Step: reads one line ending in "\n" (at most max_len bytes including the
  * terminator; 0: 64 KiB; max_len <= UINT32_MAX). Success: arg0 = the line as FTN_TYPE_STRING
  * without "\n" or "\r\n". Errors: CommError ("EOF: read: connection closed
  * by peer" when the peer closed before a full line, "ENOBUFS: read: line
@@ -326,7 +333,7 @@ void futoin_uv_tcp_connect(FutoInAsyncSteps* as, const char* host, unsigned port
  * max_len, N being max_len or its default). */
 void futoin_uv_read_line(FutoInAsyncSteps* as, FutoInUvStream* s, size_t max_len);
 
-/* Step: reads up to and including the first occurrence of delim (at most
+/** Step: reads up to and including the first occurrence of delim (at most
  * max_len bytes; 0: 64 KiB; max_len <= UINT32_MAX). Success: arg0 = FTN_TYPE_STRING including
  * delim. E.g. delim "\r\n\r\n" reads an HTTP head in one step. delim NULL
  * or "": "\n". Errors: like futoin_uv_read_line(), but the limit is
@@ -334,7 +341,7 @@ void futoin_uv_read_line(FutoInAsyncSteps* as, FutoInUvStream* s, size_t max_len
 void futoin_uv_read_until(FutoInAsyncSteps* as, FutoInUvStream* s, const char* delim,
         size_t max_len);
 
-/* Step: reads exactly n bytes (0..UINT32_MAX). Success: arg0 =
+/** Step: reads exactly n bytes (0..UINT32_MAX). Success: arg0 =
  * FTN_TYPE_UINT8 | FTN_TYPE_ARRAY of n bytes. */
 void futoin_uv_read_exact(FutoInAsyncSteps* as, FutoInUvStream* s, size_t n);
 
@@ -351,11 +358,11 @@ void futoin_uv_read_exact(FutoInAsyncSteps* as, FutoInUvStream* s, size_t n);
  */
 void futoin_uv_read_wait(FutoInAsyncSteps* as, FutoInUvStream* s);
 
-/* Step: reads whatever is available, at least 1 and at most max bytes
+/** Step: reads whatever is available, at least 1 and at most max bytes
  * (0: 64 KiB; max <= UINT32_MAX). Success: arg0 = FTN_TYPE_UINT8 | FTN_TYPE_ARRAY. */
 void futoin_uv_read_some(FutoInAsyncSteps* as, FutoInUvStream* s, size_t max);
 
-/* Step: writes len bytes (copied now; len 0..UINT32_MAX, data may be NULL
+/** Step: writes len bytes (copied now; len 0..UINT32_MAX, data may be NULL
  * only with len 0). Succeeds with no result once libuv
  * has handed all bytes to the kernel (often at once, via uv_try_write).
  * A cancelled write may still be completed by libuv in the background. */
@@ -376,7 +383,7 @@ void futoin_uv_write(FutoInAsyncSteps* as, FutoInUvStream* s, const void* data, 
  */
 long futoin_uv_try_write(FutoInUvStream* s, const void* data, size_t len);
 
-/* Like futoin_uv_write() without the copy: data must stay valid and
+/** Like futoin_uv_write() without the copy: data must stay valid and
  * unchanged until the stream is closed (e.g. a string literal). Same
  * ranges as futoin_uv_write(). */
 void futoin_uv_write_static(FutoInAsyncSteps* as, FutoInUvStream* s, const void* data,
@@ -397,7 +404,7 @@ void futoin_uv_write_static(FutoInAsyncSteps* as, FutoInUvStream* s, const void*
  */
 void futoin_uv_shutdown(FutoInAsyncSteps* as, FutoInUvStream* s);
 
-/* Step: closes the stream (pending writes are flushed first with
+/** Step: closes the stream (pending writes are flushed first with
  * uv_shutdown when graceful is non-zero) and drops the caller's reference
  * (like futoin_uv_stream_release()); succeeds when libuv has closed it. */
 void futoin_uv_close(FutoInAsyncSteps* as, FutoInUvStream* s, int graceful);
@@ -405,7 +412,7 @@ void futoin_uv_close(FutoInAsyncSteps* as, FutoInUvStream* s, int graceful);
 /* ------------------------------------------------------------------------ */
 /* TCP servers                                                               */
 
-/* Binds and listens at once (not a step): returns a server with one
+/** Binds and listens at once (not a step): returns a server with one
  * reference, or NULL and the libuv error in *uv_error (may be NULL).
  * host: a numeric IPv4/IPv6 address; NULL or "": 127.0.0.1.
  * port: 0..65535, 0 picks a free port (see futoin_uv_server_port()).
@@ -436,30 +443,30 @@ enum {
 FutoInUvServer* futoin_uv_server_new_ex(FutoInUv* uv, const char* host, unsigned port,
         int backlog, unsigned flags, int* uv_error);
 
-/* Step form of futoin_uv_server_new() (same ranges and host; out of range:
+/** Step form of futoin_uv_server_new() (same ranges and host; out of range:
  * InternalError): success arg0 = server (futoin_uv_server_type); errors:
  * ConnectError. */
 void futoin_uv_tcp_listen(FutoInAsyncSteps* as, const char* host, unsigned port, int backlog);
 
-/* ref returns srv (NULL for NULL); release of NULL does nothing. */
+/** ref returns srv (NULL for NULL); release of NULL does nothing. */
 FutoInUvServer* futoin_uv_server_ref(FutoInUvServer* srv);
-/* The last release stops listening; a pending accept fails with CommError. */
+/** The last release stops listening; a pending accept fails with CommError. */
 void futoin_uv_server_release(FutoInUvServer* srv);
-/* Stops listening now without dropping a reference: a pending accept (and
+/** Stops listening now without dropping a reference: a pending accept (and
  * so futoin_uv_serve()) fails with CommError "ECANCELED: accept: server
  * closed". NULL: does nothing. */
 void futoin_uv_server_close(FutoInUvServer* srv);
-/* The bound port (useful after port 0); 0 if srv is NULL. */
+/** The bound port (useful after port 0); 0 if srv is NULL. */
 unsigned futoin_uv_server_port(const FutoInUvServer* srv);
 
-/* Step: waits for the next connection. Success: arg0 = stream. */
+/** Step: waits for the next connection. Success: arg0 = stream. */
 void futoin_uv_accept(FutoInAsyncSteps* as, FutoInUvServer* srv);
 
-/* Receives each accepted connection; s is borrowed for the call: take a
+/** Receives each accepted connection; s is borrowed for the call: take a
  * reference to keep it. Runs inside a step of the serving flow; start one
  * new root per connection rather than blocking the accept loop. */
 typedef void (*FutoInUvConnectionCb)(void* data, FutoInUvStream* s);
-/* Step: an accept loop (srv and cb not NULL) that runs until the server is closed (CommError
+/** Step: an accept loop (srv and cb not NULL) that runs until the server is closed (CommError
  * "ECANCELED: accept: server closed") or the flow is cancelled. Other accept
  * failures (EMFILE, ...) pause the loop for 100 ms and it goes on. */
 void futoin_uv_serve(FutoInAsyncSteps* as, FutoInUvServer* srv, FutoInUvConnectionCb cb,
@@ -468,25 +475,25 @@ void futoin_uv_serve(FutoInAsyncSteps* as, FutoInUvServer* srv, FutoInUvConnecti
 /* ------------------------------------------------------------------------ */
 /* DNS, files, time                                                          */
 
-/* Step: resolves host (not NULL; uv_getaddrinfo, AF_UNSPEC, TCP). Success:
+/** Step: resolves host (not NULL; uv_getaddrinfo, AF_UNSPEC, TCP). Success:
  * arg0 = first address (FTN_TYPE_STRING, numeric), arg1 = number of
  * addresses (FTN_TYPE_UINT32), arg2 = every address, one per line
  * (FTN_TYPE_STRING). Errors: ConnectError ("EAI_NONAME: getaddrinfo x"). */
 void futoin_uv_resolve(FutoInAsyncSteps* as, const char* host);
 
-/* Step: reads a whole file (path not NULL; at most max_bytes, 0..UINT32_MAX - 1, or
+/** Step: reads a whole file (path not NULL; at most max_bytes, 0..UINT32_MAX - 1, or
  * 0..UINT32_MAX - 2 with a 32-bit size_t; 0: 64 MiB; larger files fail
  * with "EFBIG"). Success: arg0 = FTN_TYPE_UINT8 | FTN_TYPE_ARRAY.
  * Errors: CommError ("ENOENT: open PATH", ...). */
 void futoin_uv_file_read(FutoInAsyncSteps* as, const char* path, size_t max_bytes);
 
-/* Step: writes len bytes (copied now; data may be NULL only with len 0) to
+/** Step: writes len bytes (copied now; data may be NULL only with len 0) to
  * path (not NULL), creating it (mode 0644); truncates it unless append is non-zero. Success: arg0 = bytes written
  * (FTN_TYPE_UINT64). Errors: CommError. */
 void futoin_uv_file_write(FutoInAsyncSteps* as, const char* path, const void* data,
         size_t len, int append);
 
-/* Step: succeeds with no result after ms milliseconds (any uint32_t; an
+/** Step: succeeds with no result after ms milliseconds (any uint32_t; an
  * AsyncTool timer: no libuv handle per sleep). */
 void futoin_uv_sleep(FutoInAsyncSteps* as, uint32_t ms);
 
