@@ -101,7 +101,7 @@ run_attack() {
     wrk -t1 -c4 -d"${DURATION}s" --timeout 2s "http://127.0.0.1:$PORT/" >"$WORK/wrk.txt" 2>&1 || true
     local rps errors non2xx
     rps=$(awk '/Requests\/sec/ { printf "%.0f", $2 }' "$WORK/wrk.txt")
-    errors=$(awk -F'[ ,]+' '/Socket errors/ { print $4 + $6 + $8 + $10 }' "$WORK/wrk.txt")
+    errors=$(awk -F'[ ,]+' '/Socket errors/ { print $5 + $7 + $9 + $11 }' "$WORK/wrk.txt")
     non2xx=$(awk -F': *' '/Non-2xx/ { print $2 }' "$WORK/wrk.txt")
     local hwm
     hwm=$(hwm_mb)

@@ -57,8 +57,6 @@
 /* Lingering close: how long, and how much is read and dropped. */
 #define LINGER_MS 1000u
 #define LINGER_BYTES (256u * 1024u)
-/* A refused connection (max_connections): time to write the 503. */
-#define REFUSE_WRITE_MS 1000u
 
 /* The error code that carries an HTTP status out of body-reading steps. */
 #define HTTP_ERROR_CODE "HttpError"
@@ -137,7 +135,6 @@ struct Conn {
     Conn* prev;
     Conn* next;
     int phase;
-    int refusing;  /* a connection over max_connections: 503 and close */
     int have_req;  /* c->req was set before the head was parsed (an error) */
     int skip;      /* only empty lines: no request, no response */
     int keep;      /* the response keeps the connection open */
@@ -168,7 +165,7 @@ void http_server_options_init(HttpServerOptions* o)
     o->write_timeout_ms = 10000;
     o->drain_timeout_ms = 5000;
     o->max_requests = 1000;
-    o->max_connections = 10000;
+    o->max_connections = 0; /* as many as the descriptor limit allows */
     HttpLimits lim = HTTP_LIMITS_DEFAULT;
     o->limits = lim;
     o->input_budget = 64u * 1024u * 1024u;
@@ -189,7 +186,8 @@ static void usage(FILE* f, const char* argv0)
             "  -w, --write-timeout MS    each response (10000)\n"
             "  -d, --drain-timeout MS    requests in flight after SIGINT (5000)\n"
             "  -n, --max-requests N      per connection, 0: unlimited (1000)\n"
-            "  -m, --max-connections N   open at once (10000); more: 503 and close\n"
+            "  -m, --max-connections N   open at once; 0: what the descriptor limit\n"
+            "                            allows (0); more: 503 and close\n"
             "  -l, --max-line BYTES      request line (8192): 414 above\n"
             "  -H, --max-head BYTES      request head (16384): 431 above\n"
             "  -B, --max-body BYTES      request body (1048576): 413 above\n"
@@ -352,9 +350,7 @@ static void conn_free(Conn* c)
     if (c->next) {
         c->next->prev = c->prev;
     }
-    if (!c->refusing) {
-        atomic_fetch_sub_explicit(&w->srv->active, 1, memory_order_relaxed);
-    }
+    atomic_fetch_sub_explicit(&w->srv->active, 1, memory_order_relaxed);
     futoin_asyncsteps_free(c->root);
     futoin_uv_stream_release(c->s);
     free(c);
@@ -923,20 +919,7 @@ static void conn_serve(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 /* ------------------------------------------------------------------------ */
 /* Accepting                                                                 */
 
-/* A connection over max_connections: 503 and a lingering close, under
- * short timeouts; it never reads a request. */
-static void refuse_write(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
-{
-    (void)args;
-    Conn* c = data;
-    c->phase = PH_WRITE;
-    c->linger = 1;
-    const HttpCanned* canned = http_response(HTTP_FULL, 0, 0);
-    futoin_set_timeout(as, REFUSE_WRITE_MS);
-    futoin_uv_write_static(as, c->s, canned->text, canned->len);
-}
-
-static Conn* conn_new(Worker* w, FutoInUvStream* s, int refusing)
+static Conn* conn_new(Worker* w, FutoInUvStream* s)
 {
     Conn* c = calloc(1, sizeof(*c));
     FutoInAsyncSteps* root = c ? futoin_asyncsteps_new(futoin_uv_loop(w->uv)) : NULL;
@@ -948,7 +931,6 @@ static Conn* conn_new(Worker* w, FutoInUvStream* s, int refusing)
     c->w = w;
     c->s = futoin_uv_stream_ref(s);
     c->root = root;
-    c->refusing = refusing;
     c->next = w->conns;
     if (w->conns) {
         w->conns->prev = c;
@@ -971,18 +953,18 @@ static void on_connection(void* data, FutoInUvStream* s)
     futoin_uv_stream_set_read_ahead(s, READ_AHEAD);
     unsigned long active = atomic_fetch_add_explicit(&srv->active, 1, memory_order_relaxed);
     if (active >= srv->opt.max_connections) {
+        /* A refusal must cost nothing that lasts: a 503 if the kernel takes
+         * it at once, then the connection closes when the accept step's
+         * value goes (a client that has sent a request already may see a
+         * reset instead). Holding refused connections open for a lingering
+         * close would let a connection storm exhaust the descriptors. */
         atomic_fetch_sub_explicit(&srv->active, 1, memory_order_relaxed);
         inc(&w->st.refused);
-        Conn* c = conn_new(w, s, 1);
-        if (c) {
-            futoin_add(c->root, refuse_write, NULL, c);
-            futoin_add(c->root, conn_finish, conn_finish_eh, c);
-            futoin_add(c->root, conn_done, NULL, c);
-            futoin_execute(c->root, conn_unhandled, c);
-        }
+        const HttpCanned* canned = http_response(HTTP_FULL, 0, 0);
+        futoin_uv_try_write(s, canned->text, canned->len);
         return;
     }
-    Conn* c = conn_new(w, s, 0);
+    Conn* c = conn_new(w, s);
     if (!c) {
         atomic_fetch_sub_explicit(&srv->active, 1, memory_order_relaxed);
         return;
@@ -1222,13 +1204,14 @@ HttpServer* http_server_start(const HttpServerOptions* o, char* err, size_t err_
     /* Out of descriptors, a server can neither accept nor refuse: keep the
      * connection limit below the process's limit, with room for the
      * loops' own descriptors and for refusing. */
+    rlim_t cap = UINT32_MAX;
     struct rlimit nofile;
     if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY) {
         rlim_t room = 32u + 16u * n;
-        rlim_t cap = nofile.rlim_cur > 2 * room ? nofile.rlim_cur - room : nofile.rlim_cur / 2;
-        if (srv->opt.max_connections > cap) {
-            srv->opt.max_connections = (uint32_t)cap;
-        }
+        cap = nofile.rlim_cur > 2 * room ? nofile.rlim_cur - room : nofile.rlim_cur / 2;
+    }
+    if (srv->opt.max_connections == 0 || srv->opt.max_connections > cap) {
+        srv->opt.max_connections = (uint32_t)(cap < UINT32_MAX ? cap : UINT32_MAX);
     }
     snprintf(srv->host, sizeof(srv->host), "%s", o->host && *o->host ? o->host : "127.0.0.1");
     srv->opt.host = srv->host;

@@ -23,7 +23,8 @@ typedef struct HttpServerOptions {
     uint32_t write_timeout_ms; /* each response: 10000 */
     uint32_t drain_timeout_ms; /* in-flight requests after a shutdown: 5000 */
     uint32_t max_requests;     /* per connection; 0: unlimited: 1000 */
-    uint32_t max_connections;  /* open at once, all loops: 10000 */
+    uint32_t max_connections;  /* open at once, all loops; 0: the descriptor
+                                  limit less room for the loops: 0 */
     HttpLimits limits;         /* 8 KiB line, 16 KiB head, 1 MiB body */
     size_t input_budget;       /* buffered input, all connections: 64 MiB */
     int use_limiter;           /* 1 */
