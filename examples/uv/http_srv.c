@@ -64,7 +64,10 @@
 typedef struct Worker Worker;
 typedef struct Conn Conn;
 
-/* Counters of one loop: written by its thread only, read by any. */
+/* Counters of one loop: written by its thread only, read by any. On cache
+ * lines of their own (see Worker), so that one loop's counting does not
+ * slow down what the other loops read. */
+#define LINE 128
 typedef struct Counters {
     atomic_ulong accepted;
     atomic_ulong refused;
@@ -89,7 +92,7 @@ static void inc(atomic_ulong* c)
 enum { W_STARTING = 0, W_READY, W_FAILED };
 
 struct Worker {
-    HttpServer* srv;
+    _Alignas(LINE) HttpServer* srv;
     unsigned index;
     pthread_t thread;
     int thread_started;
@@ -108,7 +111,7 @@ struct Worker {
     int draining;
     int finished;
     int busy_at_exit;
-    Counters st;
+    _Alignas(LINE) Counters st;
 };
 
 struct HttpServer {
@@ -118,8 +121,9 @@ struct HttpServer {
     unsigned port;
     Worker* w;
     FutoInUvBudget* budget;
-    atomic_ulong active;
-    atomic_int shutdown; /* 0, 1 drain, 2 now */
+    /* Written by every loop on accept and close: away from what they read. */
+    _Alignas(LINE) atomic_ulong active;
+    _Alignas(LINE) atomic_int shutdown; /* 0, 1 drain, 2 now */
     atomic_uint finished;
     pthread_mutex_t lock;
     pthread_cond_t cond;
@@ -1192,8 +1196,15 @@ HttpServer* http_server_start(const HttpServerOptions* o, char* err, size_t err_
             n = 64;
         }
     }
-    HttpServer* srv = calloc(1, sizeof(*srv));
-    Worker* w = calloc(n, sizeof(*w));
+    HttpServer* srv = aligned_alloc(LINE, (sizeof(HttpServer) + LINE - 1) / LINE * LINE);
+    if (srv) {
+        memset(srv, 0, sizeof(*srv));
+    }
+    /* Cache-line aligned, one line at least between two loops' data. */
+    Worker* w = aligned_alloc(LINE, (n * sizeof(Worker) + LINE - 1) / LINE * LINE);
+    if (w) {
+        memset(w, 0, n * sizeof(Worker));
+    }
     if (!srv || !w) {
         free(srv);
         free(w);
