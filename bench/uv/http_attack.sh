@@ -12,9 +12,10 @@
 # (5000), idle (16000), fds (idle connections beyond the server's
 # descriptor limit: ulimit -n 1024 for the server, 2000 connections),
 # header (100 never-ending header lines), garbage (100), reset (100).
-# Printed per attack: the good client's requests/s, its errors (timeouts,
-# socket errors) and non-2xx answers, the server's peak RSS (VmHWM), and
-# the SIGINT exit status and time.
+# Printed per attack: the good client's requests/s (and as a share of the
+# same run's "none" row, when it ran first), its p99 latency, its errors (timeouts, socket
+# errors) and non-2xx answers, the server's peak RSS (VmHWM), and the
+# SIGINT exit status and time.
 #
 # Environment:
 #   BUILD_DIR=dir   Release build directory (default: build-uv-bench);
@@ -78,7 +79,8 @@ hwm_mb() {
     awk '/^VmHWM:/ { printf "%.1f", $2 / 1024 }' "/proc/$SPID/status"
 }
 
-printf '%-10s %6s %12s %10s %8s %10s %s\n' attack conns "good r/s" "errors" "non-2xx" "peak RSS" "SIGINT"
+BASE=
+printf '%-10s %6s %10s %8s %9s %7s %8s %10s %s\n' attack conns "good r/s" "of none" "p99" errors "non-2xx" "peak RSS" "SIGINT"
 run_attack() {
     local name=$1 mode=$1 conns=0 nofile=
     case "$name" in
@@ -98,11 +100,13 @@ run_attack() {
         APID=$!
         sleep 2
     fi
-    wrk -t1 -c4 -d"${DURATION}s" --timeout 2s "http://127.0.0.1:$PORT/" >"$WORK/wrk.txt" 2>&1 || true
+    wrk -t1 -c4 -d"${DURATION}s" --timeout 2s --latency "http://127.0.0.1:$PORT/" >"$WORK/wrk.txt" 2>&1 || true
     local rps errors non2xx
     rps=$(awk '/Requests\/sec/ { printf "%.0f", $2 }' "$WORK/wrk.txt")
     errors=$(awk -F'[ ,]+' '/Socket errors/ { print $5 + $7 + $9 + $11 }' "$WORK/wrk.txt")
     non2xx=$(awk -F': *' '/Non-2xx/ { print $2 }' "$WORK/wrk.txt")
+    local p99
+    p99=$(awk '$1 == "99%" { print $2 }' "$WORK/wrk.txt")
     local hwm
     hwm=$(hwm_mb)
     # SIGINT in the middle of the attack.
@@ -117,8 +121,15 @@ run_attack() {
         wait "$APID" 2>/dev/null || true
         APID=
     fi
-    printf '%-10s %6s %12s %10s %8s %8s MB exit %d after %.1f s\n' "$name" "$conns" "${rps:-0}" \
-        "${errors:-0}" "${non2xx:-0}" "$hwm" "$rc" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')"
+    if [ "$name" = none ]; then
+        BASE=${rps:-0}
+    fi
+    local share="-"
+    if [ -n "$BASE" ] && [ "$BASE" -gt 0 ]; then
+        share=$(awk -v r="${rps:-0}" -v b="$BASE" 'BEGIN { printf "%.1f%%", 100 * r / b }')
+    fi
+    printf '%-10s %6s %10s %8s %9s %7s %8s %7s MB exit %d after %.1f s\n' "$name" "$conns" "${rps:-0}" \
+        "$share" "${p99:--}" "${errors:-0}" "${non2xx:-0}" "$hwm" "$rc" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')"
     if [ "$rc" -ne 0 ]; then
         echo "--- server log:"
         tail -n 20 "$WORK/server.log"

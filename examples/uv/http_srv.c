@@ -102,6 +102,7 @@ struct Worker {
     FutoInUvServer* listener;
     FutoInAsyncSteps* acceptor;
     FutoInSync* limiter;
+    FutoInSync* uploads; /* a Mutex: bodies read at once on this loop */
     uv_async_t ctl; /* wakes the loop for a shutdown request */
     int ctl_open;   /* under ctl_lock: other threads may send */
     pthread_mutex_t ctl_lock;
@@ -152,7 +153,7 @@ struct Conn {
     size_t trailer_bytes;
     size_t lingered;
     HttpRequest req;
-    char dyn[768]; /* a dynamic response */
+    char dyn[900]; /* a dynamic response */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -173,6 +174,7 @@ void http_server_options_init(HttpServerOptions* o)
     HttpLimits lim = HTTP_LIMITS_DEFAULT;
     o->limits = lim;
     o->input_budget = 64u * 1024u * 1024u;
+    o->max_uploads = 64;
     o->use_limiter = 1;
     FutoInLimiterOptions l = {256u, 1024u, 100000u, 1000u, 1024u};
     o->limiter = l;
@@ -196,6 +198,7 @@ static void usage(FILE* f, const char* argv0)
             "  -H, --max-head BYTES      request head (16384): 431 above\n"
             "  -B, --max-body BYTES      request body (1048576): 413 above\n"
             "  -g, --input-budget BYTES  buffered input, all connections (67108864)\n"
+            "  -u, --max-uploads N       bodies read at once, 0: unlimited (64)\n"
             "  -c, --concurrent N        Limiter: requests handled at once (256)\n"
             "  -q, --max-queue N         Limiter: requests waiting for a slot (1024)\n"
             "  -r, --rate N              Limiter: requests per period (100000)\n"
@@ -250,6 +253,7 @@ int http_server_parse_args(HttpServerOptions* o, int argc, char** argv, FILE* ou
         {"max-head", required_argument, NULL, 'H'},
         {"max-body", required_argument, NULL, 'B'},
         {"input-budget", required_argument, NULL, 'g'},
+        {"max-uploads", required_argument, NULL, 'u'},
         {"concurrent", required_argument, NULL, 'c'},
         {"max-queue", required_argument, NULL, 'q'},
         {"rate", required_argument, NULL, 'r'},
@@ -263,7 +267,7 @@ int http_server_parse_args(HttpServerOptions* o, int argc, char** argv, FILE* ou
     optind = 1;
     opterr = 0;
     int opt;
-    while ((opt = getopt_long(argc, argv, ":a:j:i:t:w:d:n:m:l:H:B:g:c:q:r:p:b:Lh", longs, NULL))
+    while ((opt = getopt_long(argc, argv, ":a:j:i:t:w:d:n:m:l:H:B:g:u:c:q:r:p:b:Lh", longs, NULL))
             != -1) {
         unsigned long long v = 0;
         unsigned long long min = 0;
@@ -311,6 +315,7 @@ int http_server_parse_args(HttpServerOptions* o, int argc, char** argv, FILE* ou
         case 'H': o->limits.max_head = (size_t)v; break;
         case 'B': o->limits.max_body = v; break;
         case 'g': o->input_budget = (size_t)v; break;
+        case 'u': o->max_uploads = (uint32_t)v; break;
         case 'c': o->limiter.concurrent = (uint32_t)v; break;
         case 'q': o->limiter.max_queue = (uint32_t)v; break;
         case 'r': o->limiter.rate = (uint32_t)v; break;
@@ -606,6 +611,27 @@ static void body_chunked_iter(FutoInAsyncSteps* as, void* data)
     }
 }
 
+/* Reads the body (an upload slot is held when there are slots). */
+static void read_body(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    Conn* c = data;
+    HttpRequest* r = &c->req;
+    if (r->expect_continue) {
+        /* Only now that the body will be read. */
+        futoin_uv_write_static(as, c->s, HTTP_CONTINUE, sizeof(HTTP_CONTINUE) - 1);
+    }
+    if (r->chunked) {
+        c->chunk_state = CH_SIZE;
+        c->trailer_bytes = 0;
+        c->body_left = 0;
+        futoin_loop(as, body_chunked_iter, c, NULL);
+    } else {
+        c->body_left = r->content_length;
+        futoin_loop(as, body_cl_iter, c, NULL);
+    }
+}
+
 static void rq_parse(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     Conn* c = data;
@@ -645,17 +671,14 @@ static void rq_parse(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
         futoin_set_timeout(as, o->read_timeout_ms);
         c->timed = 1;
     }
-    if (r->expect_continue) {
-        futoin_uv_write_static(as, c->s, HTTP_CONTINUE, sizeof(HTTP_CONTINUE) - 1);
-    }
-    if (r->chunked) {
-        c->chunk_state = CH_SIZE;
-        c->trailer_bytes = 0;
-        c->body_left = 0;
-        futoin_loop(as, body_chunked_iter, c, NULL);
+    /* Bodies are read a few at a time (max_uploads): a flood of uploads
+     * waits, pushed back by TCP, instead of filling every loop round with
+     * body data while small requests wait their turn. The read timeout
+     * keeps running while a body waits for its slot. */
+    if (c->w->uploads) {
+        futoin_add_sync(as, c->w->uploads, read_body, NULL, c);
     } else {
-        c->body_left = r->content_length;
-        futoin_loop(as, body_cl_iter, c, NULL);
+        read_body(as, c, NULL);
     }
 }
 
@@ -787,21 +810,26 @@ static size_t format_stats(Conn* c)
     HttpStats st;
     http_server_stats(c->w->srv, &st);
     FutoInSyncStats ls;
+    FutoInSyncStats us;
     memset(&ls, 0, sizeof(ls));
+    memset(&us, 0, sizeof(us));
     if (c->w->limiter) {
         futoin_sync_stats(c->w->limiter, &ls);
     }
-    char body[640];
+    if (c->w->uploads) {
+        futoin_sync_stats(c->w->uploads, &us);
+    }
+    char body[700];
     snprintf(body, sizeof(body),
             "accepted %lu\nactive %lu\nrefused %lu\nrequests %lu\nok %lu\nrejected %lu\n"
             "overloaded %lu\nclient_errors %lu\ntimeouts %lu\nidle_closed %lu\n"
             "read_timeouts %lu\nwrite_timeouts %lu\npeer_closed %lu\nerrors %lu\n"
             "budget_used %zu\nbudget_limit %zu\nbudget_refusals %lu\nlimiter_active %u\n"
-            "limiter_queued %u\nloops %u\n",
+            "limiter_queued %u\nuploads_active %u\nuploads_queued %u\nloops %u\n",
             st.accepted, st.active, st.refused, st.requests, st.ok, st.rejected, st.overloaded,
             st.client_errors, st.idle_closed + st.read_timeouts + st.write_timeouts,
             st.idle_closed, st.read_timeouts, st.write_timeouts, st.peer_closed, st.errors,
-            st.budget_used, st.budget_limit, st.budget_refusals, ls.active, ls.queued, st.loops);
+            st.budget_used, st.budget_limit, st.budget_refusals, ls.active, ls.queued, us.active, us.queued, st.loops);
     return http_format(c->dyn, sizeof(c->dyn), HTTP_STATS_ROUTE, c->keep, c->req.head_only, body,
             NULL);
 }
@@ -1110,6 +1138,14 @@ static int worker_setup(Worker* w)
             return -1;
         }
     }
+    if (srv->opt.max_uploads) {
+        uint32_t m = srv->opt.max_uploads;
+        w->uploads = futoin_mutex_new(loop, m / srv->n + (m % srv->n != 0), FUTOIN_SYNC_UNLIMITED);
+        if (!w->uploads) {
+            snprintf(w->error, sizeof(w->error), "out of memory");
+            return -1;
+        }
+    }
     int err = 0;
     w->listener = futoin_uv_server_new_ex(w->uv, srv->host, srv->port, 1024,
             srv->n > 1 ? FUTOIN_UV_SERVER_REUSEPORT : 0, &err);
@@ -1160,6 +1196,10 @@ static void worker_teardown(Worker* w)
         w->busy_at_exit = 1;
     }
     w->limiter = NULL;
+    if (futoin_sync_free(w->uploads) != FUTOIN_SYNC_OK) {
+        w->busy_at_exit = 1;
+    }
+    w->uploads = NULL;
     futoin_uv_free(w->uv);
     w->uv = NULL;
 }

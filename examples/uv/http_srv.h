@@ -27,6 +27,7 @@ typedef struct HttpServerOptions {
                                   limit less room for the loops: 0 */
     HttpLimits limits;         /* 8 KiB line, 16 KiB head, 1 MiB body */
     size_t input_budget;       /* buffered input, all connections: 64 MiB */
+    uint32_t max_uploads;      /* bodies read at once, all loops; 0: any: 64 */
     int use_limiter;           /* 1 */
     FutoInLimiterOptions limiter; /* whole server; divided among the loops */
 } HttpServerOptions;

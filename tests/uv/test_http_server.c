@@ -581,6 +581,37 @@ static void test_input_budget(void** state)
     stop();
 }
 
+/* Bodies are read a few at a time: a second upload waits for the slot
+ * (100 Continue only once it has it), small requests do not wait at all. */
+static void test_upload_slots(void** state)
+{
+    (void)state;
+    HttpServerOptions o;
+    test_options(&o);
+    o.max_uploads = 1;
+    start(&o);
+    int a = conn();
+    send_str(a, "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nhello");
+    sleep_ms(100);
+    int b = conn();
+    send_str(b, "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n");
+    WAIT_FOR(stat_line("uploads_queued") == 1, 3000);
+    assert_int_equal(stat_line("uploads_active"), 1);
+    good_client(3);
+    send_str(a, "world");
+    Resp r;
+    assert_int_equal(read_resp(a, &r), 200);
+    assert_string_equal(r.body, "received 10 bytes\n");
+    assert_int_equal(read_resp(b, &r), 100); /* now that the slot is free */
+    send_str(b, "hello");
+    assert_int_equal(read_resp(b, &r), 200);
+    assert_string_equal(r.body, "received 5 bytes\n");
+    assert_int_equal(stat_line("uploads_active"), 0);
+    close(a);
+    close(b);
+    stop();
+}
+
 static void test_max_connections(void** state)
 {
     (void)state;
@@ -755,8 +786,10 @@ static void test_args(void** state)
     FILE* null = fopen("/dev/null", "w");
     assert_non_null(null);
     char* ok[] = {"s", "-a", "::1", "--loops", "2", "-i", "1", "-t", "2", "-w", "3", "-d", "4",
-        "-n", "0", "-m", "5", "-l", "6", "-H", "7", "-B", "8", "-g", "9", "--no-limiter", "0", NULL};
-    assert_int_equal(http_server_parse_args(&o, 27, ok, null, null), 0);
+        "-n", "0", "-m", "5", "-l", "6", "-H", "7", "-B", "8", "-g", "9", "--no-limiter", "-u", "10",
+        "0", NULL};
+    assert_int_equal(http_server_parse_args(&o, 29, ok, null, null), 0);
+    assert_int_equal(o.max_uploads, 10);
     assert_string_equal(o.host, "::1");
     assert_int_equal(o.loops, 2);
     assert_int_equal(o.idle_timeout_ms, 1);
@@ -795,6 +828,7 @@ int main(void)
         cmocka_unit_test(test_pipelined_readers_that_never_read),
         cmocka_unit_test(test_limiter_slot_released),
         cmocka_unit_test(test_input_budget),
+        cmocka_unit_test(test_upload_slots),
         cmocka_unit_test(test_max_connections),
         cmocka_unit_test(test_drain),
         cmocka_unit_test(test_shutdown_now),
