@@ -23,12 +23,14 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <futoin/asyncsteps.h>
+#include <futoin/introspect.h>
 
 static uint64_t mono_ms(void)
 {
@@ -429,6 +431,7 @@ typedef struct Storm {
     FutoInLoop* loop;
     unsigned per_thread;
     unsigned ran; /* loop thread only */
+    atomic_uint posted;
 } Storm;
 
 static void storm_cb(void* data)
@@ -448,6 +451,7 @@ static void* storm_thread(void* arg)
     Storm* s = arg;
     for (unsigned i = 0; i < s->per_thread; ++i) {
         futoin_loop_immediate(s->loop, s, storm_cb);
+        atomic_fetch_add(&s->posted, 1);
         if (i % 64 == 0) {
             sched_yield();
         }
@@ -467,6 +471,7 @@ static void test_poll_loop_many_posters(void** state)
     memset(&s, 0, sizeof(s));
     s.loop = loop;
     s.per_thread = small && *small == '1' ? 500 : 20000;
+    atomic_init(&s.posted, 0);
     pthread_t th[POSTERS];
     for (int i = 0; i < POSTERS; ++i) {
         futoin_loop_hold(loop);
@@ -474,10 +479,26 @@ static void test_poll_loop_many_posters(void** state)
     for (int i = 0; i < POSTERS; ++i) {
         assert_int_equal(pthread_create(&th[i], NULL, storm_thread, &s), 0);
     }
-    assert_int_equal(outer_run(&o, 60000), 1);
+    int finished = outer_run(&o, 60000);
     for (int i = 0; i < POSTERS; ++i) {
         pthread_join(th[i], NULL);
     }
+    if (!finished) {
+        /* Say what the loop saw, and whether one more round (as a lost
+         * wake-up would need) gets it going again. */
+        FutoInLoopCounters c;
+        futoin_loop_counters(loop, &c, sizeof(c));
+        int64_t plan = futoin_loop_next_delay(loop);
+        fprintf(stderr,
+                "stalled: posted %u ran %u of %u; rounds %d wake-ups %d; "
+                "cross-thread messages run %llu, immediates pending %llu; plan %lld\n",
+                atomic_load(&s.posted), s.ran, POSTERS * s.per_thread, o.rounds,
+                atomic_load(&o.foreign_calls), (unsigned long long)c.xmsgs,
+                (unsigned long long)c.immediates_pending, (long long)plan);
+        futoin_loop_iterate(loop, &plan);
+        fprintf(stderr, "one more round: ran %u, plan %lld\n", s.ran, (long long)plan);
+    }
+    assert_int_equal(finished, 1);
     assert_int_equal(s.ran, POSTERS * s.per_thread);
     /* At most one wake-up per round from other threads (plus the one
      * that ends the wait before the first round). */
@@ -496,6 +517,9 @@ typedef struct Churn {
     atomic_int inside; /* calls of the callback in progress */
     atomic_int bad;    /* a call seen after its removal */
     atomic_int removed;
+    atomic_int in_flight; /* posted, not run yet: kept small, so that a
+                           * loop thread starved by other processes does
+                           * not let the queue grow without bound */
 } Churn;
 
 static void churn_wakeup(void* data)
@@ -508,11 +532,22 @@ static void churn_wakeup(void* data)
     atomic_fetch_sub(&c->inside, 1);
 }
 
+static void churn_ran(void* data)
+{
+    Churn* c = data;
+    atomic_fetch_sub(&c->in_flight, 1);
+}
+
 static void* churn_thread(void* arg)
 {
     Churn* c = arg;
     while (!atomic_load(&c->stop)) {
-        futoin_loop_immediate(c->loop, NULL, nop);
+        if (atomic_load(&c->in_flight) >= 256) {
+            sched_yield();
+            continue;
+        }
+        atomic_fetch_add(&c->in_flight, 1);
+        futoin_loop_immediate(c->loop, c, churn_ran);
     }
     return NULL;
 }
@@ -528,6 +563,7 @@ static void test_remove_while_posting(void** state)
     atomic_init(&c.inside, 0);
     atomic_init(&c.bad, 0);
     atomic_init(&c.removed, 0);
+    atomic_init(&c.in_flight, 0);
     futoin_loop_hold(loop);
     pthread_t th;
     assert_int_equal(pthread_create(&th, NULL, churn_thread, &c), 0);
@@ -551,6 +587,8 @@ static void test_remove_while_posting(void** state)
     futoin_loop_release(loop);
     while (futoin_loop_iterate(loop, NULL)) {
     }
+    /* Every post ran. */
+    assert_int_equal(atomic_load(&c.in_flight), 0);
     futoin_loop_free(loop);
 }
 
