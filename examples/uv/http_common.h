@@ -57,6 +57,8 @@ enum HttpRoute {
     HTTP_POST_ROUTE,      /* POST /: 200 "received N bytes" (dynamic) */
     HTTP_SLEEP_ROUTE,     /* GET/HEAD /sleep?ms=N: 200 after N ms */
     HTTP_BYTES_ROUTE,     /* GET/HEAD /bytes?n=N: 200 with N bytes */
+    HTTP_FLOWS_ROUTE,     /* GET/HEAD /debug/flows: 200, the loop's flow dump
+                           * (a server that does not enable it answers 404) */
     HTTP_NOT_FOUND,       /* 404 */
     HTTP_BAD_METHOD,      /* 405 */
     HTTP_BAD_REQUEST,     /* 400 */
@@ -213,6 +215,11 @@ static inline void http_route(HttpRequest* r, const char* target, size_t tlen)
     }
     if (plen == 6 && memcmp(target, "/stats", 6) == 0) {
         r->route = get_head ? HTTP_STATS_ROUTE : HTTP_BAD_METHOD;
+        r->allow = "GET, HEAD";
+        return;
+    }
+    if (plen == 12 && memcmp(target, "/debug/flows", 12) == 0) {
+        r->route = get_head ? HTTP_FLOWS_ROUTE : HTTP_BAD_METHOD;
         r->allow = "GET, HEAD";
         return;
     }
@@ -463,7 +470,8 @@ static inline const char* http_status_line(int route)
     case HTTP_STATS_ROUTE:
     case HTTP_POST_ROUTE:
     case HTTP_SLEEP_ROUTE:
-    case HTTP_BYTES_ROUTE: return "200 OK";
+    case HTTP_BYTES_ROUTE:
+    case HTTP_FLOWS_ROUTE: return "200 OK";
     case HTTP_NOT_FOUND: return "404 Not Found";
     case HTTP_BAD_METHOD: return "405 Method Not Allowed";
     case HTTP_TIMEOUT: return "408 Request Timeout";

@@ -9,8 +9,10 @@
  *
  * Listens on 127.0.0.1:port (default 8080; 0: any free port, printed at
  * start). GET / answers "Hello from AsyncSteps\n", GET /stats prints the
- * counters, GET /sleep?ms=N answers after N ms inside the Limiter (a
- * stand-in for a handler that waits for a backend), POST / counts the body.
+ * server's and the engine's counters, GET /sleep?ms=N answers after N ms
+ * inside the Limiter (a stand-in for a handler that waits for a backend),
+ * POST / counts the body; with --debug-pages, GET /debug/flows dumps the
+ * live flows of the loop that answers.
  * The server itself is examples/uv/http_srv.c; docs/HTTP-SERVER.md
  * documents every option and limit.
  *

@@ -89,6 +89,18 @@ static void inc(atomic_ulong* c)
             memory_order_relaxed);
 }
 
+/* The engine's counters (FutoInLoopCounters), one line per field. */
+#define ENGINE_COUNTERS(X) X(roots) X(steps) X(errors) X(timeouts) X(cancels) \
+    X(sync_rejections) X(unhandled_errors) X(timers_pending) X(immediates_pending) X(xmsgs)
+
+/* A loop's engine counters as it last published them, for /stats served by
+ * another loop: futoin_loop_counters() answers on the loop's own thread only. */
+typedef struct EngineSnapshot {
+#define ENGINE_FIELD(f) atomic_ullong f;
+    ENGINE_COUNTERS(ENGINE_FIELD)
+#undef ENGINE_FIELD
+} EngineSnapshot;
+
 enum { W_STARTING = 0, W_READY, W_FAILED };
 
 struct Worker {
@@ -108,11 +120,14 @@ struct Worker {
     pthread_mutex_t ctl_lock;
     uv_timer_t drain_timer;
     int drain_timer_open;
+    uv_timer_t publish_timer; /* unreferenced: never keeps the loop alive */
+    int publish_timer_open;
     Conn* conns;
     int draining;
     int finished;
     int busy_at_exit;
     _Alignas(LINE) Counters st;
+    _Alignas(LINE) EngineSnapshot engine;
 };
 
 struct HttpServer {
@@ -205,6 +220,8 @@ static void usage(FILE* f, const char* argv0)
             "  -p, --period MS           Limiter: rate period (1000)\n"
             "  -b, --burst N             Limiter: requests waiting for the rate (1024)\n"
             "  -L, --no-limiter          no Limiter\n"
+            "  -D, --debug-pages         serve GET /debug/flows: the flows of the\n"
+            "                            loop that answers (off: 404)\n"
             "  -h, --help\n"
             "Numbers are decimal digits only. MS: 1..4294967295; N and BYTES:\n"
             "0..4294967295 (the Limiter refuses a concurrency, rate or period of 0;\n"
@@ -260,6 +277,7 @@ int http_server_parse_args(HttpServerOptions* o, int argc, char** argv, FILE* ou
         {"period", required_argument, NULL, 'p'},
         {"burst", required_argument, NULL, 'b'},
         {"no-limiter", no_argument, NULL, 'L'},
+        {"debug-pages", no_argument, NULL, 'D'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -267,7 +285,7 @@ int http_server_parse_args(HttpServerOptions* o, int argc, char** argv, FILE* ou
     optind = 1;
     opterr = 0;
     int opt;
-    while ((opt = getopt_long(argc, argv, ":a:j:i:t:w:d:n:m:l:H:B:g:u:c:q:r:p:b:Lh", longs, NULL))
+    while ((opt = getopt_long(argc, argv, ":a:j:i:t:w:d:n:m:l:H:B:g:u:c:q:r:p:b:LDh", longs, NULL))
             != -1) {
         unsigned long long v = 0;
         unsigned long long min = 0;
@@ -275,6 +293,7 @@ int http_server_parse_args(HttpServerOptions* o, int argc, char** argv, FILE* ou
         switch (opt) {
         case 'h': usage(out, argv0); return 1;
         case 'L': o->use_limiter = 0; continue;
+        case 'D': o->debug_pages = 1; continue;
         case 'a':
             o->host = optarg;
             continue;
@@ -805,8 +824,62 @@ static void it_handle_eh(FutoInAsyncSteps* as, void* data, const char* code)
     }
 }
 
-static size_t format_stats(Conn* c)
+/* Loop thread: what /stats of another loop reads of this one. */
+static void publish_engine(Worker* w)
 {
+    FutoInLoopCounters lc;
+    if (futoin_loop_counters(futoin_uv_loop(w->uv), &lc, sizeof(lc)) != 0) {
+        return;
+    }
+#define ENGINE_PUBLISH(f) atomic_store_explicit(&w->engine.f, lc.f, memory_order_relaxed);
+    ENGINE_COUNTERS(ENGINE_PUBLISH)
+#undef ENGINE_PUBLISH
+}
+
+static void on_publish(uv_timer_t* t)
+{
+    publish_engine(t->data);
+}
+
+/* A dynamic page: the head and the body built with stdio in one malloc'ed
+ * block (*out; NULL when out of memory), its length in *len. */
+typedef void (*PageBody)(Conn* c, FILE* f);
+
+static char* format_page(Conn* c, PageBody body_fn, size_t* len)
+{
+    char* body = NULL;
+    size_t body_len = 0;
+    FILE* f = open_memstream(&body, &body_len);
+    if (!f) {
+        return NULL;
+    }
+    body_fn(c, f);
+    if (fclose(f) != 0) {
+        free(body);
+        return NULL;
+    }
+    char head[160];
+    int k = snprintf(head, sizeof(head),
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n"
+            "Connection: %s\r\n\r\n",
+            body_len, c->keep ? "keep-alive" : "close");
+    size_t head_len = (size_t)k;
+    size_t total = head_len + (c->req.head_only ? 0 : body_len);
+    char* page = malloc(total);
+    if (page) {
+        memcpy(page, head, head_len);
+        if (!c->req.head_only) {
+            memcpy(page + head_len, body, body_len);
+        }
+        *len = total;
+    }
+    free(body);
+    return page;
+}
+
+static void stats_body(Conn* c, FILE* f)
+{
+    publish_engine(c->w); /* this loop's figures as of now */
     HttpStats st;
     http_server_stats(c->w->srv, &st);
     FutoInSyncStats ls;
@@ -819,8 +892,7 @@ static size_t format_stats(Conn* c)
     if (c->w->uploads) {
         futoin_sync_stats(c->w->uploads, &us);
     }
-    char body[700];
-    snprintf(body, sizeof(body),
+    fprintf(f,
             "accepted %lu\nactive %lu\nrefused %lu\nrequests %lu\nok %lu\nrejected %lu\n"
             "overloaded %lu\nclient_errors %lu\ntimeouts %lu\nidle_closed %lu\n"
             "read_timeouts %lu\nwrite_timeouts %lu\npeer_closed %lu\nerrors %lu\n"
@@ -829,9 +901,21 @@ static size_t format_stats(Conn* c)
             st.accepted, st.active, st.refused, st.requests, st.ok, st.rejected, st.overloaded,
             st.client_errors, st.idle_closed + st.read_timeouts + st.write_timeouts,
             st.idle_closed, st.read_timeouts, st.write_timeouts, st.peer_closed, st.errors,
-            st.budget_used, st.budget_limit, st.budget_refusals, ls.active, ls.queued, us.active, us.queued, st.loops);
-    return http_format(c->dyn, sizeof(c->dyn), HTTP_STATS_ROUTE, c->keep, c->req.head_only, body,
-            NULL);
+            st.budget_used, st.budget_limit, st.budget_refusals, ls.active, ls.queued, us.active,
+            us.queued, st.loops);
+#define ENGINE_PRINT(f) fprintf(f_, "engine_%s %llu\n", #f, (unsigned long long)st.engine.f);
+    FILE* f_ = f;
+    ENGINE_COUNTERS(ENGINE_PRINT)
+#undef ENGINE_PRINT
+}
+
+/* /debug/flows: the live flows of the loop that serves the request (each
+ * loop can only be walked on its own thread). */
+static void flows_body(Conn* c, FILE* f)
+{
+    fprintf(f, "loop %u of %u (a connection is served by one loop; -j 1 shows them all)\n",
+            c->w->index + 1, c->w->srv->n);
+    futoin_loop_dump(futoin_uv_loop(c->w->uv), f, FUTOIN_DUMP_FRAMES_DEFAULT);
 }
 
 static void count_response(Conn* c)
@@ -843,7 +927,8 @@ static void count_response(Conn* c)
     case HTTP_STATS_ROUTE:
     case HTTP_POST_ROUTE:
     case HTTP_SLEEP_ROUTE:
-    case HTTP_BYTES_ROUTE: inc(&st->ok); break;
+    case HTTP_BYTES_ROUTE:
+    case HTTP_FLOWS_ROUTE: inc(&st->ok); break;
     case HTTP_BUSY: inc(&st->rejected); break;
     case HTTP_OVERLOADED: inc(&st->overloaded); break;
     case HTTP_TIMEOUT: break; /* counted as read_timeouts */
@@ -860,6 +945,9 @@ static void it_respond(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
     }
     const HttpServerOptions* o = &c->w->srv->opt;
     HttpRequest* r = &c->req;
+    if (r->route == HTTP_FLOWS_ROUTE && !o->debug_pages) {
+        r->route = HTTP_NOT_FOUND;
+    }
     c->phase = PH_WRITE;
     ++c->requests;
     c->keep = r->keep_alive && !r->close && !c->w->draining
@@ -873,8 +961,15 @@ static void it_respond(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
     int copy = 1;
     const char* body = NULL;
     size_t body_len = 0;
-    if (r->route == HTTP_STATS_ROUTE) {
-        len = format_stats(c);
+    char* page = NULL; /* a dynamic page, freed once written or copied */
+    if (r->route == HTTP_STATS_ROUTE || r->route == HTTP_FLOWS_ROUTE) {
+        page = format_page(c, r->route == HTTP_STATS_ROUTE ? stats_body : flows_body, &len);
+        if (!page) {
+            inc(&c->w->st.errors);
+            futoin_error(as, FUTOIN_INTERNAL_ERROR, "out of memory for a page");
+            return;
+        }
+        text = page;
     } else if (r->route == HTTP_POST_ROUTE) {
         char msg[64];
         snprintf(msg, sizeof(msg), "received %llu bytes\n", (unsigned long long)c->body_total);
@@ -908,6 +1003,7 @@ static void it_respond(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
         body_done = n > 0 ? (size_t)n : 0;
     }
     if (done == len && body_done == body_len) {
+        free(page);
         return;
     }
     futoin_set_timeout(as, o->write_timeout_ms);
@@ -918,6 +1014,7 @@ static void it_respond(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
             futoin_uv_write_static(as, c->s, text + done, len - done);
         }
     }
+    free(page); /* futoin_uv_write() copied what is left */
     if (body_done < body_len) {
         futoin_uv_write_static(as, c->s, body + body_done, body_len - body_done);
     }
@@ -1047,6 +1144,10 @@ static void worker_finish(Worker* w)
         w->drain_timer_open = 0;
         uv_close((uv_handle_t*)&w->drain_timer, on_closed_ctl);
     }
+    if (w->publish_timer_open) {
+        w->publish_timer_open = 0;
+        uv_close((uv_handle_t*)&w->publish_timer, on_closed_ctl);
+    }
 }
 
 /* Cancels and frees every connection (their cancel handlers stop the libuv
@@ -1160,6 +1261,11 @@ static int worker_setup(Worker* w)
     uv_timer_init(l, &w->drain_timer);
     w->drain_timer.data = w;
     w->drain_timer_open = 1;
+    uv_timer_init(l, &w->publish_timer);
+    w->publish_timer.data = w;
+    w->publish_timer_open = 1;
+    uv_timer_start(&w->publish_timer, on_publish, HTTP_ENGINE_PUBLISH_MS, HTTP_ENGINE_PUBLISH_MS);
+    uv_unref((uv_handle_t*)&w->publish_timer);
     pthread_mutex_lock(&w->ctl_lock);
     w->ctl_open = 1;
     pthread_mutex_unlock(&w->ctl_lock);
@@ -1389,6 +1495,9 @@ void http_server_stats(HttpServer* srv, HttpStats* out)
         SUM(peer_closed);
         SUM(errors);
 #undef SUM
+#define ENGINE_SUM(f) out->engine.f += atomic_load_explicit(&srv->w[i].engine.f, memory_order_relaxed);
+        ENGINE_COUNTERS(ENGINE_SUM)
+#undef ENGINE_SUM
     }
     out->active = atomic_load_explicit(&srv->active, memory_order_relaxed);
     out->budget_used = futoin_uv_budget_used(srv->budget);

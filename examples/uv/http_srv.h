@@ -7,6 +7,7 @@
 #ifndef FUTOIN_EXAMPLE_HTTP_SRV_H
 #define FUTOIN_EXAMPLE_HTTP_SRV_H
 
+#include <futoin/introspect.h>
 #include <futoin/sync.h>
 #include <futoin/uv.h>
 
@@ -30,6 +31,7 @@ typedef struct HttpServerOptions {
     uint32_t max_uploads;      /* bodies read at once, all loops; 0: any: 64 */
     int use_limiter;           /* 1 */
     FutoInLimiterOptions limiter; /* whole server; divided among the loops */
+    int debug_pages;           /* serve GET /debug/flows (else 404): 0 */
 } HttpServerOptions;
 
 /* Counters (summed over the loops) and gauges. */
@@ -51,7 +53,13 @@ typedef struct HttpStats {
     size_t budget_used;
     size_t budget_limit;
     unsigned loops;
+    /* The engine's counters of every loop, summed: the serving loop's as
+     * of now, the others' as each loop last published them (at most
+     * HTTP_ENGINE_PUBLISH_MS ago). */
+    FutoInLoopCounters engine;
 } HttpStats;
+
+#define HTTP_ENGINE_PUBLISH_MS 500
 
 typedef struct HttpServer HttpServer;
 

@@ -253,6 +253,13 @@ static void test_methods_and_routes(void** state)
     assert_int_equal(r.bytes, 1024);
     r = parse("GET /stats?x=1 HTTP/1.1\r\nHost: x\r\n\r\n");
     assert_int_equal(r.route, HTTP_STATS_ROUTE);
+    r = parse("HEAD /debug/flows HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_int_equal(r.route, HTTP_FLOWS_ROUTE);
+    r = parse("POST /debug/flows HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n");
+    assert_int_equal(r.route, HTTP_BAD_METHOD);
+    assert_string_equal(r.allow, "GET, HEAD");
+    r = parse("GET /debug/flowsx HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_int_equal(r.route, HTTP_NOT_FOUND);
 }
 
 static void test_chunk_size(void** state)

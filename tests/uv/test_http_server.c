@@ -778,6 +778,82 @@ static void test_two_loops(void** state)
     stop();
 }
 
+/* Reads a whole "Connection: close" response (head and body) into buf. */
+static size_t read_all(int fd, char* buf, size_t cap)
+{
+    size_t n = 0;
+    while (n < cap - 1) {
+        ssize_t k = recv(fd, buf + n, cap - 1 - n, 0);
+        if (k <= 0) {
+            break;
+        }
+        n += (size_t)k;
+    }
+    buf[n] = '\0';
+    return n;
+}
+
+static void test_debug_pages(void** state)
+{
+    (void)state;
+    HttpServerOptions o;
+    test_options(&o);
+    start(&o);
+    /* Off unless asked for. */
+    int fd = conn();
+    expect(fd, GET("/debug/flows"), 404, 0);
+    close(fd);
+    stop();
+
+    o.debug_pages = 1;
+    start(&o);
+    /* A request parked on a timer inside the Limiter's section. */
+    int sleeper = conn();
+    send_str(sleeper, GET("/sleep?ms=3000"));
+    WAIT_FOR(stat_line("limiter_active") == 1, 3000);
+    static char page[16384];
+    fd = conn();
+    send_str(fd, GET_CLOSE("/debug/flows"));
+    size_t n = read_all(fd, page, sizeof(page));
+    close(fd);
+    assert_true(n > 0);
+    if (!strstr(page, "HTTP/1.1 200 OK\r\n") || !strstr(page, "\r\n\r\nloop 1 of 1 ")
+            || !strstr(page, "waiting for an external completion: \"accept 127.0.0.1:")
+            || !strstr(page, "waiting for an external completion: \"sleep 3000 ms\"")
+            || !strstr(page, "sync Limiter ") || !strstr(page, "end of dump: 3 roots")) {
+        print_error("unexpected /debug/flows page:\n%s\n", page);
+        fail();
+    }
+    /* Content-Length is the body's. */
+    const char* body = strstr(page, "\r\n\r\n") + 4;
+    const char* cl = strstr(page, "\r\nContent-Length: ");
+    assert_non_null(cl);
+    assert_int_equal(strtoul(cl + 18, NULL, 10), strlen(body));
+    /* HEAD: the same head, no body; other methods: 405. */
+    fd = conn();
+    expect(fd, "HEAD /debug/flows HTTP/1.1\r\nHost: t\r\n\r\n", 200, 0);
+    expect(fd, "POST /debug/flows HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n", 405, 0);
+    close(fd);
+    /* The engine's counters on /stats: the acceptor, the sleeper and the
+     * connection asking. */
+    assert_int_equal(stat_line("engine_roots"), 3);
+    assert_true(stat_line("engine_steps") > 0);
+    assert_int_equal(stat_line("engine_timers_pending"), 1);
+    Resp r;
+    assert_int_equal(read_resp(sleeper, &r), 200);
+    close(sleeper);
+    stop();
+
+    /* Two loops: /stats adds up what each loop last published. */
+    o.loops = 2;
+    start(&o);
+    WAIT_FOR(stat_line("engine_roots") >= 3, 3000); /* two acceptors and the asker */
+    HttpStats st = stats();
+    assert_true(st.engine.roots >= 2);
+    assert_true(st.engine.steps > 0);
+    stop();
+}
+
 static void test_args(void** state)
 {
     (void)state;
@@ -812,6 +888,9 @@ static void test_args(void** state)
     assert_int_equal(http_server_parse_args(&o, 2, bad3, null, null), -1);
     char* bad4[] = {"s", "--loops", "1025", NULL};
     assert_int_equal(http_server_parse_args(&o, 3, bad4, null, null), -1);
+    char* dbg[] = {"s", "--debug-pages", NULL};
+    assert_int_equal(http_server_parse_args(&o, 2, dbg, null, null), 0);
+    assert_int_equal(o.debug_pages, 1);
     char* help[] = {"s", "-h", NULL};
     assert_int_equal(http_server_parse_args(&o, 2, help, null, null), 1);
     fclose(null);
@@ -835,6 +914,7 @@ int main(void)
         cmocka_unit_test(test_bind_address),
         cmocka_unit_test(test_slowloris),
         cmocka_unit_test(test_two_loops),
+        cmocka_unit_test(test_debug_pages),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
