@@ -10,10 +10,12 @@
 #                                         floor's instructions per record
 #   ANNOTATE=1 bench/callgrind.sh ...     also the top functions (self cost)
 #                                         of the larger run
-# Builds build-bench/ first (through run.sh).
+#   BENCH_TRACING=1 bench/callgrind.sh ... the tracing build (FUTOIN_TRACING)
+# Builds build-bench/ (or build-bench-tracing/) first (through run.sh).
 set -e
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin="$root/build-bench/bench/futoin_bench"
+[ "${BENCH_TRACING:-0}" = 1 ] && bin="$root/build-bench-tracing/bench/futoin_bench"
 "$root/bench/run.sh" --list >/dev/null
 command -v valgrind >/dev/null || { echo "valgrind not found" >&2; exit 1; }
 tmp=$(mktemp -d)

@@ -3,6 +3,7 @@
  * by an event-loop callback, and a step whose external event never comes,
  * so its 1 s timeout fires. */
 #include <futoin/asyncsteps.h>
+#include <futoin/introspect.h>
 
 #include <stdio.h>
 
@@ -73,8 +74,11 @@ static void step2_onerror(FutoInAsyncSteps* as, void* data, const char* err)
 /* The error is not recovered, so it escapes the root. */
 static void unhandled_error(FutoInAsyncSteps* as, void* data, const char* error)
 {
-    (void)as, (void)data;
+    (void)data;
     fprintf(stderr, "(unhandled error: %s)\n", error);
+    if (futoin_tracing_enabled()) { /* a tracing build: the steps that led here */
+        futoin_error_trace_print(as, stderr);
+    }
 }
 
 int main(void)

@@ -4,6 +4,7 @@
  * soon as a place frees up. Flow i stays inside (i % 3 + 1) * 10 ms.
  * Runs on the virtual clock, so the times are exact and it ends at once. */
 #include <futoin/asyncsteps.h>
+#include <futoin/introspect.h>
 #include <futoin/sync.h>
 
 #include <stdio.h>
@@ -76,6 +77,9 @@ static void unhandled(FutoInAsyncSteps* as, void* data, const char* code)
 {
     (void)data;
     fprintf(stderr, "unhandled error %s (%s)\n", code, futoin_error_info(as));
+    if (futoin_tracing_enabled()) { /* a tracing build: the steps that led here */
+        futoin_error_trace_print(as, stderr);
+    }
 }
 
 int main(void)

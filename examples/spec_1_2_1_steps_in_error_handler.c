@@ -5,6 +5,7 @@
  * the alternative path fails too, "Level 1 onerror" is NOT called a second
  * time; the error goes straight on to the level 0 handler. */
 #include <futoin/asyncsteps.h>
+#include <futoin/introspect.h>
 
 #include <stdio.h>
 
@@ -55,8 +56,11 @@ static void level0_onerror(FutoInAsyncSteps* as, void* data, const char* error)
  * fails. The spec's output ends above; keep stdout identical to it. */
 static void unhandled_error(FutoInAsyncSteps* as, void* data, const char* error)
 {
-    (void)as, (void)data;
+    (void)data;
     fprintf(stderr, "(unhandled error: %s)\n", error);
+    if (futoin_tracing_enabled()) { /* a tracing build: the steps that led here */
+        futoin_error_trace_print(as, stderr);
+    }
 }
 
 int main(void)

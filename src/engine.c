@@ -72,6 +72,9 @@ static void ctx_free(void* p)
         flow_free_frames(&r->main);
         if (r->ext) {
             free(r->ext->info);
+#if FUTOIN_TRACING
+            futoin__trace_free(r->ext);
+#endif
             free(r->ext);
         }
     }
@@ -294,6 +297,7 @@ void futoin__misuse(Flow* fl, const char* fmt, ...)
     va_end(ap);
     if (fl && (fl->cb == CB_EXEC || fl->cb == CB_ERROR)) {
         /* The running step fails: the spec's InternalError. */
+        futoin__trace_capture(fl, fl->depth);
         futoin__flow_set_code(fl, FUTOIN_INTERNAL_ERROR);
         futoin__set_info(futoin__flow_root(fl), buf);
         ++futoin__flow_ctx(fl)->n_errors;
@@ -345,6 +349,7 @@ LoopSpec* futoin__loopspec_new(EngineCtx* ctx, const char* label, void* data, si
         memcpy(copy, label, len + 1);
     }
     futoin__step_set(l, SK_LOOP, copy);
+    futoin__trace_stamp(l);
     return l;
 }
 
@@ -456,7 +461,21 @@ void futoin__step_free(EngineCtx* ctx, Step* s)
 }
 
 /* Deep copy for copyFrom(). *err is set when a step cannot be copied. */
+static Step* step_copy_kind(EngineCtx* ctx, const Step* s, Flow* owner, const char** err);
+
 Step* futoin__step_copy(EngineCtx* ctx, const Step* s, Flow* owner, const char** err)
+{
+    Step* c = step_copy_kind(ctx, s, owner, err);
+#if FUTOIN_TRACING
+    if (c) { /* where the model's step was added */
+        c->file = s->file;
+        c->line = s->line;
+    }
+#endif
+    return c;
+}
+
+static Step* step_copy_kind(EngineCtx* ctx, const Step* s, Flow* owner, const char** err)
 {
     void* ext = futoin__step_ext(s);
     switch (futoin__step_kind(s)) {
@@ -787,6 +806,12 @@ static Frame* frame_push(Flow* fl, Step* s)
     f->node = s;
     f->kind = futoin__step_kind(s);
     f->flags = 0;
+#if FUTOIN_TRACING
+    /* A loop's body shares the callback's place in the node. */
+    f->fn = (void (*)(void))s->f;
+    f->file = s->file;
+    f->line = s->line;
+#endif
     switch (f->kind) {
     case SK_LOOP:
         s->i = 0;
@@ -1705,6 +1730,13 @@ static int keep_turn(EngineCtx* ctx)
  * step, a step that recurses) does not deepen the stack. */
 static inline int frame_spent(const Flow* fl, const Frame* f)
 {
+#if FUTOIN_TRACING
+    /* Traces show every step of a chain, as long as that costs no more
+     * than a bounded stack: a deeper recursion still takes the shortcut. */
+    if (fl->depth < FUTOIN_TRACE_KEEP_DEPTH) {
+        return 0;
+    }
+#endif
     return fl->depth > 0 && f->kind == SK_PLAIN && !f->node && !f->flags;
 }
 
@@ -1727,6 +1759,11 @@ static void advance(Flow* fl)
             f->q_head = NULL;
             f->kind = SK_PLAIN;
             f->flags = 0;
+#if FUTOIN_TRACING
+            f->fn = (void (*)(void))fn;
+            f->file = s->file;
+            f->line = s->line;
+#endif
             if (s->eh) {
                 f->node = s; /* its eh and data are the frame's handler */
             } else {
@@ -2019,6 +2056,7 @@ void futoin__flow_success(Flow* fl, FutoInArgs* args)
 void futoin__flow_error(Flow* fl, const char* code, const char* info)
 {
     ++futoin__flow_ctx(fl)->n_errors;
+    futoin__trace_capture(fl, fl->depth);
     futoin__flow_set_code(fl, code);
     futoin__set_info(futoin__flow_root(fl), info);
     if (fl->cb == CB_EXEC || fl->cb == CB_ERROR) {
@@ -2046,6 +2084,7 @@ static void on_timeout(void* data, uintptr_t k)
     f->flags &= (uint8_t)~FR_TIMER;
     frame_xp(fl, f)->timer.slot = 0;
     ++futoin__flow_ctx(fl)->n_timeouts;
+    futoin__trace_capture(fl, (uint32_t)k);
     root_enter(r);
     futoin__flow_set_code(fl, FUTOIN_TIMEOUT);
     futoin__set_info(r, wait_info_of(fl, (uint32_t)k));
@@ -2252,6 +2291,9 @@ static void root_release_extras(Root* r)
         }
         recycle_zombies(r);
         info_clear(r);
+#if FUTOIN_TRACING
+        futoin__trace_free(r->ext);
+#endif
         r->ext->done = NULL;
         r->ext->done_data = NULL;
     }

@@ -110,6 +110,10 @@ struct Step {
 #if !FUTOIN_KIND_IN_TAG
     uint8_t kind;
 #endif
+#if FUTOIN_TRACING
+    const char* file; /* where add() was called (futoin_trace_at()) */
+    uint32_t line;
+#endif
 };
 
 _Static_assert(_Alignof(FutoInSync) > FUTOIN_KIND_MASK, "a sync object's address has room for the kind");
@@ -200,6 +204,12 @@ struct Frame {
     uint8_t kind;
     uint8_t flags;
     uint32_t xid; /* with FR_X: the FrameExtra's index (else stale) */
+#if FUTOIN_TRACING
+    /* Kept from the step, which the frame may not keep (see above). */
+    void (*fn)(void);
+    const char* file;
+    uint32_t line;
+#endif
 };
 
 /* Callback context of a flow: which user callback is on the C stack. */
@@ -323,6 +333,9 @@ typedef struct RootExt {
     Flow* zombies; /* released branch flows, recycled when busy drops to 0 */
     RootDoneHook done;
     void* done_data;
+#if FUTOIN_TRACING
+    struct TraceBuf* trace; /* the last error's trace, see trace.c */
+#endif
 } RootExt;
 
 /* A root's engine context is its loop's (see futoin__flow_ctx()), and a
@@ -442,6 +455,38 @@ static inline Frame* futoin__add_target(Flow* fl, const char* what)
     return fr ? fr : futoin__add_target_slow(fl, what);
 }
 
+#if FUTOIN_TRACING
+/* Below this depth a spent frame keeps its place in the tracing build, so
+ * that traces show each step of a chain (engine.c, frame_spent()). */
+#define FUTOIN_TRACE_KEEP_DEPTH 1024u
+
+/* Where the steps being added come from (futoin_trace_at()). */
+typedef struct FutoInTraceLoc {
+    const char* file;
+    uint32_t line;
+} FutoInTraceLoc;
+extern _Thread_local FutoInTraceLoc futoin__trace_loc;
+
+static inline void futoin__trace_stamp(Step* s)
+{
+    s->file = futoin__trace_loc.file;
+    s->line = futoin__trace_loc.line;
+}
+/* The error just raised in fl: its chain of frames, from frame `top` of fl
+ * out to the root, becomes the root's trace. */
+void futoin__trace_capture(Flow* fl, uint32_t top);
+void futoin__trace_free(RootExt* x);
+#else
+static inline void futoin__trace_stamp(Step* s)
+{
+    (void)s;
+}
+static inline void futoin__trace_capture(Flow* fl, uint32_t top)
+{
+    (void)fl, (void)top;
+}
+#endif
+
 static inline Step* futoin__step_new(EngineCtx* ctx, uint8_t kind, void* data,
         FutoInAsyncSteps_execute_callback f, FutoInAsyncSteps_error_callback eh, void* ext)
 {
@@ -451,6 +496,7 @@ static inline Step* futoin__step_new(EngineCtx* ctx, uint8_t kind, void* data,
     s->eh = eh;
     s->data = data;
     futoin__step_set(s, kind, ext);
+    futoin__trace_stamp(s);
     return s;
 }
 
@@ -531,7 +577,8 @@ void futoin__state_free(Root* r);
 /* Pools shared between kinds (see futoin__ctx_create()). */
 _Static_assert(sizeof(Parallel) <= sizeof(Step), "Parallel must fit a step node");
 _Static_assert(sizeof(EngineCtx) <= FUTOIN_LOOP_ENGINE_MEM, "EngineCtx must fit the loop's room");
-_Static_assert(sizeof(Frame) == 3 * sizeof(void*) || sizeof(void*) != 8, "a frame is 24 bytes");
+_Static_assert(sizeof(Frame) == 3 * sizeof(void*) || sizeof(void*) != 8 || FUTOIN_TRACING,
+        "a frame is 24 bytes (more in the tracing build)");
 
 #pragma GCC visibility pop
 

@@ -379,6 +379,11 @@ static void frame_describe(Flow* fl, uint32_t level, FutoInFrameInfo* fi)
     fi->level = level;
     fi->queued = count_steps(f->q_head);
     fi->wait_info = futoin__frame_wait_info(fl, level);
+#if FUTOIN_TRACING
+    fi->callback = f->fn;
+    fi->file = f->file;
+    fi->line = f->line;
+#endif
     if (level == 0) {
         fi->kind = FUTOIN_FRAME_QUEUE;
         fi->error_handler = fl->is_branch ? NULL : f->unhandled;
@@ -588,6 +593,13 @@ static void dump_frame(FILE* out, Flow* fl, uint32_t level)
     }
     if (fi.queued) {
         fprintf(out, ", %zu queued", fi.queued);
+    }
+    if (fi.callback) { /* tracing build */
+        char name[128];
+        fprintf(out, ", %s", futoin_callback_name(fi.callback, name, sizeof(name)));
+    }
+    if (fi.file) {
+        fprintf(out, ", added at %s:%" PRIu32, fi.file, fi.line);
     }
     fputc('\n', out);
 }

@@ -26,6 +26,16 @@
 #include <futoin/introspect.h>
 #include <futoin/sync.h>
 
+/* The depths and frame lists checked by some tests are those of the normal
+ * build: the tracing build keeps the frames of steps that end by adding one
+ * sub-step (docs/OBSERVABILITY.md), which tests/tracing/ checks instead. */
+#define SKIP_IF_TRACING()     \
+    do {                      \
+        if (FUTOIN_TRACING) { \
+            skip();           \
+        }                     \
+    } while (0)
+
 /* ---- small steps ---------------------------------------------------- */
 
 static void st_noop(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
@@ -235,6 +245,7 @@ static void expect_line(const char* text, const char* a, const char* b)
 static void test_dump_parked(void** state)
 {
     (void)state;
+    SKIP_IF_TRACING();
     Parked p;
     parked_setup(&p);
     int roots = 0;
@@ -290,6 +301,7 @@ static void test_dump_parked(void** state)
 static void test_walk_parked(void** state)
 {
     (void)state;
+    SKIP_IF_TRACING();
     Parked p;
     parked_setup(&p);
 
@@ -500,6 +512,7 @@ static void* wrong_thread(void* arg)
 static void test_walk_states(void** state)
 {
     (void)state;
+    SKIP_IF_TRACING();
     FutoInLoop* loop = futoin_loop_new_virtual();
     FutoInRootIter it;
     assert_int_equal(futoin_root_iter_init(&it, loop), 0);
@@ -1003,6 +1016,7 @@ static void* deep_thread(void* arg)
 static void test_deep_walk(void** state)
 {
     (void)state;
+    SKIP_IF_TRACING();
     Deep dp;
     memset(&dp, 0, sizeof(dp));
     dp.levels = deep_levels();

@@ -29,6 +29,7 @@
 
 #include <futoin/asynctool.h>
 #include <futoin/binarysteps.h>
+#include <futoin/version.h>
 
 #include <string.h>
 
@@ -571,6 +572,47 @@ enum {
 int futoin_promise(FutoInAsyncSteps* root, FutoInOutcome* out);
 /** Releases the values held in an outcome. */
 void futoin_outcome_reset(FutoInOutcome* out);
+
+/** @} */
+
+/* ------------------------------------------------------------------------ */
+/** @name Tracing build: where each step was added */
+/** @{ */
+
+/** Records file and line as where the steps added next on this thread come
+ * from (NULL: nothing). Any thread; a thread-local store. The tracing
+ * macros call it around each add(); the library reads it only when it was
+ * built with tracing (futoin_tracing_enabled()), so that code compiled
+ * either way links with either library. */
+void futoin_trace_at(const char* file, unsigned line);
+
+/** Internal to the tracing macros: ends a traced call that returns a flow. */
+static inline FutoInAsyncSteps* futoin_trace_end_(FutoInAsyncSteps* as)
+{
+    futoin_trace_at(NULL, 0);
+    return as;
+}
+
+#if FUTOIN_TRACING && !defined(FUTOIN_NO_TRACE_MACROS)
+/* The tracing build: futoin_add() and its kin record the caller's file and
+ * line beside the step. (name)(...) calls the function itself. */
+#define FUTOIN_TRACE_CALL_(call) (futoin_trace_at(__FILE__, __LINE__), (call), futoin_trace_at(NULL, 0))
+#define futoin_add(as, f, eh, data) FUTOIN_TRACE_CALL_((futoin_add)((as), (f), (eh), (data)))
+#define futoin_parallel(as, eh, data) \
+    futoin_trace_end_((futoin_trace_at(__FILE__, __LINE__), (futoin_parallel)((as), (eh), (data))))
+#define futoin_add_sync(as, sync, f, eh, data) \
+    FUTOIN_TRACE_CALL_((futoin_add_sync)((as), (sync), (f), (eh), (data)))
+#define futoin_loop(as, f, data, label) FUTOIN_TRACE_CALL_((futoin_loop)((as), (f), (data), (label)))
+#define futoin_repeat(as, count, f, data, label) \
+    FUTOIN_TRACE_CALL_((futoin_repeat)((as), (count), (f), (data), (label)))
+#define futoin_foreach_array(as, base, count, elem_size, f, data, label) \
+    FUTOIN_TRACE_CALL_((futoin_foreach_array)((as), (base), (count), (elem_size), (f), (data), (label)))
+#define futoin_foreach_pairs(as, pairs, count, f, data, label) \
+    FUTOIN_TRACE_CALL_((futoin_foreach_pairs)((as), (pairs), (count), (f), (data), (label)))
+#define futoin_success_step(as, args) FUTOIN_TRACE_CALL_((futoin_success_step)((as), (args)))
+#define futoin_relinquish(as) FUTOIN_TRACE_CALL_((futoin_relinquish)(as))
+#define futoin_await(as, c, eh, data) FUTOIN_TRACE_CALL_((futoin_await)((as), (c), (eh), (data)))
+#endif
 
 /** @} */
 

@@ -225,6 +225,12 @@ typedef struct FutoInFrameInfo {
     uint32_t sync_position;       /**< its place in that queue: 1 is next */
     uint32_t sync_queue_length;   /**< that queue's length */
     const char* wait_info;        /**< this frame's futoin_set_wait_info() text, NULL if none */
+    /** Tracing build (FUTOIN_TRACING) only, else NULL: the step's execute callback
+     * (a loop: its body; a sync step: the critical section; NULL for a parallel step). */
+    void (*callback)(void);
+    /** Tracing build only, else NULL: the file of the add() call that queued the step. */
+    const char* file;
+    uint32_t line;                /**< tracing build only, else 0: its line */
 } FutoInFrameInfo;
 
 /**
@@ -280,6 +286,74 @@ typedef struct FutoInLoopCounters {
  * @return 0, or -1 when loop or out is NULL or this is not the loop's thread
  */
 int futoin_loop_counters(FutoInLoop* loop, FutoInLoopCounters* out, size_t size);
+
+/** @} */
+
+/* ------------------------------------------------------------------------ */
+/** @name Error traces (tracing build) */
+/** @{ */
+
+/** One step of an error's trace. */
+typedef struct FutoInTraceEntry {
+    FutoInFrameKind kind;   /**< what the step was */
+    /** Its execute callback (a loop: its body; a sync step: the critical section),
+     * NULL for a parallel step. */
+    void (*callback)(void);
+    /** Where it was added: the __FILE__ of the add() call, NULL when unknown (code
+     * compiled without the tracing macros, or a step the library queued itself). */
+    const char* file;
+    uint32_t line;          /**< the line of that call, 0 when unknown */
+} FutoInTraceEntry;
+
+/** Steps an error trace keeps at most: the innermost ones, nearest the failure. */
+#define FUTOIN_TRACE_MAX 64u
+
+/**
+ * @brief 1 when the library in use was built with tracing (FUTOIN_TRACING), else 0.
+ * Without it frames keep no callback or location and errors carry no trace.
+ */
+int futoin_tracing_enabled(void);
+
+/**
+ * @brief The trace of the last error raised in the root of as: the chain of
+ * steps from the root's outermost step to the one that failed (a parallel
+ * branch's chain continues its parent's). Captured when the error is raised
+ * (error(), an InternalError from misuse, a Timeout: then the step that
+ * timed out is the last one), kept until the next error of the root or until
+ * it is freed. Read it in an error handler or the unhandled-error callback.
+ * Tracing build only: otherwise always 0.
+ * @param as       a flow of this library (a root, or a branch: its root's trace)
+ * @param entries  set to the first (outermost) entry, valid until the engine runs
+ *                 again; NULL when the count is 0
+ * @param total    if not NULL, set to the length of the whole chain, which is more
+ *                 than the count returned when the chain was longer than
+ *                 FUTOIN_TRACE_MAX (the outermost steps were left out)
+ * @return the number of entries (0: no trace, a foreign object or not a tracing build)
+ */
+size_t futoin_error_trace(FutoInAsyncSteps* as, const FutoInTraceEntry** entries, size_t* total);
+
+/**
+ * @brief Prints futoin_error_trace() one step a line, outermost first:
+ * `  #1 step my_step (app.c:42)`. Callback names come from dladdr(): a
+ * function the dynamic symbol table does not list (a static function, or a
+ * program linked without -rdynamic) shows as its address; addr2line or a
+ * debugger turn that into a name with the debug info.
+ * @param as   as for futoin_error_trace()
+ * @param out  where to write
+ * @return the number of steps printed (0 when there is no trace; then a line
+ *         saying why is printed instead)
+ */
+size_t futoin_error_trace_print(FutoInAsyncSteps* as, FILE* out);
+
+/**
+ * @brief The name of a callback, from dladdr(): a symbol the dynamic symbol
+ * table lists, else its address in hexadecimal.
+ * @param fn   the function (NULL gives "-")
+ * @param buf  where the text goes
+ * @param cap  its size in bytes
+ * @return buf
+ */
+const char* futoin_callback_name(void (*fn)(void), char* buf, size_t cap);
 
 /** @} */
 

@@ -174,6 +174,12 @@ int futoin_work_pool_configure(unsigned threads);
  * starts them again. Not from a worker. */
 void futoin_work_pool_shutdown(void);
 
+#if FUTOIN_TRACING && !defined(FUTOIN_NO_TRACE_MACROS)
+/* The tracing build records where the work step was added (see asyncsteps.h). */
+#define futoin_add_work(as, fn, work_data, release) \
+    FUTOIN_TRACE_CALL_((futoin_add_work)((as), (fn), (work_data), (release)))
+#endif
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif
