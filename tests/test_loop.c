@@ -16,7 +16,7 @@
 #include <time.h>
 
 #include <futoin/asynctool.h>
-#include "loop_internal.h"
+#include "loop/loop_internal.h"
 
 /* ---- helpers ---- */
 

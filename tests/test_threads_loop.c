@@ -5,7 +5,7 @@
 
 #include <poll.h>
 
-#include "loop_internal.h"
+#include "loop/loop_internal.h"
 
 /* ---- immediates from other threads run in call order ---- */
 

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Shared Mutex, Throttle and Limiter: the same objects as sync_mutex.c,
- * sync_throttle.c and sync_limiter.c, usable by flows on different loops
+ * Shared Mutex, Throttle and Limiter: the same objects as sync/mutex.c,
+ * sync/throttle.c and sync/limiter.c, usable by flows on different loops
  * (threads). The only differences are in SyncCore's shared fields (see
  * sync_internal.h): a pthread mutex taken by every entry point, the
  * monotonic clock, waiters woken with a cross-thread success(), and the
  * rate timer hosted by the loop of the flow it will admit.
  */
-#include "sync_internal.h"
+#include "sync/sync_internal.h"
 
 #include <stdlib.h>
 

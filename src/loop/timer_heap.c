@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "timer_heap.h"
+#include "loop/timer_heap.h"
 
 #include <stdlib.h>
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "pool.h"
+#include "common/slab_pool.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -16,7 +16,7 @@
  * SN_Q_RATE or SN_REJECTED; queued nodes later become SN_HOLDER or
  * SN_REJECTED (wake-up) or are removed (cancel handler).
  */
-#include "sync_internal.h"
+#include "sync/sync_internal.h"
 
 #include <futoin/asyncsteps.h>
 

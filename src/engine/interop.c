@@ -2,9 +2,9 @@
  * SPDX-License-Identifier: MIT
  *
  * successStep() and relinquish() for AsyncSteps of other implementations,
- * and the per-root record of what their unstarted steps own (interop.h).
+ * and the per-root record of what their unstarted steps own (engine/interop.h).
  */
-#include "interop.h"
+#include "engine/interop.h"
 
 #include <stdlib.h>
 #include <string.h>

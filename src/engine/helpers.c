@@ -3,8 +3,8 @@
  * C API conveniences built on the engine: owned string values, successStep,
  * relinquish, copyFrom, forEach over arrays and key/value pairs.
  */
-#include "engine_internal.h"
-#include "interop.h"
+#include "engine/engine_internal.h"
+#include "engine/interop.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -98,7 +98,7 @@ FutoInXMsg* futoin__xq_slot(FutoInXQueue* q, uint32_t idx);
 
 /* Any thread. Sequentially consistent, so that a producer that pushes and
  * then reads the consumer's "wake me" flag cannot miss a consumer that set
- * the flag and then checked the queue (see loop.c). */
+ * the flag and then checked the queue (see loop/loop.c). */
 void futoin__xq_push(FutoInXQueue* q, FutoInXMsg* m);
 /* Consumer only: the oldest message, or NULL when the queue is empty. */
 FutoInXMsg* futoin__xq_pop(FutoInXQueue* q);

@@ -17,7 +17,7 @@
  */
 #include <futoin/threads.h>
 
-#include "loop_internal.h"
+#include "loop/loop_internal.h"
 
 #include <pthread.h>
 #include <stdlib.h>

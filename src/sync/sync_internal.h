@@ -9,8 +9,8 @@
  *   2. rate (Throttle, Limiter): be one of rate_max entries of the current
  *      window, or wait in rate_q, or be rejected when rate_q is full.
  * A Mutex has only stage 1, a Throttle only stage 2, a Limiter both. The
- * stage code lives in sync_mutex.c (stage 1) and sync_throttle.c (stage 2);
- * sync_core.c holds the lock/unlock protocol, the node pool, the FIFO queues
+ * stage code lives in sync/mutex.c (stage 1) and sync/throttle.c (stage 2);
+ * sync/core.c holds the lock/unlock protocol, the node pool, the FIFO queues
  * and the holder table.
  */
 #ifndef FUTOIN_SYNC_INTERNAL_H
@@ -18,7 +18,7 @@
 
 #include <futoin/sync.h>
 
-#include "loop_internal.h"
+#include "loop/loop_internal.h"
 
 #include <pthread.h>
 #include <stddef.h>
@@ -27,7 +27,7 @@
 /* Internal to the library: not exported from the shared object. */
 #pragma GCC visibility push(hidden)
 
-/* Where a node is in its life; see sync_core.c for the transitions. */
+/* Where a node is in its life; see sync/core.c for the transitions. */
 enum {
     SN_NEW = 0,   /* lock() ran, the admission sub-step has not yet */
     SN_Q_CONC,    /* waiting in conc_q */
@@ -96,7 +96,7 @@ struct SyncCore {
     uint32_t nodes_allocated;
     uint32_t nodes_out; /* nodes not on the free list: the object is busy */
 
-    /* Shared objects only (sync_shared.c), NULL/0 otherwise: flows on any
+    /* Shared objects only (sync/shared.c), NULL/0 otherwise: flows on any
      * loop use the object, so every entry point takes mtx, "now" is the
      * monotonic clock and waiters are woken with cross-thread success().
      * The rate timer lives on the loop of the flow at the head of rate_q
@@ -111,7 +111,7 @@ struct SyncCore {
     uint8_t timer_armed;
 };
 
-/* sync_core.c */
+/* sync/core.c */
 SyncCore* futoin__sync_core_new(FutoInLoop* loop);
 void futoin__sync_enqueue(SyncQueue* q, SyncNode* n);
 SyncNode* futoin__sync_dequeue(SyncQueue* q);
@@ -126,11 +126,11 @@ SyncVerdict futoin__sync_progress(SyncCore* c, SyncNode* n, int after_conc);
 void futoin__sync_wake(SyncNode* n);
 void futoin__sync_reject_waiting(SyncNode* n, const char* info);
 
-/* sync_mutex.c: stage 1 */
+/* sync/mutex.c: stage 1 */
 SyncVerdict futoin__sync_conc_admit(SyncCore* c, SyncNode* n);
 void futoin__sync_conc_release(SyncCore* c);
 
-/* xflow.c: success (code NULL) or error on a step of this library from
+/* threads/cross_thread_calls.c: success (code NULL) or error on a step of this library from
  * any thread; queued quietly when the step's loop is another thread's. */
 void futoin__complete_any_thread(FutoInAsyncSteps* bsi, const char* code, const char* info);
 
@@ -174,7 +174,7 @@ static inline void futoin__sync_leave(SyncCore* c)
     }
 }
 
-/* Introspection (src/introspect.c): what a flow whose sync step has the
+/* Introspection (src/observe/introspect.c): what a flow whose sync step has the
  * cancel handler (ch, data) waits for in sync. */
 typedef struct FutoInSyncWaitPos {
     const char* kind; /* "Mutex", "Throttle", "Limiter" */
@@ -189,7 +189,7 @@ typedef struct FutoInSyncWaitPos {
 int futoin__sync_describe(const FutoInSync* sync, FutoInAsyncSteps_cancel_callback ch, void* data,
         FutoInSyncWaitPos* out);
 
-/* sync_throttle.c: stage 2 */
+/* sync/throttle.c: stage 2 */
 SyncVerdict futoin__sync_rate_admit(SyncCore* c, SyncNode* n);
 void futoin__sync_rate_cancel_timer(SyncCore* c);
 void futoin__sync_rate_arm_timer(SyncCore* c);

@@ -16,7 +16,7 @@
  */
 #include <futoin/threads.h>
 
-#include "engine_internal.h"
+#include "engine/engine_internal.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -17,8 +17,8 @@
  *    flow_unwind_to() in engine.c.
  *  - Frames are an array per flow.
  */
-#include "engine_internal.h"
-#include "sync_internal.h"
+#include "engine/engine_internal.h"
+#include "sync/sync_internal.h"
 
 #include <futoin/introspect.h>
 

@@ -20,7 +20,7 @@
  */
 #include <futoin/threads.h>
 
-#include "engine_internal.h"
+#include "engine/engine_internal.h"
 
 #include <pthread.h>
 #include <sched.h>

@@ -4,7 +4,7 @@
  * The C API helpers applied to AsyncSteps objects of other implementations
  * of the binary interface (docs/INTEROP.md). Everything here goes through
  * the 25 interface entries only; our own objects keep their fast paths in
- * extras.c and await.c.
+ * engine/helpers.c and engine/await.c.
  *
  * A foreign engine tells us nothing when it drops a step that never ran,
  * so what such a step owns (successStep values, an await registration) is

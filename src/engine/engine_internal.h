@@ -30,8 +30,8 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "loop_internal.h"
-#include "pool.h"
+#include "loop/loop_internal.h"
+#include "common/slab_pool.h"
 
 /* Internal to the library: not exported from the shared object. */
 #pragma GCC visibility push(hidden)
@@ -234,7 +234,7 @@ struct Flow {
     Flow* rq_next;
     Flow* rq_prev;
     uint32_t gen;   /* bumped when the flow is aborted or released */
-    /* Cross-thread calls (xflow.c) read xepoch and loop from other
+    /* Cross-thread calls (threads/cross_thread_calls.c) read xepoch and loop from other
      * threads. xepoch counts step callbacks started: a success()/error()
      * from another thread carries the value it saw and is dropped if
      * another step has started since. */
@@ -334,7 +334,7 @@ typedef struct RootExt {
     RootDoneHook done;
     void* done_data;
 #if FUTOIN_TRACING
-    struct TraceBuf* trace; /* the last error's trace, see trace.c */
+    struct TraceBuf* trace; /* the last error's trace, see observe/trace.c */
 #endif
 } RootExt;
 
@@ -554,7 +554,7 @@ void futoin__wait_info_block(void* value);
 /* The futoin_set_wait_info() text of fl's frame at level d, NULL if none. */
 const char* futoin__frame_wait_info(Flow* fl, uint32_t d);
 
-/* await.c, work.c: which helper a SK_OWNED step belongs to (introspection). */
+/* engine/await.c, threads/worker_pool.c: which helper a SK_OWNED step belongs to (introspection). */
 int futoin__owner_is_await(const StepOwner* o);
 int futoin__owner_is_work(const StepOwner* o);
 
@@ -568,7 +568,7 @@ static inline void futoin__results_drop(Flow* fl)
 }
 void futoin__results_set(Flow* fl, FutoInArgs* args);
 
-/* state.c */
+/* engine/state_vars.c */
 void* futoin__state_var(Root* r, void* data, const char* name,
         void* (*allocate)(void*), void (*cleanup)(void*, void*));
 void futoin__state_copy(Root* dst, Root* src);

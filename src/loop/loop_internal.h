@@ -8,7 +8,7 @@
 #include <pthread.h>
 #include <stddef.h>
 
-#include "xqueue.h"
+#include "loop/cross_thread_queue.h"
 
 /* Internal to the library: not exported from the shared object. */
 #pragma GCC visibility push(hidden)
@@ -86,7 +86,7 @@ FutoInHandle futoin__loop_immediate_local(FutoInLoop* loop, void* data, FutoInLo
 void futoin__loop_post_local(FutoInLoop* loop, void* data, FutoInLoopCallback cb);
 void futoin__loop_cancel_local(FutoInLoop* loop, FutoInHandle* handle);
 
-/* ---- cross-thread messages (src/xqueue.h) ---- */
+/* ---- cross-thread messages (src/loop/cross_thread_queue.h) ---- */
 
 /* Any thread: a message slot of loop's queue in state XS_PENDING, or NULL
  * when out of memory. Fill the payload, run (and drop if the payload owns
@@ -112,7 +112,7 @@ void futoin__loop_settle(FutoInLoop* loop);
 /* CLOCK_MONOTONIC in milliseconds (the real loops' clock). */
 uint64_t futoin__monotonic_ms(void);
 
-/* ---- introspection (src/introspect.c), loop thread unless said ---- */
+/* ---- introspection (src/observe/introspect.c), loop thread unless said ---- */
 
 /* 1 and the ms left (rounded up) if ref names a pending timer, else 0. */
 int futoin__loop_timer_left(FutoInLoop* loop, FutoInLoopRef ref, uint64_t* left_ms);

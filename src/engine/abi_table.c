@@ -5,8 +5,8 @@
  * interface parallel() returns. Each entry checks that it is called in a
  * context where the spec allows it, then hands over to engine.c.
  */
-#include "engine_internal.h"
-#include "xflow.h"
+#include "engine/engine_internal.h"
+#include "threads/cross_thread_calls.h"
 
 #include <string.h>
 

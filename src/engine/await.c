@@ -4,8 +4,8 @@
  * a completion object that any callback may resolve or reject, awaited as a
  * step; and a call that runs a root to completion and reports its outcome.
  */
-#include "engine_internal.h"
-#include "interop.h"
+#include "engine/engine_internal.h"
+#include "engine/interop.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -158,7 +158,7 @@ static void await_eh(FutoInAsyncSteps* as, void* data, const char* code)
 
 /* ---- await on another implementation's AsyncSteps ----
  * Its engine does not tell us when it drops the await step, so the
- * registration is recorded on the root (interop.h) until the step runs,
+ * registration is recorded on the root (engine/interop.h) until the step runs,
  * and from then on tied to the step's stack() memory, whose cleanup runs
  * when the step is destroyed, after its error handler. */
 

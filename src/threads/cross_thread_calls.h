@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Cross-thread calls on AsyncSteps flows (src/xflow.c): the ABI entry
- * points (abi_table.c) hand a call made on a thread other than the flow's
+ * Cross-thread calls on AsyncSteps flows (src/threads/cross_thread_calls.c): the ABI entry
+ * points (engine/abi_table.c) hand a call made on a thread other than the flow's
  * loop thread to these functions, which queue it for the loop thread. There
  * the same internal functions run as for a same-thread call, after checking
  * that the call still applies (see docs/THREADS.md).
@@ -9,7 +9,7 @@
 #ifndef FUTOIN_XFLOW_H
 #define FUTOIN_XFLOW_H
 
-#include "engine_internal.h"
+#include "engine/engine_internal.h"
 
 /* Internal to the library: not exported from the shared object. */
 #pragma GCC visibility push(hidden)
@@ -44,7 +44,7 @@ void futoin__complete_any_thread(FutoInAsyncSteps* bsi, const char* code, const 
 enum { FUTOIN_PARKED_FAILED = 1, FUTOIN_PARKED_QUEUED = 2 };
 int futoin__fail_parked_step(FutoInAsyncSteps* bsi, FutoInAsyncSteps_cancel_callback ch, void* data,
         const char* code, const char* info);
-/* Counts a lock() that rejects its flow at once (sync_core.c): the loop's
+/* Counts a lock() that rejects its flow at once (sync/core.c): the loop's
  * sync_rejections counter, on the loop thread and for flows of this
  * library only. futoin__fail_parked_step() counts the waiting flows it
  * rejects itself. */

@@ -13,7 +13,7 @@
  *
  * Other threads never touch the records, the ring or the heap. What they
  * call (schedule, cancel, stop, and through the engine success()/error()/
- * cancel()) becomes a message in the loop's MPSC queue (xqueue.c), run by
+ * cancel()) becomes a message in the loop's MPSC queue (loop/cross_thread_queue.c), run by
  * the loop thread at the start of its next round; a wake-up fd (eventfd, or
  * a pipe elsewhere) gets the loop out of its idle wait. See "Cross-thread"
  * below and docs/THREADS.md.
@@ -22,8 +22,8 @@
 #define _GNU_SOURCE /* ppoll(): nanosecond timeouts for the idle wait */
 #endif
 
-#include "loop_internal.h"
-#include "timer_heap.h"
+#include "loop/loop_internal.h"
+#include "loop/timer_heap.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -173,7 +173,7 @@ struct FutoInLoop {
     _Atomic int dump_pending;
     void (*dump_cb)(FutoInLoop* loop, void* data);
     void* dump_data;
-    uint8_t dump_sig; /* in the signal table of introspect.c */
+    uint8_t dump_sig; /* in the signal table of observe/introspect.c */
 
     /* ---- cross-thread ---- */
     _Alignas(LOOP_LINE) FutoInXQueue xq;

@@ -2,10 +2,10 @@
 /*
  * The AsyncSteps engine: step queues, the per-flow frame stack, the ready
  * queue and its dispatcher, error unwinding, loops, parallel branches, sync
- * sections and cancellation. The ABI entry points live in abi_table.c and
+ * sections and cancellation. The ABI entry points live in engine/abi_table.c and
  * only validate the calling context before landing here.
  */
-#include "engine_internal.h"
+#include "engine/engine_internal.h"
 
 #include <assert.h>
 #include <stdarg.h>
