@@ -3,7 +3,8 @@
  * The 25-entry ABI function tables (spec 2.7.2): one for flow interfaces
  * (the root and the interfaces passed to callbacks) and one for the
  * interface parallel() returns. Each entry checks that it is called in a
- * context where the spec allows it, then hands over to engine.c.
+ * context where the spec allows it, then hands over to the engine core
+ * (engine_core.h: flow_calls.c, root.c, dispatch.c).
  */
 #include "engine/engine_internal.h"
 #include "threads/cross_thread_calls.h"

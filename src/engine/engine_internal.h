@@ -435,7 +435,7 @@ static inline RootDoneHook futoin__root_done(const Root* r)
     return r->ext ? r->ext->done : NULL;
 }
 
-/* engine.c */
+/* The engine core (engine_core.h lists its files) */
 EngineCtx* futoin__ctx_create(FutoInLoop* loop);
 /* The loop's engine context, created on first use. */
 static inline EngineCtx* futoin__ctx_get(FutoInLoop* loop)
@@ -457,7 +457,7 @@ static inline Frame* futoin__add_target(Flow* fl, const char* what)
 
 #if FUTOIN_TRACING
 /* Below this depth a spent frame keeps its place in the tracing build, so
- * that traces show each step of a chain (engine.c, frame_spent()). */
+ * that traces show each step of a chain (dispatch.c, frame_spent()). */
 #define FUTOIN_TRACE_KEEP_DEPTH 1024u
 
 /* Where the steps being added come from (futoin_trace_at()). */

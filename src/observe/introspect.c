@@ -14,7 +14,7 @@
  *  - The flows of a root form a tree through the top frame's Parallel
  *    (branches, linked by sib_next) and Branch.parent, which the walk
  *    follows down and back up: iterative at any nesting depth, like
- *    flow_unwind_to() in engine.c.
+ *    futoin__flow_unwind_to() in engine/unwind.c.
  *  - Frames are an array per flow.
  */
 #include "engine/engine_internal.h"

@@ -1,0 +1,272 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The engine's per-loop context (EngineCtx: pools, ready queue, counters,
+ * the misuse handler), the error code and error_info of a flow, argument
+ * moves, and the misuse reporter.
+ */
+#include "engine/engine_core.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+/* SPDX-License-Identifier: MIT */
+/*
+ * The AsyncSteps engine: step queues, the per-flow frame stack, the ready
+ * queue and its dispatcher, error unwinding, loops, parallel branches, sync
+ * sections and cancellation. The ABI entry points live in engine/abi_table.c and
+ * only validate the calling context before landing here.
+ */
+#include "engine/engine_internal.h"
+
+#include <assert.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_BURST 100
+
+static void ctx_free(void* p)
+{
+    EngineCtx* ctx = p;
+    while (ctx->free_flows) {
+        Flow* f = ctx->free_flows;
+        ctx->free_flows = f->rq_next;
+        flow_free_frames(f);
+    }
+    while (ctx->free_roots) {
+        Root* r = ctx->free_roots;
+        ctx->free_roots = (Root*)r->main.rq_next;
+        flow_free_frames(&r->main);
+        if (r->ext) {
+            free(r->ext->info);
+#if FUTOIN_TRACING
+            futoin__trace_free(r->ext);
+#endif
+            free(r->ext);
+        }
+    }
+    futoin__pool_destroy(&ctx->root_mem);
+    futoin__pool_destroy(&ctx->branch_mem);
+    futoin__pool_destroy(&ctx->steps);
+    futoin__pool_destroy(&ctx->boxes);
+    futoin__pool_destroy(&ctx->stacks);
+    futoin__pool_destroy(&ctx->strs); /* ctx itself is the loop's memory */
+    for (uint32_t i = 0; i < ctx->nxchunks; ++i) {
+        free(ctx->xchunks[i]);
+    }
+    free(ctx->xchunks);
+}
+
+static void default_misuse(void* data, FutoInAsyncSteps* as, const char* info)
+{
+    (void)data;
+    (void)as;
+    fprintf(stderr, "futoin: API misuse: %s\n", info);
+}
+
+EngineCtx* futoin__ctx_create(FutoInLoop* loop)
+{
+    void** slot = futoin__loop_engine_slot(loop);
+    if (!*slot) {
+        EngineCtx* ctx = (EngineCtx*)(void*)((FutoInLoopHead*)(void*)loop)->engine_mem;
+        memset(ctx, 0, sizeof(*ctx));
+        ctx->loop = loop;
+        ctx->burst = DEFAULT_BURST;
+        ctx->misuse = default_misuse;
+        ctx->xfree = FUTOIN_XNONE;
+        /* Steps, loop specs and parallels share one pool of nodes
+         * (and error codes and labels the small-string pool), so memory
+         * freed by one kind serves the others. */
+        futoin__pool_init(&ctx->steps, sizeof(Step), _Alignof(Step), 256);
+        futoin__pool_init(&ctx->boxes, sizeof(ArgsBox), _Alignof(ArgsBox), 32);
+        /* stack() memory is the caller's: aligned for any type. */
+        futoin__pool_init(&ctx->stacks, sizeof(StackBlock) + STACK_POOLED_SIZE,
+                _Alignof(max_align_t), 32);
+        futoin__pool_init(&ctx->strs, FUTOIN_SMALL_STR, _Alignof(void*), 64);
+        futoin__pool_init(&ctx->root_mem, sizeof(Root), _Alignof(Root), 64);
+        futoin__pool_init(&ctx->branch_mem, sizeof(Branch), _Alignof(Branch), 32);
+        *slot = ctx;
+        futoin__loop_set_engine_free(loop, ctx_free);
+    }
+    return *slot;
+}
+
+void futoin_set_burst(FutoInLoop* loop, unsigned steps)
+{
+    EngineCtx* ctx = futoin__ctx_get(loop);
+    unsigned burst = steps ? steps : 1;
+    if (ctx->dispatching) {
+        /* The running dispatch counts burst - budget when it ends: keep
+         * n_steps what the budget granted at its start makes it. */
+        ctx->n_steps += (uint64_t)ctx->burst - burst;
+    }
+    ctx->burst = burst;
+}
+
+void futoin_set_misuse_handler(FutoInLoop* loop, FutoInMisuseHandler cb, void* data)
+{
+    EngineCtx* ctx = futoin__ctx_get(loop);
+    ctx->misuse = cb ? cb : default_misuse;
+    ctx->misuse_data = cb ? data : NULL;
+}
+
+Flow* futoin__flow_of(FutoInAsyncSteps* bsi)
+{
+    if (!bsi) {
+        return NULL;
+    }
+    if (bsi->api == &futoin__flow_api) {
+        return (Flow*)bsi;
+    }
+    if (bsi->api == &futoin__par_api) {
+        return ((Parallel*)bsi)->owner;
+    }
+    return NULL;
+}
+
+FutoInLoop* futoin_asyncsteps_loop(FutoInAsyncSteps* as)
+{
+    Flow* fl = futoin__flow_of(as);
+    /* Flow.loop is written once, when the flow's memory is first used, so
+     * other threads (shared sync objects) may ask too. */
+    return fl ? fl->loop : NULL;
+}
+
+char futoin__no_code[1];
+
+/* Where the flow's code buffer pointer lives (see futoin__flow_code());
+ * a root's RootExt is made if it has none. */
+static char** flow_code_slot(Flow* fl)
+{
+    if (fl->is_branch) {
+        return &futoin__branch(fl)->code;
+    }
+    return &futoin__root_ext((Root*)fl)->code;
+}
+
+/* Releases the flow's code buffer: it reads as "" again. */
+void futoin__flow_code_release(Flow* fl)
+{
+    char* code = futoin__flow_code(fl);
+    if (code != futoin__no_code) {
+        if (fl->code_heap) {
+            free(code);
+        } else {
+            futoin__pool_put(&futoin__flow_ctx(fl)->strs, code);
+        }
+        *flow_code_slot(fl) = futoin__no_code;
+        fl->code_heap = 0;
+    }
+}
+
+void futoin__flow_set_code(Flow* fl, const char* s)
+{
+    if (!s) {
+        s = "";
+    }
+    char* code = futoin__flow_code(fl);
+    if (s == code) {
+        return; /* re-raising the code we handed out */
+    }
+    size_t len = strlen(s);
+    if (len < FUTOIN_SMALL_STR && code != futoin__no_code && !fl->code_heap) {
+        memmove(code, s, len + 1);
+        return;
+    }
+    if (len == 0 && code == futoin__no_code) {
+        return;
+    }
+    /* s may point into the old buffer: copy before releasing it. */
+    char* p = len < FUTOIN_SMALL_STR ? futoin__pool_get(&futoin__flow_ctx(fl)->strs)
+                                     : futoin__xmalloc(len + 1);
+    memcpy(p, s, len + 1);
+    futoin__flow_code_release(fl);
+    *flow_code_slot(fl) = p;
+    fl->code_heap = len >= FUTOIN_SMALL_STR;
+}
+
+RootExt* futoin__root_ext_make(Root* r)
+{
+    r->ext = futoin__xmalloc(sizeof(RootExt));
+    memset(r->ext, 0, sizeof(RootExt));
+    r->ext->code = futoin__no_code;
+    return r->ext;
+}
+
+void futoin__set_info(Root* r, const char* info)
+{
+    if (!info || !*info) {
+        info_clear(r);
+        return;
+    }
+    RootExt* x = futoin__root_ext(r);
+    if (info == x->info) {
+        return;
+    }
+    size_t len = strlen(info);
+    if (len + 1 > x->info_cap) {
+        size_t cap = x->info_cap ? x->info_cap : 64;
+        while (cap < len + 1) {
+            cap *= 2;
+        }
+        /* info may point into the old buffer: copy before releasing it. */
+        char* p = futoin__xmalloc(cap);
+        memcpy(p, info, len + 1);
+        free(x->info);
+        x->info = p;
+        x->info_cap = cap;
+    } else {
+        memmove(x->info, info, len + 1);
+    }
+}
+
+void futoin__args_reset(FutoInArgs* a, uint8_t n)
+{
+    for (uint8_t i = 0; i < n; ++i) {
+        futoin_reset_binval(&a->args[i]);
+    }
+}
+
+/* Moves the values of src into dst (which must be empty); returns the count
+ * of argument slots used. */
+uint8_t futoin__args_take(FutoInArgs* dst, FutoInArgs* src)
+{
+    uint8_t n = 0;
+    if (!src) {
+        return 0;
+    }
+    for (uint8_t i = 0; i < 4; ++i) {
+        if (src->args[i].type) {
+            dst->args[i] = src->args[i];
+            n = (uint8_t)(i + 1);
+        }
+    }
+    return n;
+}
+
+void futoin__misuse(Flow* fl, const char* fmt, ...)
+{
+    char buf[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    if (fl && (fl->cb == CB_EXEC || fl->cb == CB_ERROR)) {
+        /* The running step fails: the spec's InternalError. */
+        futoin__trace_capture(fl, fl->depth);
+        futoin__flow_set_code(fl, FUTOIN_INTERNAL_ERROR);
+        futoin__set_info(futoin__flow_root(fl), buf);
+        ++futoin__flow_ctx(fl)->n_errors;
+        fl->out = OUT_ERROR;
+        fl->add_fr = NULL;
+        fl->ctl = CTL_NONE;
+        return;
+    }
+    if (fl) {
+        EngineCtx* ctx = futoin__flow_ctx(fl);
+        ctx->misuse(ctx->misuse_data, &fl->iface, buf);
+    } else {
+        default_misuse(NULL, NULL, buf);
+    }
+}

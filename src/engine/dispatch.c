@@ -1,0 +1,795 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The ready queue and the step runner: dispatch() runs ready flows for one
+ * burst; advance() takes a flow from step to step while it keeps its turn,
+ * starting frames by kind (plain, loop, sync, value, yield, parallel) and
+ * completing them. The step path lives here, in one file, so that the
+ * compiler sees it whole.
+ */
+#include "engine/engine_core.h"
+
+#include <stdio.h>
+
+static void dispatch(void* data);
+static void advance(Flow* fl);
+
+void futoin__schedule_dispatch(EngineCtx* ctx)
+{
+    if (!ctx->dispatch_scheduled) {
+        ctx->dispatch_scheduled = 1;
+        futoin__loop_post_local(ctx->loop, ctx, dispatch);
+    }
+}
+
+void futoin__rq_remove(Flow* fl)
+{
+    EngineCtx* ctx = futoin__flow_ctx(fl);
+    if (!fl->in_rq) {
+        return;
+    }
+    if (fl->rq_prev) {
+        fl->rq_prev->rq_next = fl->rq_next;
+    } else {
+        ctx->rq_head = fl->rq_next;
+    }
+    if (fl->rq_next) {
+        fl->rq_next->rq_prev = fl->rq_prev;
+    } else {
+        ctx->rq_tail = fl->rq_prev;
+    }
+    fl->in_rq = 0;
+    fl->rq_next = fl->rq_prev = NULL;
+}
+
+static void dispatch(void* data)
+{
+    EngineCtx* ctx = data;
+    ctx->dispatch_scheduled = 0;
+    ++ctx->dispatching;
+    ctx->budget = ctx->burst;
+    while (ctx->budget && ctx->rq_head) {
+        /* Pop the head (futoin__rq_remove() for the first element). */
+        Flow* fl = ctx->rq_head;
+        ctx->rq_head = fl->rq_next;
+        if (fl->rq_next) {
+            fl->rq_next->rq_prev = NULL;
+            fl->rq_next = NULL;
+        } else {
+            ctx->rq_tail = NULL;
+        }
+        fl->in_rq = 0;
+        Root* r = futoin__flow_root(fl);
+        root_enter(r);
+        if (fl->pending == PD_UNWIND) {
+            futoin__flow_unwind(fl);
+        } else {
+            advance(fl);
+        }
+        root_leave(r);
+        if (ctx->budget) {
+            --ctx->budget;
+        }
+    }
+    --ctx->dispatching;
+    /* Counted per burst, not per step: the budget it used. */
+    ctx->n_steps += (uint64_t)ctx->burst - ctx->budget;
+    if (ctx->rq_head) {
+        futoin__schedule_dispatch(ctx);
+    }
+}
+
+static Frame* frame_push(Flow* fl, Step* s)
+{
+    if (fl->depth + 1 >= fl->cap) {
+        uint32_t cap = fl->cap * 2;
+        if (fl->frames == fl->inline_frames) {
+            Frame* heap = futoin__xmalloc(sizeof(Frame) * cap);
+            memcpy(heap, fl->inline_frames, sizeof(Frame) * fl->cap);
+            fl->frames = heap;
+        } else {
+            fl->frames = futoin__xrealloc(fl->frames, sizeof(Frame) * cap);
+        }
+        fl->cap = cap;
+        fl->add_fr = NULL; /* the cache may point into the old array */
+    }
+    Frame* f = &fl->frames[++fl->depth];
+    f->q_head = NULL;
+    f->node = s;
+    f->kind = futoin__step_kind(s);
+    f->flags = 0;
+#if FUTOIN_TRACING
+    /* A loop's body shares the callback's place in the node. */
+    f->fn = (void (*)(void))s->f;
+    f->file = s->file;
+    f->line = s->line;
+#endif
+    switch (f->kind) {
+    case SK_LOOP:
+        s->i = 0;
+        break;
+    case SK_SYNC:
+        s->held = NULL;
+        break;
+    case SK_PLAIN:
+    case SK_YIELD:
+        if (!s->eh) {
+            f->node = NULL; /* nothing of it is needed any more */
+            futoin__pool_put(&futoin__flow_ctx(fl)->steps, s);
+        }
+        break;
+    default:
+        break;
+    }
+    return f;
+}
+
+/* What call_step() calls: the step's callback, a loop body, lock(). */
+typedef enum { CALL_EXEC, CALL_LOOP, CALL_REPEAT, CALL_LOCK } CallKind;
+
+/* What a step start or completion left the flow in. */
+enum { GO_ON = 0, /* no user callback ran: keep advancing */
+    HANDLED,      /* a callback ran; the flow is parked, requeued or gone */
+    CONTINUE };   /* a callback ran and the flow can take its next step */
+
+static const FutoInArgs no_args;
+
+/* The values' cleanups are user code that may call back into the engine,
+ * on this flow too: the box is the caller's alone before they run. */
+void futoin__results_drop_slow(Flow* fl)
+{
+    ArgsBox* b = fl->results;
+    fl->results = NULL;
+    box_free(futoin__flow_ctx(fl), b);
+}
+
+/* Takes ownership of args' values (none: the flow has no results). The
+ * new results are in place before the old ones' cleanups run. */
+void futoin__results_set(Flow* fl, FutoInArgs* args)
+{
+    FutoInBinaryValue* a = args ? args->args : NULL;
+    uint8_t n = !a ? 0 : a[3].type ? 4 : a[2].type ? 3 : a[1].type ? 2 : a[0].type ? 1 : 0;
+    if (!n) {
+        futoin__results_drop(fl);
+        return;
+    }
+    ArgsBox* b = futoin__pool_get(&futoin__flow_ctx(fl)->boxes);
+    b->args = *args;
+    for (uint8_t i = 0; i < n; ++i) {
+        if (!a[i].type) {
+            memset(&b->args.args[i], 0, sizeof(FutoInBinaryValue)); /* a gap */
+        }
+    }
+    b->nargs = n;
+    ArgsBox* old = fl->results;
+    fl->results = b;
+    if (old) {
+        box_free(futoin__flow_ctx(fl), old);
+    }
+}
+
+/* Drops a step's input values once its callback has returned. Their
+ * cleanups are user code: if the step has already completed (success() or
+ * error() in its callback), a cleanup that cancels or frees the root must
+ * not abort it again, so its cancel handler is disarmed first, as its
+ * completion would do next. */
+static void input_drop(Flow* fl, Frame* f, ArgsBox* in, uint32_t gen)
+{
+    /* gen: the flow as it was when the callback started; if the callback
+     * aborted or freed it, the frame is not the step's any more. */
+    if (gen == fl->gen && (fl->out == OUT_SUCCESS || fl->out == OUT_ERROR) && (f->flags & FR_X)) {
+        FrameExtra* x = frame_xp(fl, f);
+        if (x) {
+            x->on_cancel = NULL;
+        }
+    }
+    box_free(futoin__flow_ctx(fl), in);
+}
+
+/* A callback of the top frame f starts: add() appends to f, success()
+ * and error() settle it, and cross-thread calls made before now are
+ * stale (xepoch: single writer, a plain increment published for other
+ * threads). */
+static FUTOIN_ALWAYS_INLINE void exec_enter(Flow* fl, Frame* f)
+{
+    fl->cb = CB_EXEC;
+    fl->add_fr = f;
+    atomic_store_explicit(&fl->xepoch,
+            atomic_load_explicit(&fl->xepoch, memory_order_relaxed) + 1, memory_order_release);
+}
+
+/* The callback returned: 0 if it aborted or released the flow (gen is
+ * the flow's as it was when the callback started), else the flow leaves
+ * the EXEC context. */
+static FUTOIN_ALWAYS_INLINE int exec_leave(Flow* fl, uint32_t gen)
+{
+    if (FUTOIN_UNLIKELY(gen != fl->gen)) {
+        return 0;
+    }
+    fl->cb = CB_NONE;
+    fl->add_fr = NULL;
+    return 1;
+}
+
+/* Calls an execute-style callback for the top frame and reports whether the
+ * flow survived it (0: it was aborted or released meanwhile). The incoming
+ * results move to the C stack for the call, so a flow holds only the
+ * results waiting for its next step. */
+static inline int call_step(
+        Flow* fl, Frame* f, CallKind kind, FutoInAsyncSteps_execute_callback fn, void* data)
+{
+    uint32_t gen = fl->gen;
+    ArgsBox* in = fl->results;
+    const FutoInArgs* pin = &no_args;
+    if (in) {
+        fl->results = NULL;
+        pin = &in->args;
+    }
+    fl->out = OUT_NONE;
+    exec_enter(fl, f);
+    switch (kind) {
+    case CALL_EXEC:
+        fn(&fl->iface, data, pin);
+        break;
+    case CALL_LOOP: {
+        LoopSpec* l = f->node;
+        l->loop_fn(&fl->iface, l->loop_data);
+        break;
+    }
+    case CALL_REPEAT: {
+        LoopSpec* l = f->node;
+        l->repeat_fn(&fl->iface, l->loop_data, l->i);
+        break;
+    }
+    case CALL_LOCK: {
+        FutoInSync* sync = futoin__step_ext(f->node);
+        sync->api->lock(&fl->iface, sync);
+        break;
+    }
+    }
+    if (in) {
+        input_drop(fl, f, in, gen);
+    }
+    return exec_leave(fl, gen);
+}
+
+/* lock() of a sync step succeeded: from now on the engine owes unlock(),
+ * whatever happens before the critical section gets its turn. */
+void futoin__lock_acquired(Flow* fl, Frame* f)
+{
+    f->flags = (uint8_t)((f->flags & ~(FR_LOCK_PHASE | FR_WAIT)) | FR_LOCKED);
+    frame_settle(fl, f);
+}
+
+/* lock() of the sync frame f is done: the critical section becomes the
+ * frame's sub-step and gets the results that came into the sync step
+ * (whatever lock() itself produced is dropped). */
+static inline int enter_section(Flow* fl, Frame* f)
+{
+    if (f->flags & FR_LOCK_PHASE) {
+        futoin__lock_acquired(fl, f);
+    }
+    Step* s = f->node;
+    ArgsBox* dropped = fl->results;
+    fl->results = s->held;
+    s->held = NULL;
+    f->flags |= FR_SECTION;
+    futoin__queue_step(fl, f,
+            futoin__step_new(futoin__flow_ctx(fl), SK_PLAIN, s->data, s->f, s->eh, NULL));
+    if (dropped) { /* user cleanups: last */
+        uint32_t gen = fl->gen;
+        box_free(futoin__flow_ctx(fl), dropped);
+        return gen == fl->gen;
+    }
+    return 1;
+}
+
+/* Decides what happens after an execute callback of the top frame returned. */
+static int exec_outcome(Flow* fl)
+{
+    Frame* f = &fl->frames[fl->depth];
+    switch (fl->out) {
+    case OUT_ERROR:
+        if (futoin__start_unwind(fl, fl->depth, 1)) {
+            futoin__flow_unwind(fl);
+        }
+        return HANDLED;
+    case OUT_BREAK:
+    case OUT_CONTINUE:
+        fl->ctl = fl->out == OUT_BREAK ? CTL_BREAK : CTL_CONTINUE;
+        if (futoin__start_unwind(fl, fl->depth, 1)) {
+            futoin__flow_unwind(fl);
+        }
+        return HANDLED;
+    case OUT_SUCCESS:
+        /* The step is complete now, though its frame is popped only on the
+         * flow's next turn: other flows, the loop's timers or a root cancel
+         * may come first, and must not see its timeout or cancel handler. */
+        if (f->flags & FR_LOCK_PHASE) {
+            futoin__lock_acquired(fl, f);
+        }
+        frame_settle(fl, f);
+        f->flags &= (uint8_t)~FR_WAIT;
+        return CONTINUE;
+    default:
+        if (f->q_head) {
+            f->flags &= (uint8_t)~FR_WAIT;
+            return CONTINUE;
+        }
+        if (f->flags & FR_WAIT) {
+            fl->state = FS_WAIT;
+            return HANDLED;
+        }
+        if (f->flags & FR_LOCK_PHASE) {
+            futoin__lock_acquired(fl, f);
+        }
+        return CONTINUE; /* implicit success */
+    }
+}
+
+static int keep_turn(EngineCtx* ctx);
+
+/* Runs iterations of the loop on top of fl. While an iteration's body
+ * completes at once and leaves nothing behind (no sub-steps, results,
+ * timer, cancel handler or stack memory), the next one starts right here,
+ * for as long as the flow keeps its turn: the same order and budget as
+ * going round advance(), without its per-iteration bookkeeping. */
+static int run_iteration(Flow* fl)
+{
+    EngineCtx* ctx = futoin__flow_ctx(fl);
+    Frame* f = &fl->frames[fl->depth];
+    LoopSpec* l = f->node;
+    /* Results of the previous iteration are not an input of the next. */
+    if (fl->results) {
+        uint32_t gen = fl->gen;
+        futoin__results_drop_slow(fl);
+        if (gen != fl->gen) {
+            return HANDLED;
+        }
+    }
+    if (!call_step(fl, f, l->count ? CALL_REPEAT : CALL_LOOP, NULL, NULL)) {
+        return HANDLED;
+    }
+    for (;;) {
+        if (fl->out != OUT_NONE || f->q_head || f->flags) {
+            return exec_outcome(fl);
+        }
+        /* The last iteration, or the turn ends: frame_complete() takes
+         * it from here (it counts the iteration just run). */
+        if ((l->count && l->i + 1 >= l->count) || !keep_turn(ctx)) {
+            return CONTINUE;
+        }
+        ++l->i;
+        /* call_step() for a clean previous iteration: no results to pass
+         * or drop, and the outcome is already OUT_NONE. */
+        uint32_t gen = fl->gen;
+        exec_enter(fl, f);
+        if (l->count) {
+            l->repeat_fn(&fl->iface, l->loop_data, l->i);
+        } else {
+            l->loop_fn(&fl->iface, l->loop_data);
+        }
+        if (!exec_leave(fl, gen)) {
+            return HANDLED;
+        }
+    }
+}
+
+static void yield_resume(void* data, uintptr_t depth)
+{
+    Flow* fl = data;
+    Frame* f = &fl->frames[depth];
+    f->flags &= (uint8_t)~(FR_TIMER | FR_WAIT);
+    frame_xp(fl, f)->timer.slot = 0;
+    futoin__rq_push(fl);
+}
+
+static void start_parallel(Flow* fl, Frame* f)
+{
+    Parallel* p = futoin__step_ext(f->node);
+    Root* r = futoin__flow_root(fl);
+    EngineCtx* ctx = futoin__root_ctx(r);
+    /* The branch steps become branch flows, in the same words. */
+    Step* queued = p->b_head;
+    p->started = 1;
+    p->branches = NULL;
+    p->pending = 0;
+    /* Parallel branches take no input (dropped last: user cleanups). */
+    ArgsBox* dropped = fl->results;
+    fl->results = NULL;
+    Flow** tail = &p->branches;
+    while (queued) {
+        Step* s = queued;
+        queued = s->next;
+        s->next = NULL;
+        Flow* b = ctx->free_flows;
+        int fresh = 0;
+        if (b) {
+            ctx->free_flows = b->rq_next;
+        } else {
+            b = futoin__pool_get(&ctx->branch_mem);
+            fresh = 1;
+        }
+        flow_init(b, r, fresh);
+        b->is_branch = 1;
+        futoin__branch(b)->root = r;
+        if (fresh) {
+            futoin__branch(b)->code = futoin__no_code;
+        }
+        futoin__branch(b)->parent = fl;
+        futoin__branch(b)->par = p;
+        futoin__branch(b)->sib_next = NULL;
+        futoin__queue_step(b, &b->frames[0], s);
+        *tail = b;
+        tail = &futoin__branch(b)->sib_next;
+        ++p->pending;
+    }
+    if (!p->pending) {
+        futoin__rq_push(fl);
+    } else {
+        f->flags |= FR_PAR_WAIT;
+        fl->state = FS_WAIT;
+        for (Flow* b = p->branches; b; b = futoin__branch(b)->sib_next) {
+            futoin__rq_push(b);
+        }
+    }
+    if (dropped) {
+        box_free(ctx, dropped);
+    }
+}
+
+void futoin__branch_unlink(Flow* fl)
+{
+    Parallel* p = futoin__branch(fl)->par;
+    for (Flow** pp = &p->branches; *pp; pp = &futoin__branch(*pp)->sib_next) {
+        if (*pp == fl) {
+            *pp = futoin__branch(fl)->sib_next;
+            break;
+        }
+    }
+}
+
+/* Branch flow finished with success. Its results are dropped last: their
+ * cleanups may cancel or free the root, and find the branch gone and the
+ * parent's bookkeeping done. */
+static void branch_done(Flow* fl)
+{
+    Parallel* p = futoin__branch(fl)->par;
+    Flow* parent = futoin__branch(fl)->parent;
+    ArgsBox* res = fl->results;
+    fl->results = NULL;
+    futoin__branch_unlink(fl);
+    if (--p->pending == 0) {
+        Frame* pf = &parent->frames[parent->depth];
+        pf->flags &= (uint8_t)~FR_PAR_WAIT;
+        futoin__rq_push(parent);
+    }
+    futoin__flow_release(fl);
+    if (res) {
+        box_free(futoin__flow_ctx(parent), res);
+    }
+}
+
+/* Branch flow failed: the siblings are cancelled and the parallel step
+ * fails in the parent flow with the same error (or break/continue). */
+static void branch_failed(Flow* fl)
+{
+    Flow* parent = futoin__branch(fl)->parent;
+    futoin__branch_unlink(fl);
+    futoin__flow_set_code(parent, futoin__flow_code(fl));
+    parent->ctl = fl->ctl;
+    uint32_t gen = parent->gen;
+    futoin__flow_release(fl);
+    /* The siblings, with the frame left in place (futoin__start_unwind() would
+     * call a cancel handler of it; a parallel frame has none). */
+    if (gen != parent->gen || !futoin__flow_unwind_to(parent, parent->depth)) {
+        return; /* a cleanup or cancel handler cancelled or freed the root */
+    }
+    Frame* pf = &parent->frames[parent->depth];
+    pf->flags &= (uint8_t)~FR_PAR_WAIT;
+    if (futoin__start_unwind(parent, parent->depth, 1)) {
+        futoin__rq_push(parent);
+    }
+}
+
+/* Starts the frame just pushed: GO_ON, HANDLED or CONTINUE. */
+static int start_frame(Flow* fl, FutoInAsyncSteps_execute_callback fn, void* data)
+{
+    Frame* f = &fl->frames[fl->depth];
+    switch (f->kind) {
+    case SK_PLAIN:
+    case SK_OWNED:
+        return call_step(fl, f, CALL_EXEC, fn, data) ? exec_outcome(fl) : HANDLED;
+    case SK_LOOP: {
+        LoopSpec* l = f->node;
+        if (!l->loop_fn) {
+            /* repeat(0) completes at once, as a finished loop does. */
+            uint32_t gen = fl->gen;
+            futoin__results_drop(fl);
+            return gen == fl->gen && frame_pop(fl, 0) ? GO_ON : HANDLED;
+        }
+        return run_iteration(fl);
+    }
+    case SK_PARALLEL:
+        start_parallel(fl, f);
+        return HANDLED;
+    case SK_SYNC: {
+        /* Incoming results are for the critical section, not lock(). */
+        f->node->held = fl->results;
+        fl->results = NULL;
+        f->flags |= FR_LOCK_PHASE;
+        if (!call_step(fl, f, CALL_LOCK, NULL, NULL)) {
+            return HANDLED;
+        }
+        f = &fl->frames[fl->depth];
+        if (fl->out == OUT_NONE && !f->q_head && !(f->flags & FR_WAIT)) {
+            /* Admitted at once: the critical section is queued now, so the
+             * flow's next step (this turn or its next) is the section
+             * itself, as frame_complete() would have arranged. */
+            return enter_section(fl, f) ? CONTINUE : HANDLED;
+        }
+        return exec_outcome(fl);
+    }
+    case SK_VALUE: {
+        ArgsBox* dropped = fl->results;
+        fl->results = futoin__step_ext(f->node);
+        futoin__step_set(f->node, SK_VALUE, NULL);
+        if (dropped) {
+            uint32_t gen = fl->gen;
+            box_free(futoin__flow_ctx(fl), dropped);
+            return gen == fl->gen ? GO_ON : HANDLED;
+        }
+        return GO_ON;
+    }
+    case SK_YIELD:
+        f->flags |= FR_WAIT | FR_TIMER;
+        frame_x(fl, f)->timer = futoin__loop_ref(
+                futoin__loop_immediate2(fl->loop, fl, fl->depth, yield_resume));
+        fl->state = FS_WAIT;
+        return HANDLED;
+    default:
+        return GO_ON;
+    }
+}
+
+/* The top frame (not level 0) finished without error: GO_ON once it is
+ * popped (or has new sub-steps), or the result of the next loop iteration. */
+static int frame_complete(Flow* fl)
+{
+    Frame* f = &fl->frames[fl->depth];
+    if (f->kind == SK_LOOP) {
+        LoopSpec* l = f->node;
+        if (!iteration_reset(fl, f)) {
+            return HANDLED;
+        }
+        ++l->i;
+        if (!l->count || l->i < l->count) {
+            return run_iteration(fl);
+        }
+        if (fl->results) {
+            uint32_t gen = fl->gen;
+            futoin__results_drop_slow(fl);
+            if (gen != fl->gen) {
+                return HANDLED;
+            }
+        }
+    } else if (f->kind == SK_SYNC && !(f->flags & FR_SECTION)) {
+        /* lock() done: run the critical section as this frame's sub-step,
+         * with the results that came into the sync step. */
+        return enter_section(fl, f) ? GO_ON : HANDLED; /* lock() completed through sub-steps */
+    } else if (f->kind == SK_SYNC && !(f->flags & FR_X)) {
+        /* The critical section is done: pop the frame, then unlock() (it
+         * may wake other flows, never this one). */
+        FutoInSync* sync = futoin__step_ext(f->node);
+        uint8_t locked = f->flags & FR_LOCKED;
+        futoin__pool_put(&futoin__flow_ctx(fl)->steps, f->node);
+        --fl->depth;
+        if (locked) {
+            return futoin__call_unlock(fl, sync) ? GO_ON : HANDLED;
+        }
+        return GO_ON;
+    }
+    return frame_pop(fl, 0) ? GO_ON : HANDLED;
+}
+
+/* The root's run ended (r->state says how). What it still holds is taken
+ * off it before any of it is released: the cleanups are user code, which
+ * may free the root or execute it again. */
+__attribute__((noinline)) static void root_finish_slow(Root* r, const char* code)
+{
+    Flow* fl = &r->main;
+    EngineCtx* ctx = futoin__root_ctx(r);
+    Step* queued = fl->frames[0].q_head;
+    ArgsBox* res = fl->results;
+    Frame level0 = fl->frames[0];
+    fl->frames[0].q_head = NULL;
+    fl->frames[0].flags &= (uint8_t)~FR_X;
+    fl->results = NULL;
+    RootDoneHook hook = futoin__root_done(r);
+    if (hook) { /* while code and the results are still as they ended */
+        r->ext->done = NULL;
+        hook(r->ext->done_data, r, code, res ? &res->args : NULL);
+    }
+    if (queued) {
+        futoin__queue_free(ctx, queued);
+    }
+    frame_x_release(ctx, &level0);
+    if (res) {
+        box_free(ctx, res);
+    }
+}
+
+/* Inline for a root that ends holding nothing: no queued step, results,
+ * level-0 extras or completion hook. */
+static inline void root_finish(Root* r, const char* code)
+{
+    Flow* fl = &r->main;
+    fl->state = FS_DONE;
+    if (fl->frames[0].q_head || (fl->frames[0].flags & FR_X) || fl->results || futoin__root_done(r)) {
+        root_finish_slow(r, code);
+    }
+}
+
+/* Level 0 is empty: the flow is complete. */
+static void flow_finished(Flow* fl)
+{
+    if (fl->is_branch) {
+        branch_done(fl);
+        return;
+    }
+    Root* r = futoin__flow_root(fl);
+    r->state = RS_DONE;
+    root_finish(r, NULL);
+}
+
+/* An error (or break/continue) escaped level 0 of the flow. */
+void futoin__flow_failed(Flow* fl)
+{
+    if (fl->is_branch) {
+        branch_failed(fl);
+        return;
+    }
+    Root* r = futoin__flow_root(fl);
+    if (fl->ctl) {
+        /* Cannot happen for a validated break: report it as misuse. */
+        futoin__flow_set_code(fl, FUTOIN_INTERNAL_ERROR);
+        fl->ctl = CTL_NONE;
+    }
+    r->state = RS_FAILED;
+    ++futoin__root_ctx(r)->n_unhandled;
+    Step* queued = fl->frames[0].q_head;
+    fl->frames[0].q_head = NULL;
+    futoin__queue_free(futoin__root_ctx(r), queued);
+    futoin__results_drop(fl);
+    if (r->state != RS_FAILED) {
+        return; /* a cleanup just now executed the root again */
+    }
+    if (r->free_pending) {
+        /* A cleanup just now freed the root: nothing of it is called. */
+        root_finish(r, futoin__flow_code(fl));
+        return;
+    }
+    FutoInAsyncSteps_error_callback unhandled = fl->frames[0].unhandled;
+    if (unhandled) {
+        uint32_t gen = fl->gen;
+        fl->cb = CB_FINAL;
+        fl->add_fr = NULL;
+        unhandled(&fl->iface, r->unhandled_data, futoin__flow_code(fl));
+        if (gen != fl->gen) {
+            return;
+        }
+        fl->cb = CB_NONE;
+    } else if (!futoin__root_done(r)) {
+        char buf[200];
+        snprintf(buf, sizeof(buf), "unhandled error %.64s (%.100s)", futoin__flow_code(fl),
+                futoin__root_info(r));
+        futoin__root_ctx(r)->misuse(futoin__root_ctx(r)->misuse_data, &fl->iface, buf);
+    }
+    if (r->state == RS_FAILED) {
+        root_finish(r, futoin__flow_code(fl));
+    }
+}
+
+/* Keeps running the same flow in the current turn only while no other flow
+ * is ready and the burst lasts: concurrent flows still take turns step by
+ * step, and a lone flow runs its steps back to back. */
+static int keep_turn(EngineCtx* ctx)
+{
+    if (ctx->rq_head || ctx->budget <= 1) {
+        return 0;
+    }
+    --ctx->budget;
+    return 1;
+}
+
+/* A frame that has nothing left to do once its last sub-step starts: a
+ * plain step (not level 0) without handler, extras or flags, whose callback
+ * has returned. That sub-step takes its place, as a tail call would: its
+ * completion or error reaches the frame below just as it would have through
+ * this one, and a step that ends by adding one sub-step (a loop inside a
+ * step, a step that recurses) does not deepen the stack. */
+static inline int frame_spent(const Flow* fl, const Frame* f)
+{
+#if FUTOIN_TRACING
+    /* Traces show every step of a chain, as long as that costs no more
+     * than a bounded stack: a deeper recursion still takes the shortcut. */
+    if (fl->depth < FUTOIN_TRACE_KEEP_DEPTH) {
+        return 0;
+    }
+#endif
+    return fl->depth > 0 && f->kind == SK_PLAIN && !f->node && !f->flags;
+}
+
+static void advance(Flow* fl)
+{
+    EngineCtx* ctx = futoin__flow_ctx(fl);
+    for (;;) {
+        Frame* top = &fl->frames[fl->depth];
+        int r;
+        Step* s = top->q_head;
+        if (s && futoin__step_kind(s) == SK_PLAIN && fl->depth + 1 < fl->cap) {
+            /* The common step, started and completed with the fewest
+             * writes: a plain step whose callback neither waits nor leaves
+             * anything behind is popped at once. */
+            Frame* f = top + 1;
+            FutoInAsyncSteps_execute_callback fn = s->f;
+            void* data = s->data;
+            top->q_head = s->next;
+            ++fl->depth;
+            f->q_head = NULL;
+            f->kind = SK_PLAIN;
+            f->flags = 0;
+#if FUTOIN_TRACING
+            f->fn = (void (*)(void))fn;
+            f->file = s->file;
+            f->line = s->line;
+#endif
+            if (s->eh) {
+                f->node = s; /* its eh and data are the frame's handler */
+            } else {
+                f->node = NULL;
+                futoin__pool_put(&ctx->steps, s);
+            }
+            if (!call_step(fl, f, CALL_EXEC, fn, data)) {
+                return;
+            }
+            if (fl->out <= OUT_SUCCESS && !f->q_head && !f->flags) {
+                if (f->node) {
+                    futoin__pool_put(&ctx->steps, f->node);
+                }
+                --fl->depth;
+                r = CONTINUE;
+            } else {
+                r = exec_outcome(fl);
+            }
+        } else if (s) {
+            /* Any other kind, or a plain step on a full stack: only here
+             * may the last sub-step of a spent frame take its place, so
+             * the common path above pays nothing for it, yet neither a
+             * parked loop nor a recursion of plain steps deepens the stack
+             * through frames that have nothing left to do. */
+            FutoInAsyncSteps_execute_callback fn = s->f;
+            void* data = s->data;
+            top->q_head = s->next;
+            if (!s->next && frame_spent(fl, top)) {
+                --fl->depth;
+            }
+            frame_push(fl, s);
+            r = start_frame(fl, fn, data);
+        } else if (fl->depth == 0) {
+            flow_finished(fl);
+            return;
+        } else if (top->flags & (FR_WAIT | FR_PAR_WAIT)) {
+            fl->state = FS_WAIT;
+            return;
+        } else {
+            r = frame_complete(fl);
+        }
+        if (r == GO_ON || (r == CONTINUE && keep_turn(ctx))) {
+            continue;
+        }
+        if (r == CONTINUE) {
+            futoin__rq_push(fl);
+        }
+        return;
+    }
+}

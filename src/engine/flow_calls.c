@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What a step may ask of its flow through the interface, once abi_table.c
+ * has checked the calling context: success(), error(), setTimeout(),
+ * setCancel(), waitExternal(), break and continue.
+ */
+#include "engine/engine_core.h"
+
+static inline int args_need_cleanup(const FutoInArgs* a)
+{
+    for (int i = 0; i < 4; ++i) {
+        if (a->args[i].type && a->args[i].type->cleanup) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* success(args) of a loop body whose values are dropped: the step
+ * completes with no result first, then the values' cleanups run, so a
+ * cleanup that cancels or frees the root finds the step done (no cancel
+ * handler for it). */
+__attribute__((noinline)) static void success_then_drop(Flow* fl, FutoInArgs* args)
+{
+    /* The caller's args stay valid until its success() returns, and are
+     * not cleared (the caller's holders are left as they are). Held: a
+     * cleanup that frees the root must not destroy it under the others. */
+    Root* r = futoin__flow_root(fl);
+    root_enter(r);
+    futoin__flow_success(fl, NULL);
+    args_release(args, 4);
+    root_leave(r);
+}
+
+void futoin__flow_success(Flow* fl, FutoInArgs* args)
+{
+    Frame* f = &fl->frames[fl->depth];
+    if (f->kind == SK_LOOP && args) {
+        /* A loop body's own results go nowhere: not into the next
+         * iteration, nor past the loop. Like results_set(), this takes
+         * the values over without clearing the caller's holders. Their
+         * cleanups are user code that may cancel or free the root: they
+         * run once the step is complete (success_then_drop). */
+        if (args_need_cleanup(args)) {
+            success_then_drop(fl, args);
+            return;
+        }
+        args = NULL;
+    }
+    if (fl->cb == CB_EXEC || fl->cb == CB_ERROR) {
+        fl->out = OUT_SUCCESS;
+        fl->add_fr = NULL;
+        futoin__results_set(fl, args);
+        return;
+    }
+    /* External completion of a waiting step: resume on the next round.
+     * One test of the flags for the common waiter, which holds no lock
+     * phase, timer or cancel handler. */
+    if (f->flags & (FR_LOCK_PHASE | FR_X)) {
+        if (f->flags & FR_LOCK_PHASE) {
+            futoin__lock_acquired(fl, f);
+        }
+        frame_settle(fl, f);
+    }
+    f->flags &= (uint8_t)~FR_WAIT;
+    fl->pending = PD_NEXT;
+    futoin__rq_push(fl);
+    if (fl->results) {
+        /* Last: results it replaces have cleanups, which are user code;
+         * held, so that one that frees the root does not destroy it under
+         * the others. */
+        Root* r = futoin__flow_root(fl);
+        root_enter(r);
+        futoin__results_set(fl, args);
+        root_leave(r);
+    } else if (args) {
+        futoin__results_set(fl, args);
+    }
+}
+
+void futoin__flow_error(Flow* fl, const char* code, const char* info)
+{
+    ++futoin__flow_ctx(fl)->n_errors;
+    futoin__trace_capture(fl, fl->depth);
+    futoin__flow_set_code(fl, code);
+    futoin__set_info(futoin__flow_root(fl), info);
+    if (fl->cb == CB_EXEC || fl->cb == CB_ERROR) {
+        fl->out = OUT_ERROR;
+        fl->ctl = CTL_NONE;
+        fl->add_fr = NULL;
+        return;
+    }
+    fl->ctl = CTL_NONE;
+    /* From outside the engine: the unwind runs user code (cleanups), which
+     * may free the root; that takes effect once the unwind is done. */
+    Root* r = futoin__flow_root(fl);
+    root_enter(r);
+    if (futoin__start_unwind(fl, fl->depth, 1)) {
+        futoin__rq_push(fl);
+    }
+    root_leave(r);
+}
+
+static void on_timeout(void* data, uintptr_t k)
+{
+    Flow* fl = data;
+    Root* r = futoin__flow_root(fl);
+    Frame* f = &fl->frames[k];
+    f->flags &= (uint8_t)~FR_TIMER;
+    frame_xp(fl, f)->timer.slot = 0;
+    ++futoin__flow_ctx(fl)->n_timeouts;
+    futoin__trace_capture(fl, (uint32_t)k);
+    root_enter(r);
+    futoin__flow_set_code(fl, FUTOIN_TIMEOUT);
+    futoin__set_info(r, futoin__wait_info_of(fl, (uint32_t)k));
+    fl->ctl = CTL_NONE;
+    futoin__rq_remove(fl);
+    if (futoin__start_unwind(fl, (uint32_t)k, 0)) {
+        futoin__rq_push(fl);
+    }
+    root_leave(r);
+}
+
+void futoin__flow_set_timeout(Flow* fl, uint32_t ms)
+{
+    Frame* f = &fl->frames[fl->depth];
+    frame_stop_timer(fl, f);
+    frame_x(fl, f)->timer = futoin__loop_ref(
+            futoin__loop_deferred2(fl->loop, ms, fl, fl->depth, on_timeout));
+    f->flags |= FR_TIMER | FR_WAIT;
+}
+
+void futoin__flow_set_cancel(Flow* fl, void* data, FutoInAsyncSteps_cancel_callback ch)
+{
+    Frame* f = &fl->frames[fl->depth];
+    FrameExtra* x = frame_x(fl, f);
+    x->on_cancel = ch;
+    x->cancel_data = data;
+    f->flags |= FR_WAIT;
+}
+
+int futoin__flow_drop_cancel(Flow* fl, FutoInAsyncSteps_cancel_callback ch, void* data)
+{
+    FrameExtra* x = frame_xp(fl, &fl->frames[fl->depth]);
+    if (!x || x->on_cancel != ch || x->cancel_data != data) {
+        return 0;
+    }
+    x->on_cancel = NULL;
+    return 1;
+}
+
+void futoin__flow_wait(Flow* fl)
+{
+    fl->frames[fl->depth].flags |= FR_WAIT;
+}
+
+void futoin__flow_ctl(Flow* fl, uint8_t ctl, const char* label)
+{
+    futoin__flow_set_code(fl, label ? label : "");
+    futoin__set_info(futoin__flow_root(fl), label ? label : "");
+    fl->out = ctl == CTL_BREAK ? OUT_BREAK : OUT_CONTINUE;
+    fl->add_fr = NULL;
+}

@@ -1,0 +1,269 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The frame stack's out-of-line parts: the extras table (timer, cancel
+ * handler, stack() memory), wait descriptions, calling a cancel handler or
+ * unlock(), and taking a frame off the stack with everything it holds.
+ */
+#include "engine/engine_core.h"
+
+#include <stdio.h>
+
+/* Another chunk of unused extras, put in front of the free list. */
+void futoin__xtable_grow(EngineCtx* ctx)
+{
+    uint32_t n = ctx->nxchunks;
+    if (n == FUTOIN_XNONE / FUTOIN_XCHUNK) {
+        /* 2^32 frames with extras at once: over 200 GB, like an OOM. */
+        fputs("futoin: out of frame extras\n", stderr);
+        abort();
+    }
+    if ((n & (n - 1)) == 0) { /* 0, 1, 2, 4...: the array is full, double it */
+        ctx->xchunks = futoin__xrealloc(ctx->xchunks, sizeof(*ctx->xchunks) * (n ? 2 * n : 1));
+    }
+    FrameExtra* chunk = futoin__xmalloc(sizeof(FrameExtra) * FUTOIN_XCHUNK);
+    ctx->xchunks[n] = chunk;
+    ctx->nxchunks = n + 1;
+    uint32_t base = n * FUTOIN_XCHUNK;
+    for (uint32_t i = 0; i + 1 < FUTOIN_XCHUNK; ++i) {
+        chunk[i].next_free = base + i + 1;
+    }
+    chunk[FUTOIN_XCHUNK - 1].next_free = ctx->xfree;
+    ctx->xfree = base;
+}
+
+void futoin__frame_stop_timer_x(Flow* fl, Frame* f, FrameExtra* x)
+{
+    FutoInLoop* loop = fl->loop;
+    FutoInHandle h = futoin__loop_handle(loop, x->timer);
+    futoin__loop_cancel_local(loop, &h);
+    x->timer.slot = 0;
+    f->flags &= (uint8_t)~FR_TIMER;
+}
+
+void futoin__stack_free(EngineCtx* ctx, StackBlock** head)
+{
+    while (*head) {
+        StackBlock* b = *head;
+        *head = b->hdr.h.next;
+        if (b->hdr.h.cleanup) {
+            b->hdr.h.cleanup(b + 1);
+        }
+        if (b->hdr.h.pooled) {
+            futoin__pool_put(&ctx->stacks, b);
+        } else {
+            free(b);
+        }
+    }
+}
+
+void* futoin__flow_stack(Flow* fl, size_t size, void (*cleanup)(void*))
+{
+    Frame* f = &fl->frames[fl->depth];
+    StackBlock* b;
+    if (size <= STACK_POOLED_SIZE) {
+        b = futoin__pool_get(&futoin__flow_ctx(fl)->stacks);
+        memset(b + 1, 0, size);
+        b->hdr.h.pooled = 1;
+    } else {
+        /* No object may be larger than PTRDIFF_MAX (pointer differences
+         * within it must be defined), and the header must not wrap the
+         * size around: anything larger is a block that cannot be had. */
+        b = size <= PTRDIFF_MAX - sizeof(StackBlock) ? calloc(1, sizeof(StackBlock) + size) : NULL;
+        if (!b) {
+            return NULL;
+        }
+        b->hdr.h.pooled = 0;
+    }
+    FrameExtra* x = frame_x(fl, f);
+    b->hdr.h.cleanup = cleanup;
+    b->hdr.h.next = x->stack;
+    x->stack = b;
+    return b + 1;
+}
+
+/* futoin_set_wait_info(): the text lives in a stack() block of the step,
+ * told apart by this cleanup, so it costs nothing to steps that do not
+ * use it and goes away with the step. */
+void futoin__wait_info_block(void* value)
+{
+    (void)value;
+}
+
+int futoin__flow_wait_info(Flow* fl, const char* what)
+{
+    size_t len = strlen(what);
+    char* copy = futoin__flow_stack(fl, len + 1, futoin__wait_info_block);
+    if (!copy) {
+        return -1;
+    }
+    memcpy(copy, what, len + 1);
+    return 0;
+}
+
+/* Introspection: the futoin_set_wait_info() text of the frame at level d
+ * (its latest one), NULL if it has none. */
+const char* futoin__frame_wait_info(Flow* fl, uint32_t d)
+{
+    const Frame* f = &fl->frames[d];
+    if (!(f->flags & FR_X)) {
+        return NULL;
+    }
+    for (StackBlock* b = xslot(futoin__flow_ctx(fl), f->xid)->stack; b; b = b->hdr.h.next) {
+        if (b->hdr.h.cleanup == futoin__wait_info_block) {
+            return (const char*)(b + 1);
+        }
+    }
+    return NULL;
+}
+
+/* The innermost wait description of the frames k..depth of fl: the latest
+ * block of the highest frame that has one. */
+const char* futoin__wait_info_of(Flow* fl, uint32_t k)
+{
+    for (uint32_t d = fl->depth + 1; d-- > k;) {
+        FrameExtra* x = frame_xp(fl, &fl->frames[d]);
+        for (StackBlock* b = x ? x->stack : NULL; b; b = b->hdr.h.next) {
+            if (b->hdr.h.cleanup == futoin__wait_info_block) {
+                return (const char*)(b + 1);
+            }
+        }
+    }
+    return "";
+}
+
+/* Calls a cancel handler with the flow in the CANCEL context. */
+void futoin__call_cancel(Flow* fl, Frame* f)
+{
+    FrameExtra* x = frame_xp(fl, f);
+    FutoInAsyncSteps_cancel_callback ch = x ? x->on_cancel : NULL;
+    if (!ch) {
+        return;
+    }
+    x->on_cancel = NULL;
+    uint8_t saved = fl->cb;
+    Frame* saved_fr = fl->add_fr;
+    uint32_t gen = fl->gen;
+    fl->cb = CB_CANCEL;
+    fl->add_fr = NULL;
+    ch(&fl->iface, x->cancel_data);
+    if (gen == fl->gen) { /* else aborted or revived: its state is new */
+        fl->cb = saved;
+        fl->add_fr = saved_fr;
+    }
+}
+
+/* The engine owes unlock() once lock() succeeded; it runs in the CANCEL
+ * context (nothing may be added to the flow from inside it). */
+int futoin__call_unlock(Flow* fl, FutoInSync* sync)
+{
+    uint8_t saved = fl->cb;
+    Frame* saved_fr = fl->add_fr;
+    uint32_t gen = fl->gen;
+    fl->cb = CB_CANCEL;
+    fl->add_fr = NULL;
+    sync->api->unlock(&fl->iface, sync);
+    if (gen != fl->gen) {
+        return 0; /* aborted or revived meanwhile: its state is new */
+    }
+    fl->cb = saved;
+    fl->add_fr = saved_fr;
+    return 1;
+}
+
+/* The step on top of fl ends. aborted: it did not complete, so its cancel
+ * handler runs. Either way timers stop, queued sub-steps and stack memory
+ * are released and a held sync lock is unlocked.
+ * The frame is taken off the stack before any user code runs, so a cancel
+ * handler or unlock() that cancels or frees the root cannot pop it twice. */
+/* Stops the timer of a frame taken off the stack (FR_TIMER). */
+static inline void popped_timer_stop(EngineCtx* ctx, const Frame* f)
+{
+    FutoInHandle h = futoin__loop_handle(ctx->loop, xslot(ctx, f->xid)->timer);
+    futoin__loop_cancel_local(ctx->loop, &h);
+}
+
+int futoin__frame_pop_slow(Flow* fl, int aborted)
+{
+    EngineCtx* ctx = futoin__flow_ctx(fl);
+    if (!aborted && (fl->frames[fl->depth].flags & FR_X)
+            && fl->frames[fl->depth].kind == SK_PLAIN && !fl->frames[fl->depth].node
+            && !fl->frames[fl->depth].q_head && !xslot(ctx, fl->frames[fl->depth].xid)->stack) {
+        /* A completed plain step that kept only a timer or a spent cancel
+         * handler (setTimeout()): no user code runs, so nothing is to be
+         * re-checked after. */
+        Frame f = fl->frames[fl->depth--];
+        if (f.flags & FR_TIMER) {
+            popped_timer_stop(ctx, &f);
+        }
+        frame_x_release(ctx, &f);
+        return 1;
+    }
+    uint32_t gen = fl->gen;
+    if (aborted && live_branches(fl)) {
+        /* Every caller has already aborted them (futoin__flow_unwind_to()); were
+         * one not to, they go first, without nesting C calls per level.
+         * (A parallel that completed has none left.) */
+        if (!futoin__flow_unwind_to(fl, fl->depth) || gen != fl->gen) {
+            return 0;
+        }
+    }
+    Frame f = fl->frames[fl->depth--];
+    if (f.flags & FR_TIMER) {
+        popped_timer_stop(ctx, &f);
+    }
+    if (aborted) {
+        futoin__call_cancel(fl, &f);
+    }
+    futoin__queue_free(ctx, f.q_head);
+    Step* node = f.node;
+    switch (f.kind) {
+    case SK_PARALLEL:
+        /* Its branches are gone: see futoin__frame_pop_slow() and futoin__flow_unwind_to(). */
+        assert(!((Parallel*)futoin__step_ext(node))->started
+                || !((Parallel*)futoin__step_ext(node))->branches);
+        futoin__step_free(ctx, node); /* and the Parallel */
+        break;
+    case SK_SYNC: {
+        FutoInSync* sync = futoin__step_ext(node);
+        if (node->held) {
+            box_free(ctx, node->held);
+        }
+        futoin__pool_put(&ctx->steps, node);
+        if (f.flags & FR_LOCKED) {
+            futoin__call_unlock(fl, sync);
+        }
+        break;
+    }
+    default:
+        /* The rest own nothing a started step has not used up but their
+         * owner (SK_OWNED), loop label (SK_LOOP) or unused value. */
+        if (node) {
+            futoin__step_free(ctx, node);
+        }
+        break;
+    }
+    /* Last: a cancel handler may still use the step's stack memory. */
+    frame_x_release(ctx, &f);
+    return gen == fl->gen;
+}
+
+/* Per-iteration state of a loop frame is that of a fresh step. */
+int futoin__iteration_reset_slow(Flow* fl, Frame* f)
+{
+    uint32_t gen = fl->gen;
+    Step* queued = f->q_head;
+    f->q_head = NULL;
+    f->flags &= (uint8_t)~FR_WAIT;
+    /* What the iteration held is taken off the frame, then released: the
+     * cleanups are user code. */
+    Frame spent = *f;
+    if (f->flags & FR_X) {
+        frame_stop_timer(fl, f);
+        f->flags &= (uint8_t)~FR_X;
+    }
+    if (queued) {
+        futoin__queue_free(futoin__flow_ctx(fl), queued);
+    }
+    frame_x_release(futoin__flow_ctx(fl), &spent);
+    return gen == fl->gen;
+}

@@ -1,0 +1,218 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Roots and flows: making and recycling them, execute(), cancel() and
+ * free(). A root is destroyed only once no engine frame of it is on the C
+ * stack (Root.busy); branch flows wait for that on the zombie list.
+ */
+#include "engine/engine_core.h"
+
+void futoin__root_hold(Root* r)
+{
+    root_enter(r);
+}
+
+void futoin__root_unhold(Root* r)
+{
+    root_leave(r);
+}
+
+/* Gives r the state futoin_asyncsteps_new() hands out, but for
+ * free_pending, its pool link and add_fr. Done when a root is first made and
+ * when it is destroyed, so that taking one from the pool is a pop. */
+static inline void root_reset(Root* r, int fresh)
+{
+    r->state = RS_IDLE;
+    r->cancelling = 0;
+    if (fresh) {
+        /* Read only while the root runs, and set by execute(): a
+         * destroyed root keeps the last ones. */
+        r->unhandled_data = NULL; /* flow_init() clears level 0's callback */
+        r->busy = 0;
+        flow_init(&r->main, r, 1);
+        return;
+    }
+    /* A destroyed root: root_destroy() has already left these as a new
+     * root has them (nothing runs, no state variables, no branches; the
+     * flow finished or was aborted, so it holds no frame, queue, results,
+     * code or ready-queue place). Only what that does not cover is
+     * written. */
+    Flow* fl = &r->main;
+    assert(r->busy == 0
+            && (!r->ext || (!r->ext->nvars && !r->ext->cap_vars && !r->ext->vars && !r->ext->zombies)));
+    assert(fl->depth == 0 && !fl->in_rq && !fl->rq_next && !fl->rq_prev && !fl->results);
+    assert(!fl->frames[0].q_head && !fl->frames[0].flags
+            && fl->frames[0].kind == SK_PLAIN && futoin__flow_code(fl) == futoin__no_code
+            && !fl->is_branch);
+    ++fl->gen;
+    flow_clear(fl, FS_IDLE);
+}
+
+/* A root never handed out before: carved from the root slabs. */
+__attribute__((noinline)) static Root* root_make(EngineCtx* ctx)
+{
+    Root* r = futoin__pool_try_get(&ctx->root_mem);
+    if (r) {
+        r->main.loop = ctx->loop; /* flow_init() keeps it */
+        r->ext = NULL;
+        root_reset(r, 1);
+    }
+    return r;
+}
+
+FutoInAsyncSteps* futoin_asyncsteps_new(FutoInLoop* loop)
+{
+    if (!loop) {
+        return NULL;
+    }
+    EngineCtx* ctx = futoin__ctx_get(loop);
+    Root* r = ctx->free_roots;
+    if (r) {
+        /* Reset when it was destroyed: unlinking is all that is left. */
+        ctx->free_roots = (Root*)r->main.rq_next;
+        r->main.rq_next = NULL;
+    } else {
+        r = root_make(ctx);
+        if (!r) {
+            return NULL;
+        }
+    }
+    /* Counted while ctx is at hand (root_pool() takes it back). */
+    ++ctx->n_roots;
+    r->free_pending = 0;
+    r->main.add_fr = &r->main.frames[0]; /* idle: add() appends to level 0 */
+    return &r->main.iface;
+}
+
+void futoin__root_execute(Flow* fl, void* data, FutoInAsyncSteps_error_callback unhandled)
+{
+    Root* r = futoin__flow_root(fl);
+    r->state = RS_RUNNING;
+    fl->frames[0].unhandled = unhandled;
+    r->unhandled_data = data;
+    info_clear(r);
+    fl->pending = PD_NEXT;
+    fl->out = OUT_NONE;
+    fl->ctl = CTL_NONE;
+    fl->add_fr = NULL;
+    futoin__rq_push(fl);
+}
+
+/* A branch flow is done with: its memory is recycled once no engine frame
+ * of the root is on the C stack (a callback of it may still be running). */
+void futoin__flow_release(Flow* fl)
+{
+    Root* r = futoin__flow_root(fl);
+    futoin__rq_remove(fl);
+    ++fl->gen;
+    fl->add_fr = NULL;
+    futoin__flow_code_release(fl);
+    fl->state = FS_DONE;
+    RootExt* x = futoin__root_ext(r);
+    futoin__branch(fl)->sib_next = x->zombies;
+    x->zombies = fl;
+    /* A branch's level 0 runs no step, so it holds no extras. */
+    assert(!(fl->frames[0].flags & FR_X));
+}
+
+void futoin__root_cancel(Root* r)
+{
+    if (r->cancelling || r->state != RS_RUNNING) {
+        return;
+    }
+    root_enter(r);
+    r->cancelling = 1;
+    ++futoin__root_ctx(r)->n_cancels;
+    futoin__flow_abort(&r->main);
+    frame_x_release(futoin__root_ctx(r), &r->main.frames[0]);
+    r->state = RS_CANCELLED;
+    r->cancelling = 0;
+    root_leave(r);
+}
+
+/* What a destroyed root may hold beyond its frames: level 0's extras (an
+ * idle root may have used stack()), an error code and the RootExt. */
+static void root_release_extras(Root* r)
+{
+    Flow* fl = &r->main;
+    frame_x_release(futoin__root_ctx(r), &fl->frames[0]);
+    futoin__flow_code_release(fl);
+    if (r->ext) {
+        if (r->ext->vars) {
+            futoin__state_free(r);
+        }
+        recycle_zombies(r);
+        info_clear(r);
+#if FUTOIN_TRACING
+        futoin__trace_free(r->ext);
+#endif
+        r->ext->done = NULL;
+        r->ext->done_data = NULL;
+    }
+}
+
+/* Pooled with its frame array and extras for the next root. Its stale
+ * handle keeps being refused: free_pending stays set until the root is
+ * handed out again, and add_fr is NULL. */
+static inline void root_pool(Root* r)
+{
+    EngineCtx* ctx = futoin__root_ctx(r);
+    root_reset(r, 0);
+    r->free_pending = 1;
+    r->main.add_fr = NULL;
+    r->main.rq_next = (Flow*)ctx->free_roots;
+    ctx->free_roots = r;
+    --ctx->n_roots;
+}
+
+static void root_destroy_slow(Root* r)
+{
+    Flow* fl = &r->main;
+    if (fl->in_rq || flow_holds_work(fl)) {
+        futoin__flow_abort(fl);
+    }
+    if ((fl->frames[0].flags & FR_X) || r->ext) { /* a code lives in r->ext */
+        root_release_extras(r);
+    }
+    root_pool(r);
+}
+
+/* Inline for what free() mostly meets, a finished root that never needed
+ * extras: it has nothing to abort or release, and root_reset() rewrites
+ * the flow's state and bumps gen. */
+static inline void root_destroy(Root* r)
+{
+    const Flow* fl = &r->main;
+    if (fl->in_rq || flow_holds_work(fl) || fl->frames[0].flags || r->ext) {
+        root_destroy_slow(r);
+    } else {
+        root_pool(r);
+    }
+}
+
+void futoin__root_destroy(Root* r)
+{
+    root_destroy(r);
+}
+
+void futoin__root_free(Root* r)
+{
+    if (r->free_pending) {
+        return;
+    }
+    r->free_pending = 1;
+    r->main.add_fr = NULL;
+    if (!r->busy && r->state != RS_RUNNING) {
+        root_destroy(r); /* nothing of it runs or is on the C stack */
+        return;
+    }
+    root_enter(r);
+    futoin__root_cancel(r); /* no-op if idle, finished or already cancelling */
+    root_leave(r);          /* destroys now, or when the outermost callback returns */
+}
+
+void futoin_asyncsteps_free(FutoInAsyncSteps* root)
+{
+    if (root) {
+        root->api->free(root);
+    }
+}
