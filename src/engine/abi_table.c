@@ -29,7 +29,7 @@ static const char* cb_name(uint8_t cb)
  * is being freed (perhaps by the very callback the call comes from, which
  * is still on the C stack): reported as such rather than as a call from
  * nowhere. Returns 0, reporting nothing, for any other flow. */
-__attribute__((cold, noinline)) static int misuse_if_gone(Flow* fl, const char* what, const char* code)
+FUTOIN_COLD static int misuse_if_gone(Flow* fl, const char* what, const char* code)
 {
     const Root* r = futoin__flow_root(fl);
     if (fl->cb != CB_NONE) {
@@ -77,7 +77,7 @@ Frame* futoin__add_target_slow(Flow* fl, const char* what)
 }
 
 /* Why a call valid only inside an execute callback was refused. */
-__attribute__((cold, noinline)) static void report_not_in_exec(Flow* fl, const char* what)
+FUTOIN_COLD static void report_not_in_exec(Flow* fl, const char* what)
 {
     if (fl->cb == CB_ERROR) {
         futoin__misuse(fl, "%s() is not allowed in an error handler", what);
@@ -273,7 +273,7 @@ static void drop_args(FutoInArgs* args)
 }
 
 /* success() or error() where no step of the flow runs or waits. */
-__attribute__((cold, noinline)) static void report_late_success(Flow* fl, FutoInArgs* args)
+FUTOIN_COLD static void report_late_success(Flow* fl, FutoInArgs* args)
 {
     if (!misuse_if_gone(fl, "success", NULL)) {
         futoin__misuse(fl, "success() called from %s while the step is not waiting "
@@ -283,7 +283,7 @@ __attribute__((cold, noinline)) static void report_late_success(Flow* fl, FutoIn
     drop_args(args);
 }
 
-__attribute__((cold, noinline)) static void report_late_error(Flow* fl, const char* code)
+FUTOIN_COLD static void report_late_error(Flow* fl, const char* code)
 {
     if (!misuse_if_gone(fl, "error", code)) {
         futoin__misuse(fl, "error(%.64s) called from %s while the step is not waiting "
@@ -458,7 +458,7 @@ static void flow_continue(FutoInAsyncSteps* bsi, const char* label)
 }
 
 /* Why execute() of a root was refused. */
-__attribute__((cold, noinline)) static void report_bad_execute(Flow* fl)
+FUTOIN_COLD static void report_bad_execute(Flow* fl)
 {
     const Root* r = futoin__flow_root(fl);
     if (r->free_pending) {

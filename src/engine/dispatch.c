@@ -10,16 +10,7 @@
 
 #include <stdio.h>
 
-static void dispatch(void* data);
 static void advance(Flow* fl);
-
-void futoin__schedule_dispatch(EngineCtx* ctx)
-{
-    if (!ctx->dispatch_scheduled) {
-        ctx->dispatch_scheduled = 1;
-        futoin__loop_post_local(ctx->loop, ctx, dispatch);
-    }
-}
 
 void futoin__rq_remove(Flow* fl)
 {
@@ -41,7 +32,7 @@ void futoin__rq_remove(Flow* fl)
     fl->rq_next = fl->rq_prev = NULL;
 }
 
-static void dispatch(void* data)
+void futoin__dispatch(void* data)
 {
     EngineCtx* ctx = data;
     ctx->dispatch_scheduled = 0;
@@ -74,7 +65,7 @@ static void dispatch(void* data)
     /* Counted per burst, not per step: the budget it used. */
     ctx->n_steps += (uint64_t)ctx->burst - ctx->budget;
     if (ctx->rq_head) {
-        futoin__schedule_dispatch(ctx);
+        schedule_dispatch(ctx);
     }
 }
 
@@ -594,7 +585,7 @@ static int frame_complete(Flow* fl)
 /* The root's run ended (r->state says how). What it still holds is taken
  * off it before any of it is released: the cleanups are user code, which
  * may free the root or execute it again. */
-__attribute__((noinline)) static void root_finish_slow(Root* r, const char* code)
+FUTOIN_NOINLINE static void root_finish_slow(Root* r, const char* code)
 {
     Flow* fl = &r->main;
     EngineCtx* ctx = futoin__root_ctx(r);

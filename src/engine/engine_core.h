@@ -58,7 +58,6 @@ void futoin__flow_release(Flow* fl);
 
 /* ---- frames.c ---- */
 void futoin__xtable_grow(EngineCtx* ctx);
-void futoin__frame_stop_timer_x(Flow* fl, Frame* f, FrameExtra* x);
 void futoin__stack_free(EngineCtx* ctx, StackBlock** head);
 const char* futoin__wait_info_of(Flow* fl, uint32_t k);
 void futoin__call_cancel(Flow* fl, Frame* f);
@@ -70,7 +69,8 @@ int futoin__frame_pop_slow(Flow* fl, int aborted);
 int futoin__iteration_reset_slow(Flow* fl, Frame* f);
 
 /* ---- dispatch.c ---- */
-void futoin__schedule_dispatch(EngineCtx* ctx);
+/* The loop callback that runs ready flows for one burst. */
+void futoin__dispatch(void* data);
 void futoin__rq_remove(Flow* fl);
 /* lock() of the sync frame f succeeded: from now on the engine owes
  * unlock(). */
@@ -191,6 +191,15 @@ static inline void flow_free_frames(Flow* fl)
     }
 }
 
+/* The dispatcher runs on the loop's next round, unless it is scheduled. */
+static inline void schedule_dispatch(EngineCtx* ctx)
+{
+    if (!ctx->dispatch_scheduled) {
+        ctx->dispatch_scheduled = 1;
+        futoin__loop_post_local(ctx->loop, ctx, futoin__dispatch);
+    }
+}
+
 /* Queues fl to run (FS_READY); a no-op if it is queued already. */
 static inline void futoin__rq_push(Flow* fl)
 {
@@ -209,7 +218,7 @@ static inline void futoin__rq_push(Flow* fl)
     }
     ctx->rq_tail = fl;
     if (!ctx->dispatching) {
-        futoin__schedule_dispatch(ctx);
+        schedule_dispatch(ctx);
     }
 }
 
@@ -243,10 +252,20 @@ static inline FrameExtra* frame_x(Flow* fl, Frame* f)
     return x;
 }
 
+/* Stops the frame's timer (FR_TIMER), whose extras are x. */
+static inline void frame_stop_timer_x(Flow* fl, Frame* f, FrameExtra* x)
+{
+    FutoInLoop* loop = fl->loop;
+    FutoInHandle h = futoin__loop_handle(loop, x->timer);
+    futoin__loop_cancel_local(loop, &h);
+    x->timer.slot = 0;
+    f->flags &= (uint8_t)~FR_TIMER;
+}
+
 static inline void frame_stop_timer(Flow* fl, Frame* f)
 {
     if (f->flags & FR_TIMER) {
-        futoin__frame_stop_timer_x(fl, f, frame_xp(fl, f));
+        frame_stop_timer_x(fl, f, frame_xp(fl, f));
     }
 }
 
@@ -256,7 +275,7 @@ static inline void frame_settle(Flow* fl, Frame* f)
     if (f->flags & FR_X) {
         FrameExtra* x = frame_xp(fl, f);
         if (f->flags & FR_TIMER) {
-            futoin__frame_stop_timer_x(fl, f, x);
+            frame_stop_timer_x(fl, f, x);
         }
         x->on_cancel = NULL;
     }

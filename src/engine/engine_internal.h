@@ -30,8 +30,9 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "loop/loop_internal.h"
+#include "common/compiler.h"
 #include "common/slab_pool.h"
+#include "loop/loop_internal.h"
 
 /* Internal to the library: not exported from the shared object. */
 #pragma GCC visibility push(hidden)
@@ -444,7 +445,10 @@ static inline EngineCtx* futoin__ctx_get(FutoInLoop* loop)
     return ctx ? ctx : futoin__ctx_create(loop);
 }
 Flow* futoin__flow_of(FutoInAsyncSteps* bsi); /* NULL for a foreign interface */
-void futoin__misuse(Flow* fl, const char* fmt, ...);
+/* Reports misuse: the running step fails with InternalError (error_info
+ * the formatted text), or, where no step runs, the loop's misuse handler
+ * gets it. */
+FUTOIN_PRINTF(2, 3) void futoin__misuse(Flow* fl, const char* fmt, ...);
 Frame* futoin__add_target_slow(Flow* fl, const char* what);
 
 /* Hot helpers used by every add(): kept inline so that adding a step costs

@@ -20,7 +20,7 @@ static inline int args_need_cleanup(const FutoInArgs* a)
  * completes with no result first, then the values' cleanups run, so a
  * cleanup that cancels or frees the root finds the step done (no cancel
  * handler for it). */
-__attribute__((noinline)) static void success_then_drop(Flow* fl, FutoInArgs* args)
+FUTOIN_NOINLINE static void success_then_drop(Flow* fl, FutoInArgs* args)
 {
     /* The caller's args stay valid until its success() returns, and are
      * not cleared (the caller's holders are left as they are). Held: a

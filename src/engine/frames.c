@@ -31,15 +31,6 @@ void futoin__xtable_grow(EngineCtx* ctx)
     ctx->xfree = base;
 }
 
-void futoin__frame_stop_timer_x(Flow* fl, Frame* f, FrameExtra* x)
-{
-    FutoInLoop* loop = fl->loop;
-    FutoInHandle h = futoin__loop_handle(loop, x->timer);
-    futoin__loop_cancel_local(loop, &h);
-    x->timer.slot = 0;
-    f->flags &= (uint8_t)~FR_TIMER;
-}
-
 void futoin__stack_free(EngineCtx* ctx, StackBlock** head)
 {
     while (*head) {

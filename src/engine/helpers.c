@@ -130,10 +130,7 @@ void futoin_copy_from(FutoInAsyncSteps* as, FutoInAsyncSteps* model)
 
 /* A size or count argument out of range: InternalError of the running step
  * (or a misuse report where no step runs); nothing is added. */
-#if defined(__GNUC__)
-__attribute__((format(printf, 2, 3)))
-#endif
-static void range_error(FutoInAsyncSteps* as, const char* fmt, ...)
+FUTOIN_PRINTF(2, 3) static void range_error(FutoInAsyncSteps* as, const char* fmt, ...)
 {
     char info[200];
     va_list ap;

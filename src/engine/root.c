@@ -48,7 +48,7 @@ static inline void root_reset(Root* r, int fresh)
 }
 
 /* A root never handed out before: carved from the root slabs. */
-__attribute__((noinline)) static Root* root_make(EngineCtx* ctx)
+FUTOIN_NOINLINE static Root* root_make(EngineCtx* ctx)
 {
     Root* r = futoin__pool_try_get(&ctx->root_mem);
     if (r) {

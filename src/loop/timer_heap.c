@@ -1,15 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 #include "loop/timer_heap.h"
 
-#include <stdlib.h>
+#include "common/compiler.h"
 
-#if defined(__GNUC__) || defined(__clang__)
-#define HEAP_NOINLINE __attribute__((noinline))
-#define HEAP_INLINE inline __attribute__((always_inline))
-#else
-#define HEAP_NOINLINE
-#define HEAP_INLINE inline
-#endif
+#include <stdlib.h>
 
 /* Four children per node: a shallower tree than a binary heap, and with
  * 24-byte entries a node's children span about one and a half cache lines,
@@ -80,7 +74,7 @@ static void sift_down(FutoInTimerHeap* heap, size_t index, FutoInTimerEntry movi
 }
 
 /* The growth paths are out of line: a push that needs none stays small. */
-static HEAP_NOINLINE int grow_entries(FutoInTimerHeap* heap)
+static FUTOIN_NOINLINE int grow_entries(FutoInTimerHeap* heap)
 {
     size_t capacity = heap->capacity ? heap->capacity * 2 : MIN_CAPACITY;
     if (capacity < heap->capacity || capacity > SIZE_MAX / sizeof(FutoInTimerEntry)) {
@@ -95,7 +89,7 @@ static HEAP_NOINLINE int grow_entries(FutoInTimerHeap* heap)
     return 0;
 }
 
-static HEAP_NOINLINE int grow_pos(FutoInTimerHeap* heap, uint32_t id)
+static FUTOIN_NOINLINE int grow_pos(FutoInTimerHeap* heap, uint32_t id)
 {
     size_t capacity = heap->pos_capacity ? heap->pos_capacity : MIN_CAPACITY;
     while (capacity <= id) {
@@ -116,7 +110,7 @@ static HEAP_NOINLINE int grow_pos(FutoInTimerHeap* heap, uint32_t id)
     return 0;
 }
 
-static HEAP_INLINE void remove_at(FutoInTimerHeap* heap, size_t index)
+static FUTOIN_ALWAYS_INLINE void remove_at(FutoInTimerHeap* heap, size_t index)
 {
     heap->pos[heap->entries[index].id] = FUTOIN_TIMER_ABSENT;
     --heap->size;
