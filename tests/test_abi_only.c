@@ -133,7 +133,7 @@ static void ts_unlock(FutoInAsyncSteps* as, FutoInSync* sync)
     tr("unlock");
 }
 
-static const FutoInSyncAPI ts_api = {{{ts_lock, ts_unlock}}};
+static const FutoInSyncAPI ts_api = { .lock = ts_lock, .unlock = ts_unlock };
 
 /* ---- the tables are complete ---- */
 

@@ -279,7 +279,7 @@ static void dummy_unlock(FutoInAsyncSteps* as, FutoInSync* sync)
     (void)sync;
 }
 
-static const FutoInSyncAPI dummy_sync_api = {{{dummy_lock, dummy_unlock}}};
+static const FutoInSyncAPI dummy_sync_api = { .lock = dummy_lock, .unlock = dummy_unlock };
 
 /* ------------------------------------------------------------------------ */
 /* The standard scenario:                                                    */

@@ -55,7 +55,7 @@ static void cs_unlock(FutoInAsyncSteps* as, FutoInSync* sync)
     ++((CountingSync*)sync)->unlocks;
 }
 
-static const FutoInSyncAPI counting_api = {{{cs_lock, cs_unlock}}};
+static const FutoInSyncAPI counting_api = { .lock = cs_lock, .unlock = cs_unlock };
 
 static void branch_sync(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {

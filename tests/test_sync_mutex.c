@@ -674,7 +674,7 @@ static void test_free_other_objects(void** state)
     (void)state;
     assert_int_equal(futoin_sync_free(NULL), FUTOIN_SYNC_OK);
     /* A FutoInSync of another implementation is left alone. */
-    static const FutoInSyncAPI foreign_api = {{{NULL, NULL}}};
+    static const FutoInSyncAPI foreign_api = { .lock = NULL, .unlock = NULL };
     FutoInSync foreign = {&foreign_api};
     assert_int_equal(futoin_sync_free(&foreign), FUTOIN_SYNC_INVALID);
     FutoInSyncStats st;

@@ -28,7 +28,7 @@
 static void sync_lock(FutoInAsyncSteps* bsi, FutoInSync* sync);
 static void sync_unlock(FutoInAsyncSteps* bsi, FutoInSync* sync);
 
-static const FutoInSyncAPI sync_api = {{{sync_lock, sync_unlock}}};
+static const FutoInSyncAPI sync_api = { .lock = sync_lock, .unlock = sync_unlock };
 
 /* ------------------------------------------------------------------------ */
 /* Node free list                                                             */

@@ -1113,7 +1113,7 @@ static void ts_unlock(FutoInAsyncSteps* bsi, FutoInSync* sync)
     lg("unlock");
 }
 
-static const FutoInSyncAPI ts_api = {{{.lock = ts_lock, .unlock = ts_unlock}}};
+static const FutoInSyncAPI ts_api = { .lock = ts_lock, .unlock = ts_unlock };
 
 static void sy_before(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
 {
@@ -1277,7 +1277,7 @@ static void vi_step(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
     assert_non_null(strstr(g_viol.last, "stack"));
     bsi->api->add(bsi, NULL, NULL, NULL);
     assert_int_equal(g_viol.n, 3);
-    static const FutoInSyncAPI half = {{{.lock = ts_lock, .unlock = NULL}}};
+    static const FutoInSyncAPI half = { .lock = ts_lock, .unlock = NULL };
     FutoInSync s = {&half};
     bsi->api->addSync(bsi, &s, NULL, vi_step, NULL);
     assert_int_equal(g_viol.n, 4);
@@ -1685,7 +1685,7 @@ static void ids_unlock(FutoInAsyncSteps* bsi, FutoInSync* sync)
     s->unlocked[s->n_unlock++] = bsi->api->rootId(bsi);
 }
 
-static const FutoInSyncAPI ids_api = {{{.lock = ids_lock, .unlock = ids_unlock}}};
+static const FutoInSyncAPI ids_api = { .lock = ids_lock, .unlock = ids_unlock };
 
 static void ids_section(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
 {
