@@ -314,8 +314,7 @@ static void flow_success(FutoInAsyncSteps* bsi, FutoInArgs* args)
         drop_args(args);
         return;
     }
-    if (fl->cb == CB_NONE && fl->state == FS_WAIT && fl->depth > 0
-            && (fl->frames[fl->depth].flags & FR_WAIT) && futoin__flow_root(fl)->state == RS_RUNNING) {
+    if (futoin__flow_waits_external(fl)) {
         futoin__flow_success(fl, args);
         return;
     }
@@ -347,8 +346,7 @@ static void flow_handle_error(FutoInAsyncSteps* bsi, const char* code, const cha
         }
         return;
     }
-    if (fl->cb == CB_NONE && fl->state == FS_WAIT && fl->depth > 0
-            && (fl->frames[fl->depth].flags & FR_WAIT) && futoin__flow_root(fl)->state == RS_RUNNING) {
+    if (futoin__flow_waits_external(fl)) {
         futoin__flow_error(fl, code, info);
         return;
     }

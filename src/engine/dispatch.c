@@ -167,7 +167,7 @@ static void input_drop(Flow* fl, Frame* f, ArgsBox* in, uint32_t gen)
 {
     /* gen: the flow as it was when the callback started; if the callback
      * aborted or freed it, the frame is not the step's any more. */
-    if (gen == fl->gen && (fl->out == OUT_SUCCESS || fl->out == OUT_ERROR) && (f->flags & FR_X)) {
+    if (futoin__flow_survived(fl, gen) && (fl->out == OUT_SUCCESS || fl->out == OUT_ERROR) && (f->flags & FR_X)) {
         FrameExtra* x = frame_xp(fl, f);
         if (x) {
             x->on_cancel = NULL;
@@ -193,7 +193,7 @@ static FUTOIN_ALWAYS_INLINE void exec_enter(Flow* fl, Frame* f)
  * the EXEC context. */
 static FUTOIN_ALWAYS_INLINE int exec_leave(Flow* fl, uint32_t gen)
 {
-    if (FUTOIN_UNLIKELY(gen != fl->gen)) {
+    if (FUTOIN_UNLIKELY(!futoin__flow_survived(fl, gen))) {
         return 0;
     }
     fl->cb = CB_NONE;
@@ -208,7 +208,7 @@ static FUTOIN_ALWAYS_INLINE int exec_leave(Flow* fl, uint32_t gen)
 static inline int call_step(
         Flow* fl, Frame* f, CallKind kind, FutoInAsyncSteps_execute_callback fn, void* data)
 {
-    uint32_t gen = fl->gen;
+    uint32_t gen = futoin__flow_mark(fl);
     ArgsBox* in = fl->results;
     const FutoInArgs* pin = &no_args;
     if (in) {
@@ -267,9 +267,9 @@ static inline int enter_section(Flow* fl, Frame* f)
     futoin__queue_step(fl, f,
             futoin__step_new(futoin__flow_ctx(fl), SK_PLAIN, s->data, s->f, s->eh, NULL));
     if (dropped) { /* user cleanups: last */
-        uint32_t gen = fl->gen;
+        uint32_t gen = futoin__flow_mark(fl);
         box_free(futoin__flow_ctx(fl), dropped);
-        return gen == fl->gen;
+        return futoin__flow_survived(fl, gen);
     }
     return 1;
 }
@@ -331,9 +331,9 @@ static int run_iteration(Flow* fl)
     LoopSpec* l = f->node;
     /* Results of the previous iteration are not an input of the next. */
     if (fl->results) {
-        uint32_t gen = fl->gen;
+        uint32_t gen = futoin__flow_mark(fl);
         futoin__results_drop_slow(fl);
-        if (gen != fl->gen) {
+        if (!futoin__flow_survived(fl, gen)) {
             return HANDLED;
         }
     }
@@ -352,7 +352,7 @@ static int run_iteration(Flow* fl)
         ++l->i;
         /* call_step() for a clean previous iteration: no results to pass
          * or drop, and the outcome is already OUT_NONE. */
-        uint32_t gen = fl->gen;
+        uint32_t gen = futoin__flow_mark(fl);
         exec_enter(fl, f);
         if (l->count) {
             l->repeat_fn(&fl->iface, l->loop_data, l->i);
@@ -468,11 +468,11 @@ static void branch_failed(Flow* fl)
     futoin__branch_unlink(fl);
     futoin__flow_set_code(parent, futoin__flow_code(fl));
     parent->ctl = fl->ctl;
-    uint32_t gen = parent->gen;
+    uint32_t gen = futoin__flow_mark(parent);
     futoin__flow_release(fl);
     /* The siblings, with the frame left in place (futoin__start_unwind() would
      * call a cancel handler of it; a parallel frame has none). */
-    if (gen != parent->gen || !futoin__flow_unwind_to(parent, parent->depth)) {
+    if (!futoin__flow_survived(parent, gen) || !futoin__flow_unwind_to(parent, parent->depth)) {
         return; /* a cleanup or cancel handler cancelled or freed the root */
     }
     Frame* pf = &parent->frames[parent->depth];
@@ -494,9 +494,9 @@ static int start_frame(Flow* fl, FutoInAsyncSteps_execute_callback fn, void* dat
         LoopSpec* l = f->node;
         if (!l->loop_fn) {
             /* repeat(0) completes at once, as a finished loop does. */
-            uint32_t gen = fl->gen;
+            uint32_t gen = futoin__flow_mark(fl);
             futoin__results_drop(fl);
-            return gen == fl->gen && frame_pop(fl, 0) ? GO_ON : HANDLED;
+            return futoin__flow_survived(fl, gen) && frame_pop(fl, 0) ? GO_ON : HANDLED;
         }
         return run_iteration(fl);
     }
@@ -525,9 +525,9 @@ static int start_frame(Flow* fl, FutoInAsyncSteps_execute_callback fn, void* dat
         fl->results = futoin__step_ext(f->node);
         futoin__step_set(f->node, SK_VALUE, NULL);
         if (dropped) {
-            uint32_t gen = fl->gen;
+            uint32_t gen = futoin__flow_mark(fl);
             box_free(futoin__flow_ctx(fl), dropped);
-            return gen == fl->gen ? GO_ON : HANDLED;
+            return futoin__flow_survived(fl, gen) ? GO_ON : HANDLED;
         }
         return GO_ON;
     }
@@ -557,9 +557,9 @@ static int frame_complete(Flow* fl)
             return run_iteration(fl);
         }
         if (fl->results) {
-            uint32_t gen = fl->gen;
+            uint32_t gen = futoin__flow_mark(fl);
             futoin__results_drop_slow(fl);
-            if (gen != fl->gen) {
+            if (!futoin__flow_survived(fl, gen)) {
                 return HANDLED;
             }
         }
@@ -661,11 +661,11 @@ void futoin__flow_failed(Flow* fl)
     }
     FutoInAsyncSteps_error_callback unhandled = fl->frames[0].unhandled;
     if (unhandled) {
-        uint32_t gen = fl->gen;
+        uint32_t gen = futoin__flow_mark(fl);
         fl->cb = CB_FINAL;
         fl->add_fr = NULL;
         unhandled(&fl->iface, r->unhandled_data, futoin__flow_code(fl));
-        if (gen != fl->gen) {
+        if (!futoin__flow_survived(fl, gen)) {
             return;
         }
         fl->cb = CB_NONE;

@@ -392,6 +392,36 @@ struct EngineCtx {
 extern const FutoInAsyncStepsAPI futoin__flow_api;
 extern const FutoInAsyncStepsAPI futoin__par_api;
 
+/* Whether a flow outlived the user code just called on it. Every place
+ * that calls user code (a callback, a cleanup, lock()/unlock()) takes
+ * the flow's mark first and asks afterwards: the code may have cancelled
+ * or freed the root, or aborted the flow's branch, which bumps Flow.gen
+ * (the flow's memory stays valid while Root.busy holds it). Once it has
+ * not survived, the caller leaves the flow alone: the abort has done
+ * what was left to do. */
+static inline uint32_t futoin__flow_mark(const Flow* fl)
+{
+    return fl->gen;
+}
+
+static inline int futoin__flow_survived(const Flow* fl, uint32_t mark)
+{
+    return fl->gen == mark;
+}
+
+/* A running root's flow parked on a step that waits for an external
+ * success() or error() (waitExternal(), setTimeout(), setCancel()), with
+ * no callback of the flow on the C stack and the root neither being
+ * cancelled nor freed: the one state in which a completion from outside
+ * the step applies (same thread or, with its epoch check, another). */
+static inline int futoin__flow_waits_external(const Flow* fl)
+{
+    const Root* r = futoin__flow_root(fl);
+    return fl->cb == CB_NONE && fl->state == FS_WAIT && fl->depth > 0
+            && (fl->frames[fl->depth].flags & FR_WAIT) && r->state == RS_RUNNING
+            && !r->cancelling && !r->free_pending;
+}
+
 /* The engine context of a flow's loop, which lives in the loop's head
  * (futoin__ctx_create()). Flow.loop never changes, so this needs no field
  * in the root and no load beyond the loop pointer. */

@@ -133,11 +133,11 @@ void futoin__call_cancel(Flow* fl, Frame* f)
     x->on_cancel = NULL;
     uint8_t saved = fl->cb;
     Frame* saved_fr = fl->add_fr;
-    uint32_t gen = fl->gen;
+    uint32_t gen = futoin__flow_mark(fl);
     fl->cb = CB_CANCEL;
     fl->add_fr = NULL;
     ch(&fl->iface, x->cancel_data);
-    if (gen == fl->gen) { /* else aborted or revived: its state is new */
+    if (futoin__flow_survived(fl, gen)) { /* else aborted or revived: its state is new */
         fl->cb = saved;
         fl->add_fr = saved_fr;
     }
@@ -149,11 +149,11 @@ int futoin__call_unlock(Flow* fl, FutoInSync* sync)
 {
     uint8_t saved = fl->cb;
     Frame* saved_fr = fl->add_fr;
-    uint32_t gen = fl->gen;
+    uint32_t gen = futoin__flow_mark(fl);
     fl->cb = CB_CANCEL;
     fl->add_fr = NULL;
     sync->api->unlock(&fl->iface, sync);
-    if (gen != fl->gen) {
+    if (!futoin__flow_survived(fl, gen)) {
         return 0; /* aborted or revived meanwhile: its state is new */
     }
     fl->cb = saved;
@@ -189,12 +189,12 @@ int futoin__frame_pop_slow(Flow* fl, int aborted)
         frame_x_release(ctx, &f);
         return 1;
     }
-    uint32_t gen = fl->gen;
+    uint32_t gen = futoin__flow_mark(fl);
     if (aborted && live_branches(fl)) {
         /* Every caller has already aborted them (futoin__flow_unwind_to()); were
          * one not to, they go first, without nesting C calls per level.
          * (A parallel that completed has none left.) */
-        if (!futoin__flow_unwind_to(fl, fl->depth) || gen != fl->gen) {
+        if (!futoin__flow_unwind_to(fl, fl->depth) || !futoin__flow_survived(fl, gen)) {
             return 0;
         }
     }
@@ -235,13 +235,13 @@ int futoin__frame_pop_slow(Flow* fl, int aborted)
     }
     /* Last: a cancel handler may still use the step's stack memory. */
     frame_x_release(ctx, &f);
-    return gen == fl->gen;
+    return futoin__flow_survived(fl, gen);
 }
 
 /* Per-iteration state of a loop frame is that of a fresh step. */
 int futoin__iteration_reset_slow(Flow* fl, Frame* f)
 {
-    uint32_t gen = fl->gen;
+    uint32_t gen = futoin__flow_mark(fl);
     Step* queued = f->q_head;
     f->q_head = NULL;
     f->flags &= (uint8_t)~FR_WAIT;
@@ -256,5 +256,5 @@ int futoin__iteration_reset_slow(Flow* fl, Frame* f)
         futoin__queue_free(futoin__flow_ctx(fl), queued);
     }
     frame_x_release(futoin__flow_ctx(fl), &spent);
-    return gen == fl->gen;
+    return futoin__flow_survived(fl, gen);
 }

@@ -12,7 +12,7 @@
  * if a cancel handler aborted the whole flow meanwhile. */
 int futoin__start_unwind(Flow* fl, uint32_t k, int own)
 {
-    uint32_t gen = fl->gen;
+    uint32_t gen = futoin__flow_mark(fl);
     /* The frames above k and, if frame k is a parallel, its branches. */
     if ((fl->depth > k || live_branches(fl)) && !futoin__flow_unwind_to(fl, k)) {
         return 0;
@@ -25,7 +25,7 @@ int futoin__start_unwind(Flow* fl, uint32_t k, int own)
         }
     } else {
         futoin__call_cancel(fl, f);
-        if (gen != fl->gen) {
+        if (!futoin__flow_survived(fl, gen)) {
             return 0;
         }
         f = &fl->frames[k];
@@ -42,7 +42,7 @@ int futoin__start_unwind(Flow* fl, uint32_t k, int own)
         if (dropped) {
             box_free(ctx, dropped);
         }
-        return gen == fl->gen;
+        return futoin__flow_survived(fl, gen);
     }
     return 1;
 }
@@ -77,7 +77,7 @@ void futoin__flow_unwind(Flow* fl)
         if (fl->ctl && f->kind == SK_LOOP
                 && label_matches(f->node, futoin__flow_code(fl))) {
             uint8_t ctl = fl->ctl;
-            uint32_t gen = fl->gen;
+            uint32_t gen = futoin__flow_mark(fl);
             fl->ctl = CTL_NONE;
             /* The iteration is abandoned: a cancel handler the body left
              * armed runs (the breaking step's own one was dropped). */
@@ -85,11 +85,11 @@ void futoin__flow_unwind(Flow* fl)
                 frame_pop(fl, 1);
             } else {
                 futoin__call_cancel(fl, f);
-                if (gen == fl->gen) {
+                if (futoin__flow_survived(fl, gen)) {
                     (void)iteration_reset(fl, &fl->frames[fl->depth]);
                 }
             }
-            if (gen == fl->gen) {
+            if (futoin__flow_survived(fl, gen)) {
                 /* CONTINUE: the loop frame is empty, so advance() completes
                  * the iteration and starts the next one. */
                 futoin__rq_push(fl);
@@ -101,10 +101,10 @@ void futoin__flow_unwind(Flow* fl)
          * neither call success() nor tell its own added steps from them. */
         if (f->q_head) {
             Step* queued = f->q_head;
-            uint32_t gen = fl->gen;
+            uint32_t gen = futoin__flow_mark(fl);
             f->q_head = NULL;
             futoin__queue_free(futoin__flow_ctx(fl), queued);
-            if (gen != fl->gen) {
+            if (!futoin__flow_survived(fl, gen)) {
                 return;
             }
             f = &fl->frames[fl->depth];
@@ -112,12 +112,12 @@ void futoin__flow_unwind(Flow* fl)
         FutoInAsyncSteps_error_callback eh = frame_eh(f);
         if (!fl->ctl && eh && !(f->flags & FR_EH_USED)) {
             f->flags |= FR_EH_USED;
-            uint32_t gen = fl->gen;
+            uint32_t gen = futoin__flow_mark(fl);
             fl->cb = CB_ERROR;
             fl->out = OUT_NONE;
             fl->add_fr = f;
             eh(&fl->iface, f->node->data, futoin__flow_code(fl));
-            if (gen != fl->gen) {
+            if (!futoin__flow_survived(fl, gen)) {
                 return;
             }
             fl->cb = CB_NONE;
@@ -203,7 +203,7 @@ static void flow_end_aborted(Flow* fl)
  * Returns 0 if such code aborted base: that abort finished the walk. */
 int futoin__flow_unwind_to(Flow* base, uint32_t k)
 {
-    uint32_t gen = base->gen;
+    uint32_t gen = futoin__flow_mark(base);
     Flow* cur = base;
     for (;;) {
         Flow* b = live_branches(cur);
@@ -225,7 +225,7 @@ int futoin__flow_unwind_to(Flow* base, uint32_t k)
             flow_end_aborted(cur);
             cur = parent;
         }
-        if (gen != base->gen) {
+        if (!futoin__flow_survived(base, gen)) {
             return 0;
         }
     }
@@ -238,11 +238,11 @@ void futoin__flow_abort(Flow* fl)
     ++fl->gen;
     /* A finished flow (what free() mostly meets) has nothing to release. */
     if (flow_holds_work(fl)) {
-        uint32_t gen = fl->gen;
+        uint32_t gen = futoin__flow_mark(fl);
         if (fl->depth && !futoin__flow_unwind_to(fl, 0)) {
             return;
         }
-        if (gen == fl->gen) {
+        if (futoin__flow_survived(fl, gen)) {
             flow_end_aborted(fl);
             return;
         }

@@ -66,9 +66,7 @@ static void drop_args(FutoInArgs* args)
  * completion, and no callback of the flow is on the stack. */
 static int still_waiting(Flow* fl, uint32_t epoch)
 {
-    return fl->cb == CB_NONE && fl->state == FS_WAIT && fl->depth > 0
-            && (fl->frames[fl->depth].flags & FR_WAIT) && futoin__flow_root(fl)->state == RS_RUNNING
-            && !futoin__flow_root(fl)->free_pending
+    return futoin__flow_waits_external(fl)
             && atomic_load_explicit(&fl->xepoch, memory_order_relaxed) == epoch;
 }
 
