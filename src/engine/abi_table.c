@@ -128,11 +128,7 @@ static void* dead_stack(FutoInAsyncSteps* b, size_t s, void (*c)(void*))
 static void dead_success(FutoInAsyncSteps* b, FutoInArgs* a)
 {
     (void)b;
-    if (a) {
-        for (int i = 0; i < 4; ++i) {
-            futoin_reset_binval(&a->args[i]);
-        }
-    }
+    futoin__args_drop(a);
 }
 static void dead_error(FutoInAsyncSteps* b, const char* c, const char* i)
 {
@@ -263,15 +259,6 @@ static void* flow_stack(FutoInAsyncSteps* bsi, size_t size, void (*cleanup)(void
     return futoin__flow_stack(fl, size, cleanup);
 }
 
-static void drop_args(FutoInArgs* args)
-{
-    if (args) {
-        for (int i = 0; i < 4; ++i) {
-            futoin_reset_binval(&args->args[i]);
-        }
-    }
-}
-
 /* success() or error() where no step of the flow runs or waits. */
 FUTOIN_COLD static void report_late_success(Flow* fl, FutoInArgs* args)
 {
@@ -280,7 +267,7 @@ FUTOIN_COLD static void report_late_success(Flow* fl, FutoInArgs* args)
                            "(completed twice, or the instance is not running)",
                 cb_name(fl->cb));
     }
-    drop_args(args);
+    futoin__args_drop(args);
 }
 
 FUTOIN_COLD static void report_late_error(Flow* fl, const char* code)
@@ -311,7 +298,7 @@ static void flow_success(FutoInAsyncSteps* bsi, FutoInArgs* args)
             futoin__flow_success(fl, args);
             return;
         }
-        drop_args(args);
+        futoin__args_drop(args);
         return;
     }
     if (futoin__flow_waits_external(fl)) {
@@ -647,16 +634,6 @@ static int par_can_add(Parallel* p, const char* what)
     return 1;
 }
 
-static void par_branch(Parallel* p, Step* s)
-{
-    if (p->b_tail) {
-        p->b_tail->next = s;
-    } else {
-        p->b_head = s;
-    }
-    p->b_tail = s;
-}
-
 static void par_add(FutoInAsyncSteps* bsi, void* data, FutoInAsyncSteps_execute_callback f,
         FutoInAsyncSteps_error_callback eh)
 {
@@ -666,7 +643,7 @@ static void par_add(FutoInAsyncSteps* bsi, void* data, FutoInAsyncSteps_execute_
         return;
     }
     if (par_can_add(p, "add")) {
-        par_branch(p, futoin__step_new(futoin__flow_ctx(p->owner), SK_PLAIN, data, f, eh, NULL));
+        futoin__parallel_append(p, futoin__step_new(futoin__flow_ctx(p->owner), SK_PLAIN, data, f, eh, NULL));
     }
 }
 
@@ -678,7 +655,7 @@ static FutoInAsyncSteps* par_parallel(FutoInAsyncSteps* bsi, void* data, FutoInA
     }
     EngineCtx* ctx = futoin__flow_ctx(p->owner);
     Parallel* inner = futoin__parallel_new(ctx, p->owner);
-    par_branch(p, futoin__step_new(ctx, SK_PARALLEL, data, NULL, eh, inner));
+    futoin__parallel_append(p, futoin__step_new(ctx, SK_PARALLEL, data, NULL, eh, inner));
     return &inner->iface;
 }
 
@@ -695,7 +672,7 @@ static void par_loop_branch(Parallel* p, void* data, size_t count,
         return;
     }
     EngineCtx* ctx = futoin__flow_ctx(p->owner);
-    par_branch(p, futoin__loopspec_new(ctx, label, data, count, loop_fn, repeat_fn));
+    futoin__parallel_append(p, futoin__loopspec_new(ctx, label, data, count, loop_fn, repeat_fn));
 }
 
 static void par_loop(FutoInAsyncSteps* bsi, void* data, void (*f)(FutoInAsyncSteps*, void*),
@@ -720,7 +697,7 @@ static void par_add_sync(FutoInAsyncSteps* bsi, FutoInSync* sync, void* data,
         return;
     }
     if (par_can_add(p, "addSync")) {
-        par_branch(p, futoin__step_new(futoin__flow_ctx(p->owner), SK_SYNC, data, f, eh, sync));
+        futoin__parallel_append(p, futoin__step_new(futoin__flow_ctx(p->owner), SK_SYNC, data, f, eh, sync));
     }
 }
 

@@ -221,6 +221,13 @@ void futoin__set_info(Root* r, const char* info)
     }
 }
 
+void futoin__args_drop(FutoInArgs* args)
+{
+    if (args) {
+        futoin__args_reset(args, 4);
+    }
+}
+
 void futoin__args_reset(FutoInArgs* a, uint8_t n)
 {
     for (uint8_t i = 0; i < n; ++i) {

@@ -547,13 +547,27 @@ static inline void futoin__queue_step(Flow* fl, Frame* fr, Step* s)
 void futoin__step_free(EngineCtx* ctx, Step* s);
 Step* futoin__step_copy(EngineCtx* ctx, const Step* s, Flow* owner, const char** err);
 Parallel* futoin__parallel_new(EngineCtx* ctx, Flow* owner);
+/* Appends a branch step to a parallel that has not started. */
+static inline void futoin__parallel_append(Parallel* p, Step* s)
+{
+    if (p->b_tail) {
+        p->b_tail->next = s;
+    } else {
+        p->b_head = s;
+    }
+    p->b_tail = s;
+}
 /* A loop step: loop() with loop_fn, else repeat() of count iterations. */
 LoopSpec* futoin__loopspec_new(EngineCtx* ctx, const char* label, void* data, size_t count,
         void (*loop_fn)(FutoInAsyncSteps*, void*),
         void (*repeat_fn)(FutoInAsyncSteps*, void*, size_t));
 void futoin__flow_set_code(Flow* fl, const char* s);
 void futoin__set_info(Root* r, const char* info);
+/* Runs the cleanups of a's first n values and empties their holders. */
 void futoin__args_reset(FutoInArgs* a, uint8_t n);
+/* The same for all four; args may be NULL. What every call that refuses
+ * or drops a success() does with the values it was given. */
+void futoin__args_drop(FutoInArgs* args);
 static inline void futoin__args_clear(FutoInArgs* a, uint8_t* n)
 {
     if (*n) {

@@ -4,19 +4,11 @@
  * successStep() and relinquish() for AsyncSteps of other implementations,
  * and the per-root record of what their unstarted steps own (engine/interop.h).
  */
+#include "engine/engine_internal.h"
 #include "engine/interop.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-void futoin__args_drop(FutoInArgs* args)
-{
-    if (args) {
-        for (int i = 0; i < 4; ++i) {
-            futoin_reset_binval(&args->args[i]);
-        }
-    }
-}
 
 /* ------------------------------------------------------------------------ */
 /* The pending list: a state variable of the root                           */

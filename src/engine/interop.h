@@ -37,8 +37,6 @@ void futoin__pending_take(FutoInPending* p);
 void futoin__foreign_success_step(FutoInAsyncSteps* as, FutoInArgs* args);
 void futoin__foreign_relinquish(FutoInAsyncSteps* as);
 
-/* Drops up to four values (args may be NULL). */
-void futoin__args_drop(FutoInArgs* args);
 
 #pragma GCC visibility pop
 

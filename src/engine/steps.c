@@ -125,12 +125,7 @@ static Step* step_copy_kind(EngineCtx* ctx, const Step* s, Flow* owner, const ch
         for (const Step* b = src->b_head; b; b = b->next) {
             Step* c = futoin__step_copy(ctx, b, owner, err);
             if (c) {
-                if (p->b_tail) {
-                    p->b_tail->next = c;
-                } else {
-                    p->b_head = c;
-                }
-                p->b_tail = c;
+                futoin__parallel_append(p, c);
             }
         }
         ext = p;

@@ -55,13 +55,6 @@ typedef struct {
 _Static_assert(sizeof(XSuccess) <= FUTOIN_XMSG_PAYLOAD, "XSuccess must fit a message slot");
 _Static_assert(sizeof(XError) <= FUTOIN_XMSG_PAYLOAD, "XError must fit a message slot");
 
-static void drop_args(FutoInArgs* args)
-{
-    for (int i = 0; i < 4; ++i) {
-        futoin_reset_binval(&args->args[i]);
-    }
-}
-
 /* The step that was current at `epoch` still waits for an external
  * completion, and no callback of the flow is on the stack. */
 static int still_waiting(Flow* fl, uint32_t epoch)
@@ -98,7 +91,7 @@ static int xsuccess_run(void* consumer, FutoInXMsg* m)
         futoin__flow_success(fl, &x->args);
         return 0;
     }
-    drop_args(&x->args);
+    futoin__args_drop(&x->args);
     if (!x->quiet) {
         report_dropped(fl, "success()");
     }
@@ -107,7 +100,7 @@ static int xsuccess_run(void* consumer, FutoInXMsg* m)
 
 static void xsuccess_drop(FutoInXMsg* m)
 {
-    drop_args(&((XSuccess*)(void*)m->u.bytes)->args);
+    futoin__args_drop(&((XSuccess*)(void*)m->u.bytes)->args);
 }
 
 void futoin__xflow_success(Flow* fl, FutoInArgs* args, int quiet)
@@ -115,7 +108,7 @@ void futoin__xflow_success(Flow* fl, FutoInArgs* args, int quiet)
     FutoInXMsg* m = futoin__loop_xmsg_alloc(fl->loop);
     if (!m) {
         if (args) {
-            drop_args(args);
+            futoin__args_drop(args);
         }
         fputs("futoin: out of memory: a cross-thread success() was dropped\n", stderr);
         return;

@@ -65,13 +65,6 @@ static struct {
 } g = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER,
     NULL, NULL, 0, NULL, 0, 0, 0 };
 
-static void drop_args(FutoInArgs* args)
-{
-    for (int i = 0; i < 4; ++i) {
-        futoin_reset_binval(&args->args[i]);
-    }
-}
-
 static char* dup_str(const char* s)
 {
     size_t len = strlen(s);
@@ -120,7 +113,7 @@ static int work_done_run(void* consumer, FutoInXMsg* m)
     /* The worker is done with w (it posted after its last access). */
     w->state = W_APPLIED;
     if (w->step_gone) {
-        drop_args(&w->args);
+        futoin__args_drop(&w->args);
         work_finish(w);
         return 0;
     }
@@ -177,7 +170,7 @@ static void* worker_main(void* arg)
         /* Copied now: the strings may live in the work function's frame
          * or in work_data, which may be released before the step sees them. */
         if (out.error) {
-            drop_args(&out.args);
+            futoin__args_drop(&out.args);
             w->failed = 1;
             w->code = dup_str(out.error);
             w->info = out.info ? dup_str(out.info) : NULL;
