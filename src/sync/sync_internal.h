@@ -19,6 +19,7 @@
 #include <futoin/sync.h>
 
 #include "loop/loop_internal.h"
+#include "threads/parked_steps.h"
 
 #include <pthread.h>
 #include <stddef.h>
@@ -129,28 +130,6 @@ void futoin__sync_reject_waiting(SyncNode* n, const char* info);
 /* sync/mutex.c: stage 1 */
 SyncVerdict futoin__sync_conc_admit(SyncCore* c, SyncNode* n);
 void futoin__sync_conc_release(SyncCore* c);
-
-/* threads/cross_thread_calls.c: success (code NULL) or error on a step of this library from
- * any thread; queued quietly when the step's loop is another thread's. */
-void futoin__complete_any_thread(FutoInAsyncSteps* bsi, const char* code, const char* info);
-
-/* For library code rejecting a step of this library that it parked and gave
- * the cancel handler (ch, data), whose data it wants back exactly once:
- * - FUTOIN_PARKED_FAILED (the step's loop thread): the handler is taken off
- *   the step, so it will not be called, and the step fails with code if it
- *   still waits (a root being cancelled or freed keeps it, and aborts it
- *   next); the caller takes its data back now.
- * - FUTOIN_PARKED_QUEUED (another thread): queued for the loop thread,
- *   where ch(bsi, data) is called exactly once, by the step's abort if that
- *   comes first, else just before the step fails (ch(NULL, data) if the
- *   loop is freed before it gets there); the caller must not take it back.
- * - 0: not a flow of this library; nothing was done. */
-enum { FUTOIN_PARKED_FAILED = 1, FUTOIN_PARKED_QUEUED = 2 };
-/* Counts a lock() that rejects its flow at once (loop thread, own flows;
- * futoin__fail_parked_step() counts the rejections of waiting flows). */
-void futoin__note_sync_rejection(FutoInAsyncSteps* bsi);
-int futoin__fail_parked_step(FutoInAsyncSteps* bsi, FutoInAsyncSteps_cancel_callback ch, void* data,
-        const char* code, const char* info);
 
 /* The clock of the rate windows: the object's loop, or the monotonic
  * clock for a shared object (its flows run on several loops). */

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Completing steps the library parked itself (the sync objects' waiters),
+ * from any thread (src/threads/cross_thread_calls.c). Declared apart from
+ * cross_thread_calls.h because the sync objects see flows only through the
+ * binary interface: this header needs nothing but the public types.
+ */
+#ifndef FUTOIN_PARKED_STEPS_H
+#define FUTOIN_PARKED_STEPS_H
+
+#include <futoin/binarysteps.h>
+
+/* Internal to the library: not exported from the shared object. */
+#pragma GCC visibility push(hidden)
+
+/* For library code that completes steps it parked itself (shared sync
+ * objects): success (code NULL) or error on bsi from any thread, through
+ * the ABI on the loop thread, quietly queued otherwise, because losing a
+ * race with a cancel is expected there and not a misuse. */
+void futoin__complete_any_thread(FutoInAsyncSteps* bsi, const char* code, const char* info);
+
+/* For library code rejecting a step of this library that it parked and gave
+ * the cancel handler (ch, data), whose data it wants back exactly once:
+ * - FUTOIN_PARKED_FAILED (the step's loop thread): the handler is taken off
+ *   the step, so it will not be called, and the step fails with code if it
+ *   still waits (a root being cancelled or freed keeps it, and aborts it
+ *   next); the caller takes its data back now.
+ * - FUTOIN_PARKED_QUEUED (another thread): queued for the loop thread,
+ *   where ch(bsi, data) is called exactly once, by the step's abort if that
+ *   comes first, else just before the step fails (ch(NULL, data) if the
+ *   loop is freed before it gets there); the caller must not take it back.
+ * - 0: not a flow of this library; nothing was done. */
+enum { FUTOIN_PARKED_FAILED = 1, FUTOIN_PARKED_QUEUED = 2 };
+int futoin__fail_parked_step(FutoInAsyncSteps* bsi, FutoInAsyncSteps_cancel_callback ch, void* data,
+        const char* code, const char* info);
+/* Counts a lock() that rejects its flow at once (sync/core.c): the loop's
+ * sync_rejections counter, on the loop thread and for flows of this
+ * library only. futoin__fail_parked_step() counts the waiting flows it
+ * rejects itself. */
+void futoin__note_sync_rejection(FutoInAsyncSteps* bsi);
+
+#pragma GCC visibility pop
+
+#endif
