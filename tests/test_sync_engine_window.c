@@ -4,19 +4,16 @@
  * must be called exactly once after a successful lock, also when the flow is
  * aborted before the critical section starts.
  *
- * KNOWN ENGINE ISSUE (kept failing on purpose, see the issue 3 report): the
- * engine marks a sync frame as locked (FR_LOCKED) only in frame_complete(),
- * i.e. on the flow's next turn after lock() succeeded. lock()'s success
- * (returning at once, or an external success() of a waiting lock) only
- * queues the flow; if the flow is aborted before its next turn (a sibling
- * branch fails, the root is cancelled, an outer timeout fires), frame_pop()
- * sees FR_LOCK_PHASE without FR_LOCKED, calls no unlock(), and the cancel
- * handler is gone too (futoin__flow_success() cleared it). The sync object
- * then believes the flow holds the lock forever.
+ * The window this guards: lock() succeeds (at once, or through an external
+ * success() of a waiting lock), which only queues the flow, and the flow is
+ * aborted before its next turn (a sibling branch fails, the root is
+ * cancelled, an outer timeout fires). The engine marks the lock held
+ * (FR_LOCKED) the moment lock() succeeds (futoin__lock_acquired()), so the
+ * abort still owes and calls unlock(); were it marked only on the next
+ * turn, the sync object would believe the flow holds the lock forever.
  *
- * The library's own Mutex/Throttle/Limiter avoid this (their lock() admits
- * in a sub-step, which keeps the sync step's cancel handler armed until the
- * engine marks the lock held); this test uses the plain protocol the
+ * The library's own Mutex/Throttle/Limiter admit in a sub-step of lock(),
+ * which never opens the window; this test uses the plain protocol the
  * SEMANTICS document allows, with a minimal counting sync object.
  */
 #include "tsupport.h"

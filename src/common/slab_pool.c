@@ -9,7 +9,7 @@ typedef union SlabHeader {
     max_align_t align;
 } SlabHeader;
 
-void futoin__pool_init(FutoInPool* pool, size_t elem_size, size_t elem_align, size_t per_slab)
+void futoin__pool_init(SlabPool* pool, size_t elem_size, size_t elem_align, size_t per_slab)
 {
     /* Free elements hold a link, so they are pointer-aligned at least; a
      * slab's first element is max_align_t-aligned (SlabHeader). */
@@ -23,7 +23,7 @@ void futoin__pool_init(FutoInPool* pool, size_t elem_size, size_t elem_align, si
     pool->slabs = NULL;
 }
 
-void futoin__pool_destroy(FutoInPool* pool)
+void futoin__pool_destroy(SlabPool* pool)
 {
     void* s = pool->slabs;
     while (s) {
@@ -35,7 +35,7 @@ void futoin__pool_destroy(FutoInPool* pool)
     pool->free_list = NULL;
 }
 
-static int pool_refill(FutoInPool* pool)
+static int pool_refill(SlabPool* pool)
 {
     SlabHeader* slab = malloc(sizeof(SlabHeader) + pool->elem_size * pool->per_slab);
     if (!slab) {
@@ -51,7 +51,7 @@ static int pool_refill(FutoInPool* pool)
     return 1;
 }
 
-void* futoin__pool_try_get(FutoInPool* pool)
+void* futoin__pool_try_get(SlabPool* pool)
 {
     if (!pool->free_list && !pool_refill(pool)) {
         return NULL;
@@ -59,7 +59,7 @@ void* futoin__pool_try_get(FutoInPool* pool)
     return futoin__pool_get(pool);
 }
 
-void* futoin__pool_first_slab(const FutoInPool* pool)
+void* futoin__pool_first_slab(const SlabPool* pool)
 {
     return pool->slabs;
 }
@@ -69,14 +69,14 @@ void* futoin__pool_next_slab(const void* slab)
     return ((const SlabHeader*)slab)->next;
 }
 
-void* futoin__pool_slab_elem(const FutoInPool* pool, void* slab, size_t i)
+void* futoin__pool_slab_elem(const SlabPool* pool, void* slab, size_t i)
 {
     return (char*)((SlabHeader*)slab + 1) + i * pool->elem_size;
 }
 
 static void out_of_memory(size_t size);
 
-void* futoin__pool_refill_get(FutoInPool* pool)
+void* futoin__pool_refill_get(SlabPool* pool)
 {
     if (!pool->free_list && !pool_refill(pool)) {
         out_of_memory(sizeof(SlabHeader) + pool->elem_size * pool->per_slab);

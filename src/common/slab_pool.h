@@ -9,25 +9,25 @@
 /* Internal to the library: not exported from the shared object. */
 #pragma GCC visibility push(hidden)
 
-typedef struct FutoInPool {
+typedef struct SlabPool {
     size_t elem_size;
     size_t per_slab;
     void* free_list;
     void* slabs;
-} FutoInPool;
+} SlabPool;
 
 /* Elements are elem_size rounded up to elem_align (at most
  * _Alignof(max_align_t)): a 232-byte root with pointer alignment takes 232
  * bytes, not 240. */
-void futoin__pool_init(FutoInPool* pool, size_t elem_size, size_t elem_align, size_t per_slab);
-void futoin__pool_destroy(FutoInPool* pool);
+void futoin__pool_init(SlabPool* pool, size_t elem_size, size_t elem_align, size_t per_slab);
+void futoin__pool_destroy(SlabPool* pool);
 /* Never returns NULL: aborts the process on out-of-memory, like the rest of
  * the engine's structural allocations (there is no flow to report to). */
-void* futoin__pool_refill_get(FutoInPool* pool);
+void* futoin__pool_refill_get(SlabPool* pool);
 /* As futoin__pool_get(), but NULL when a new slab cannot be allocated. */
-void* futoin__pool_try_get(FutoInPool* pool);
+void* futoin__pool_try_get(SlabPool* pool);
 
-static inline void* futoin__pool_get(FutoInPool* pool)
+static inline void* futoin__pool_get(SlabPool* pool)
 {
     void* p = pool->free_list;
     if (!p) {
@@ -37,7 +37,7 @@ static inline void* futoin__pool_get(FutoInPool* pool)
     return p;
 }
 
-static inline void futoin__pool_put(FutoInPool* pool, void* p)
+static inline void futoin__pool_put(SlabPool* pool, void* p)
 {
     *(void**)p = pool->free_list;
     pool->free_list = p;
@@ -48,9 +48,9 @@ static inline void futoin__pool_put(FutoInPool* pool, void* p)
  * the address of element i (< per_slab) of a slab. Every element's first
  * word is written: by the pool's free-list link until it is first handed
  * out, then by its owner. */
-void* futoin__pool_first_slab(const FutoInPool* pool);
+void* futoin__pool_first_slab(const SlabPool* pool);
 void* futoin__pool_next_slab(const void* slab);
-void* futoin__pool_slab_elem(const FutoInPool* pool, void* slab, size_t i);
+void* futoin__pool_slab_elem(const SlabPool* pool, void* slab, size_t i);
 
 /* malloc/realloc that abort with a message instead of returning NULL. */
 void* futoin__xmalloc(size_t size);

@@ -163,7 +163,7 @@ static void await_eh(FutoInAsyncSteps* as, void* data, const char* code)
  * when the step is destroyed, after its error handler. */
 
 typedef struct ForeignAwait {
-    FutoInPending pending; /* first: released as a FutoInPending */
+    ForeignPending pending; /* first: released as a ForeignPending */
     FutoInCompletion* c;
     FutoInAsyncSteps_error_callback user_eh;
     void* user_data;
@@ -175,7 +175,7 @@ static void foreign_await_end(ForeignAwait* fa)
     free(fa);
 }
 
-static void foreign_await_release(FutoInPending* p)
+static void foreign_await_release(ForeignPending* p)
 {
     foreign_await_end((ForeignAwait*)p);
 }

@@ -69,7 +69,7 @@ EngineCtx* futoin__ctx_create(FutoInLoop* loop)
 {
     void** slot = futoin__loop_engine_slot(loop);
     if (!*slot) {
-        EngineCtx* ctx = (EngineCtx*)(void*)((FutoInLoopHead*)(void*)loop)->engine_mem;
+        EngineCtx* ctx = (EngineCtx*)(void*)((LoopHead*)(void*)loop)->engine_mem;
         memset(ctx, 0, sizeof(*ctx));
         ctx->loop = loop;
         ctx->burst = DEFAULT_BURST;

@@ -172,7 +172,7 @@ typedef struct FrameExtra {
         uint32_t next_free; /* while unused: the next unused one's index */
     };
     StackBlock* stack;
-    FutoInLoopRef timer;
+    LoopRef timer;
 } FrameExtra;
 
 /* FrameExtra table: chunks of this many, never moved once made (code may
@@ -355,10 +355,10 @@ struct EngineCtx {
     FutoInLoop* loop;
     Root* free_roots;
     unsigned budget; /* step callbacks left in the current dispatch */
-    FutoInPool steps;  /* step nodes: Step, LoopSpec, Parallel */
-    FutoInPool boxes;
-    FutoInPool stacks; /* small stack() blocks */
-    FutoInPool strs;   /* FUTOIN_SMALL_STR blocks: codes and labels */
+    SlabPool steps;  /* step nodes: Step, LoopSpec, Parallel */
+    SlabPool boxes;
+    SlabPool stacks; /* small stack() blocks */
+    SlabPool strs;   /* FUTOIN_SMALL_STR blocks: codes and labels */
     FrameExtra** xchunks; /* see FrameExtra */
     uint32_t nxchunks;
     uint32_t xfree; /* first unused FrameExtra's index; FUTOIN_XNONE: none */
@@ -366,8 +366,8 @@ struct EngineCtx {
      * header each) and never returned to the pool: once made, they are
      * recycled through free_roots / free_flows, whose links leave the
      * interface pointer alone. */
-    FutoInPool root_mem;
-    FutoInPool branch_mem;
+    SlabPool root_mem;
+    SlabPool branch_mem;
     Flow* free_flows;
     Flow* rq_head;
     Flow* rq_tail;
@@ -427,7 +427,7 @@ static inline int futoin__flow_waits_external(const Flow* fl)
  * in the root and no load beyond the loop pointer. */
 static inline EngineCtx* futoin__flow_ctx(const Flow* fl)
 {
-    return (EngineCtx*)(void*)((FutoInLoopHead*)(void*)fl->loop)->engine_mem;
+    return (EngineCtx*)(void*)((LoopHead*)(void*)fl->loop)->engine_mem;
 }
 
 static inline EngineCtx* futoin__root_ctx(const Root* r)
@@ -495,11 +495,11 @@ static inline Frame* futoin__add_target(Flow* fl, const char* what)
 #define FUTOIN_TRACE_KEEP_DEPTH 1024u
 
 /* Where the steps being added come from (futoin_trace_at()). */
-typedef struct FutoInTraceLoc {
+typedef struct TraceLoc {
     const char* file;
     uint32_t line;
-} FutoInTraceLoc;
-extern _Thread_local FutoInTraceLoc futoin__trace_loc;
+} TraceLoc;
+extern _Thread_local TraceLoc futoin__trace_loc;
 
 static inline void futoin__trace_stamp(Step* s)
 {

@@ -20,7 +20,7 @@ static const char pending_name[] = "futoin.c/pending";
 static void* pending_allocate(void* data)
 {
     (void)data;
-    FutoInPending* head = malloc(sizeof(*head));
+    ForeignPending* head = malloc(sizeof(*head));
     if (head) {
         head->prev = head->next = head;
         head->release = NULL;
@@ -31,20 +31,20 @@ static void* pending_allocate(void* data)
 static void pending_cleanup(void* data, void* value)
 {
     (void)data;
-    FutoInPending* head = value;
+    ForeignPending* head = value;
     /* Each entry leaves the list before its release runs: a release may
      * call back into the library, even record a new entry here. */
     while (head->next != head) {
-        FutoInPending* p = head->next;
+        ForeignPending* p = head->next;
         futoin__pending_take(p);
         p->release(p);
     }
     free(head);
 }
 
-int futoin__pending_put(FutoInAsyncSteps* as, FutoInPending* p, void (*release)(FutoInPending*))
+int futoin__pending_put(FutoInAsyncSteps* as, ForeignPending* p, void (*release)(ForeignPending*))
 {
-    FutoInPending* head = as->api->stateVariable(as, NULL, pending_name, pending_allocate, pending_cleanup);
+    ForeignPending* head = as->api->stateVariable(as, NULL, pending_name, pending_allocate, pending_cleanup);
     if (!head) {
         return -1;
     }
@@ -56,7 +56,7 @@ int futoin__pending_put(FutoInAsyncSteps* as, FutoInPending* p, void (*release)(
     return 0;
 }
 
-void futoin__pending_take(FutoInPending* p)
+void futoin__pending_take(ForeignPending* p)
 {
     if (p->next) {
         p->prev->next = p->next;
@@ -69,11 +69,11 @@ void futoin__pending_take(FutoInPending* p)
 /* successStep: an added step that succeeds with the recorded values       */
 
 typedef struct ValueStep {
-    FutoInPending pending; /* first: released as a FutoInPending */
+    ForeignPending pending; /* first: released as a ForeignPending */
     FutoInArgs args;
 } ValueStep;
 
-static void value_step_release(FutoInPending* p)
+static void value_step_release(ForeignPending* p)
 {
     ValueStep* v = (ValueStep*)p;
     futoin__args_drop(&v->args);

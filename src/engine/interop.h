@@ -18,20 +18,20 @@
 
 #pragma GCC visibility push(hidden)
 
-typedef struct FutoInPending FutoInPending;
-struct FutoInPending {
-    FutoInPending* prev;
-    FutoInPending* next;
-    void (*release)(FutoInPending* self);
+typedef struct ForeignPending ForeignPending;
+struct ForeignPending {
+    ForeignPending* prev;
+    ForeignPending* next;
+    void (*release)(ForeignPending* self);
 };
 
 /* Records p on the root behind as until futoin__pending_take(p), or else
  * until the root is freed, when release(p) is called. Returns 0, or -1
  * when the root has no room for it (out of memory, or its free() is
  * pending): p is not recorded. */
-int futoin__pending_put(FutoInAsyncSteps* as, FutoInPending* p, void (*release)(FutoInPending*));
+int futoin__pending_put(FutoInAsyncSteps* as, ForeignPending* p, void (*release)(ForeignPending*));
 /* Takes p back: release will not be called. */
-void futoin__pending_take(FutoInPending* p);
+void futoin__pending_take(ForeignPending* p);
 
 /* successStep() and relinquish() on another implementation's object. */
 void futoin__foreign_success_step(FutoInAsyncSteps* as, FutoInArgs* args);

@@ -29,16 +29,16 @@ typedef struct {
 } XSched;
 
 typedef struct {
-    FutoInXMsg* target;
+    XMsg* target;
     uint64_t cancelled_state; /* the target's state word after the cancel */
 } XReap;
 
-static XSched* xsched_of(FutoInXMsg* m)
+static XSched* xsched_of(XMsg* m)
 {
     return (XSched*)(void*)m->u.bytes;
 }
 
-static FutoInHandle xhandle_make(FutoInLoop* loop, FutoInXMsg* m)
+static FutoInHandle xhandle_make(FutoInLoop* loop, XMsg* m)
 {
     uint64_t st = atomic_load_explicit(&m->state, memory_order_relaxed);
     FutoInHandle h;
@@ -51,7 +51,7 @@ static FutoInHandle xhandle_make(FutoInLoop* loop, FutoInXMsg* m)
 
 /* The slot a cross-thread handle names, with the state word it has while
  * still pending; NULL for a malformed handle. */
-FutoInXMsg* futoin__loop_xhandle_slot(FutoInLoop* loop, const FutoInHandle* h, uint64_t* pending)
+XMsg* futoin__loop_xhandle_slot(FutoInLoop* loop, const FutoInHandle* h, uint64_t* pending)
 {
     uintptr_t v = (uintptr_t)h->data2 & ~(XHANDLE_TAG | XHANDLE_DEFERRED);
     if (v == 0 || v > UINT32_MAX || h->data3 < 0
@@ -62,12 +62,12 @@ FutoInXMsg* futoin__loop_xhandle_slot(FutoInLoop* loop, const FutoInHandle* h, u
     return futoin__xq_slot(&loop->xq, (uint32_t)(v - 1u));
 }
 
-FutoInXMsg* futoin__loop_xmsg_alloc(FutoInLoop* loop)
+XMsg* futoin__loop_xmsg_alloc(FutoInLoop* loop)
 {
     return futoin__xq_alloc(&loop->xq);
 }
 
-void futoin__loop_xmsg_post(FutoInLoop* loop, FutoInXMsg* msg)
+void futoin__loop_xmsg_post(FutoInLoop* loop, XMsg* msg)
 {
     atomic_fetch_add(&loop->xbusy, 1);
     futoin__xq_push(&loop->xq, msg);
@@ -75,7 +75,7 @@ void futoin__loop_xmsg_post(FutoInLoop* loop, FutoInXMsg* msg)
     atomic_fetch_sub(&loop->xbusy, 1);
 }
 
-void futoin__loop_xmsg_free(FutoInLoop* loop, FutoInXMsg* msg)
+void futoin__loop_xmsg_free(FutoInLoop* loop, XMsg* msg)
 {
     futoin__xq_free(&loop->xq, msg);
 }
@@ -86,7 +86,7 @@ void futoin__loop_xmsg_free(FutoInLoop* loop, FutoInXMsg* msg)
 static void xsched_fire(void* data, uintptr_t aux)
 {
     (void)aux;
-    FutoInXMsg* m = data;
+    XMsg* m = data;
     XSched* x = xsched_of(m);
     FutoInLoop* loop = x->loop;
     x->armed = 0;
@@ -102,7 +102,7 @@ static void xsched_fire(void* data, uintptr_t aux)
 }
 
 /* Loop thread: schedules the carrier. Returns 1 (slot kept) when armed. */
-static int xsched_arm_now(FutoInLoop* loop, FutoInXMsg* m)
+static int xsched_arm_now(FutoInLoop* loop, XMsg* m)
 {
     XSched* x = xsched_of(m);
     if (futoin__xq_st(atomic_load_explicit(&m->state, memory_order_acquire)) != XS_PENDING) {
@@ -129,16 +129,16 @@ static int xsched_arm_now(FutoInLoop* loop, FutoInXMsg* m)
     return 1;
 }
 
-static int xsched_run(void* consumer, FutoInXMsg* m)
+static int xsched_run(void* consumer, XMsg* m)
 {
     return xsched_arm_now(consumer, m);
 }
 
 /* Fills a slot for cb; deferred with delay_ms if deferred. */
-static FutoInXMsg* xsched_new(FutoInLoop* loop, const LoopCall* call, int deferred,
+static XMsg* xsched_new(FutoInLoop* loop, const LoopCall* call, int deferred,
         uint32_t delay_ms, int on_thread)
 {
-    FutoInXMsg* m = futoin__xq_alloc(&loop->xq);
+    XMsg* m = futoin__xq_alloc(&loop->xq);
     if (!m) {
         return NULL;
     }
@@ -167,7 +167,7 @@ static FutoInXMsg* xsched_new(FutoInLoop* loop, const LoopCall* call, int deferr
 /* Another thread schedules: queue the slot, return its handle. */
 FutoInHandle futoin__loop_xsched_post(FutoInLoop* loop, const LoopCall* call, int deferred, uint32_t delay_ms)
 {
-    FutoInXMsg* m = xsched_new(loop, call, deferred, delay_ms, 0);
+    XMsg* m = xsched_new(loop, call, deferred, delay_ms, 0);
     if (!m) {
         return handle_none();
     }
@@ -187,7 +187,7 @@ FutoInHandle futoin__loop_deferred2_x(FutoInLoop* loop, uint32_t delay_ms,
     if (!futoin__loop_on_thread(loop)) {
         return futoin__loop_xsched_post(loop, &call, 1, delay_ms);
     }
-    FutoInXMsg* m = xsched_new(loop, &call, 1, delay_ms, 1);
+    XMsg* m = xsched_new(loop, &call, 1, delay_ms, 1);
     if (!m) {
         return handle_none();
     }
@@ -201,7 +201,7 @@ FutoInHandle futoin__loop_deferred2_x(FutoInLoop* loop, uint32_t delay_ms,
 
 /* Loop thread: a slot whose cancel won gives its carrier back now. A slot
  * still in the queue (not armed) is freed when the queue reaches it. */
-static void xsched_reap(FutoInLoop* loop, FutoInXMsg* m)
+static void xsched_reap(FutoInLoop* loop, XMsg* m)
 {
     XSched* x = xsched_of(m);
     if (x->armed) {
@@ -211,7 +211,7 @@ static void xsched_reap(FutoInLoop* loop, FutoInXMsg* m)
     }
 }
 
-static int xreap_run(void* consumer, FutoInXMsg* m)
+static int xreap_run(void* consumer, XMsg* m)
 {
     XReap* r = (XReap*)(void*)m->u.bytes;
     /* Unless the slot has been freed (and maybe reused) since. */
@@ -225,7 +225,7 @@ static int xreap_run(void* consumer, FutoInXMsg* m)
 int futoin__loop_xsched_cancel(FutoInLoop* loop, const FutoInHandle* h)
 {
     uint64_t expect;
-    FutoInXMsg* m = futoin__loop_xhandle_slot(loop, h, &expect);
+    XMsg* m = futoin__loop_xhandle_slot(loop, h, &expect);
     uint64_t cancelled = (expect & ~UINT64_C(3)) | XS_CANCELLED;
     if (!m || !atomic_compare_exchange_strong_explicit(&m->state, &expect, cancelled,
                       memory_order_acq_rel, memory_order_relaxed)) {
@@ -236,7 +236,7 @@ int futoin__loop_xsched_cancel(FutoInLoop* loop, const FutoInHandle* h)
     } else if ((uintptr_t)h->data2 & XHANDLE_DEFERRED) {
         /* The timer would free the slot only when due: ask the loop to
          * drop it now. Best effort: without memory it waits until due. */
-        FutoInXMsg* r = futoin__xq_alloc(&loop->xq);
+        XMsg* r = futoin__xq_alloc(&loop->xq);
         if (r) {
             XReap* rp = (XReap*)(void*)r->u.bytes;
             rp->target = m;
@@ -248,14 +248,14 @@ int futoin__loop_xsched_cancel(FutoInLoop* loop, const FutoInHandle* h)
     return 1;
 }
 
-int futoin__loop_xcancel_record_run(void* consumer, FutoInXMsg* m)
+int futoin__loop_xcancel_record_run(void* consumer, XMsg* m)
 {
     XCancelRecord* c = (XCancelRecord*)(void*)m->u.bytes;
     futoin__loop_cancel_local(consumer, &c->handle);
     return 0;
 }
 
-int futoin__loop_xstop_run(void* consumer, FutoInXMsg* m)
+int futoin__loop_xstop_run(void* consumer, XMsg* m)
 {
     (void)m;
     ((FutoInLoop*)consumer)->stop_requested = 1;
@@ -271,7 +271,7 @@ int futoin__loop_drain_x(FutoInLoop* loop)
     }
     loop->xpoll |= XPOLL_BACKLOG;
     for (unsigned n = 0; n < XDRAIN_MAX; ++n) {
-        FutoInXMsg* m = futoin__xq_pop(&loop->xq);
+        XMsg* m = futoin__xq_pop(&loop->xq);
         if (!m) {
             loop->xpoll &= (uint8_t)~XPOLL_BACKLOG;
             break;

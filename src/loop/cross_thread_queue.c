@@ -21,13 +21,13 @@
 
 #define CHUNK0 64u
 
-static FutoInXMsg* msg_of(FutoInXLink* link)
+static XMsg* msg_of(XLink* link)
 {
-    /* link is the first member of FutoInXMsg. */
-    return (FutoInXMsg*)(void*)link;
+    /* link is the first member of XMsg. */
+    return (XMsg*)(void*)link;
 }
 
-void futoin__xq_init(FutoInXQueue* q)
+void futoin__xq_init(XQueue* q)
 {
     atomic_init(&q->stub.next, NULL);
     atomic_init(&q->head, &q->stub);
@@ -39,7 +39,7 @@ void futoin__xq_init(FutoInXQueue* q)
     pthread_mutex_init(&q->grow_lock, NULL);
 }
 
-void futoin__xq_destroy(FutoInXQueue* q)
+void futoin__xq_destroy(XQueue* q)
 {
     for (unsigned k = 0; k < FUTOIN_XCHUNKS; ++k) {
         free(atomic_load_explicit(&q->chunks[k], memory_order_relaxed));
@@ -67,13 +67,13 @@ static uint32_t chunk_base(unsigned k)
     return CHUNK0 * ((UINT32_C(1) << k) - 1u);
 }
 
-FutoInXMsg* futoin__xq_slot(FutoInXQueue* q, uint32_t idx)
+XMsg* futoin__xq_slot(XQueue* q, uint32_t idx)
 {
     if (idx >= chunk_base(FUTOIN_XCHUNKS)) {
         return NULL;
     }
     unsigned k = floor_log2(idx / CHUNK0 + 1u);
-    FutoInXMsg* chunk = atomic_load_explicit(&q->chunks[k], memory_order_acquire);
+    XMsg* chunk = atomic_load_explicit(&q->chunks[k], memory_order_acquire);
     return chunk ? &chunk[idx - chunk_base(k)] : NULL;
 }
 
@@ -85,7 +85,7 @@ static uint64_t top_with(uint64_t old_top, uint32_t idx_plus_1)
 }
 
 /* Pushes the chain first..last (already linked through free_next). */
-static void free_push_chain(FutoInXQueue* q, FutoInXMsg* first, FutoInXMsg* last)
+static void free_push_chain(XQueue* q, XMsg* first, XMsg* last)
 {
     uint64_t top = atomic_load_explicit(&q->free_top, memory_order_relaxed);
     do {
@@ -95,7 +95,7 @@ static void free_push_chain(FutoInXQueue* q, FutoInXMsg* first, FutoInXMsg* last
 }
 
 /* Adds the next chunk to the pool; called with grow_lock held. */
-static int grow_locked(FutoInXQueue* q)
+static int grow_locked(XQueue* q)
 {
     if ((uint32_t)atomic_load_explicit(&q->free_top, memory_order_acquire) != 0) {
         return 0; /* another thread grew the pool, or a slot came back */
@@ -108,13 +108,13 @@ static int grow_locked(FutoInXQueue* q)
         return -1;
     }
     uint32_t size = CHUNK0 << k;
-    FutoInXMsg* chunk = malloc((size_t)size * sizeof(*chunk));
+    XMsg* chunk = malloc((size_t)size * sizeof(*chunk));
     if (!chunk) {
         return -1;
     }
     uint32_t base = chunk_base(k);
     for (uint32_t j = 0; j < size; ++j) {
-        FutoInXMsg* m = &chunk[j];
+        XMsg* m = &chunk[j];
         atomic_init(&m->link.next, NULL);
         atomic_init(&m->state, XS_FREE);
         atomic_init(&m->free_next, j + 1 < size ? base + j + 2 : 0);
@@ -128,7 +128,7 @@ static int grow_locked(FutoInXQueue* q)
     return 0;
 }
 
-static int grow(FutoInXQueue* q)
+static int grow(XQueue* q)
 {
     pthread_mutex_lock(&q->grow_lock);
     int rc = grow_locked(q);
@@ -136,7 +136,7 @@ static int grow(FutoInXQueue* q)
     return rc;
 }
 
-FutoInXMsg* futoin__xq_alloc(FutoInXQueue* q)
+XMsg* futoin__xq_alloc(XQueue* q)
 {
     for (;;) {
         uint64_t top = atomic_load_explicit(&q->free_top, memory_order_acquire);
@@ -147,7 +147,7 @@ FutoInXMsg* futoin__xq_alloc(FutoInXQueue* q)
             }
             continue;
         }
-        FutoInXMsg* m = futoin__xq_slot(q, first - 1u);
+        XMsg* m = futoin__xq_slot(q, first - 1u);
         /* May be stale if another thread pops m first: the tag then makes
          * the exchange fail, and slots are never unmapped, so the read is
          * harmless. */
@@ -163,7 +163,7 @@ FutoInXMsg* futoin__xq_alloc(FutoInXQueue* q)
     }
 }
 
-void futoin__xq_free(FutoInXQueue* q, FutoInXMsg* m)
+void futoin__xq_free(XQueue* q, XMsg* m)
 {
     uint64_t st = atomic_load_explicit(&m->state, memory_order_relaxed);
     uint64_t gen = (futoin__xq_gen(st) + 1u) & FUTOIN_XGEN_MASK;
@@ -173,18 +173,18 @@ void futoin__xq_free(FutoInXQueue* q, FutoInXMsg* m)
 
 /* ---- queue ---- */
 
-void futoin__xq_push(FutoInXQueue* q, FutoInXMsg* m)
+void futoin__xq_push(XQueue* q, XMsg* m)
 {
     atomic_store_explicit(&m->link.next, NULL, memory_order_relaxed);
-    FutoInXLink* prev = atomic_exchange_explicit(&q->head, &m->link, memory_order_seq_cst);
+    XLink* prev = atomic_exchange_explicit(&q->head, &m->link, memory_order_seq_cst);
     atomic_store_explicit(&prev->next, &m->link, memory_order_release);
 }
 
-FutoInXMsg* futoin__xq_pop(FutoInXQueue* q)
+XMsg* futoin__xq_pop(XQueue* q)
 {
     for (;;) {
-        FutoInXLink* tail = q->tail;
-        FutoInXLink* next = atomic_load_explicit(&tail->next, memory_order_acquire);
+        XLink* tail = q->tail;
+        XLink* next = atomic_load_explicit(&tail->next, memory_order_acquire);
         if (tail == &q->stub) {
             if (!next) {
                 if (atomic_load_explicit(&q->head, memory_order_acquire) == &q->stub) {
@@ -208,7 +208,7 @@ FutoInXMsg* futoin__xq_pop(FutoInXQueue* q)
         /* tail is the last node: queue the stub behind it, so that tail
          * can be handed out without leaving the queue without a node. */
         atomic_store_explicit(&q->stub.next, NULL, memory_order_relaxed);
-        FutoInXLink* prev = atomic_exchange_explicit(&q->head, &q->stub, memory_order_seq_cst);
+        XLink* prev = atomic_exchange_explicit(&q->head, &q->stub, memory_order_seq_cst);
         atomic_store_explicit(&prev->next, &q->stub, memory_order_release);
         next = atomic_load_explicit(&tail->next, memory_order_acquire);
         if (next) {

@@ -42,21 +42,21 @@ enum {
     XS_TAKEN = 3      /* a scheduled callback that won: it runs */
 };
 
-typedef struct FutoInXLink FutoInXLink;
-struct FutoInXLink {
-    _Atomic(FutoInXLink*) next;
+typedef struct XLink XLink;
+struct XLink {
+    _Atomic(XLink*) next;
 };
 
-typedef struct FutoInXMsg FutoInXMsg;
+typedef struct XMsg XMsg;
 
 /* Runs on the consumer (loop) thread. Returns 1 when it keeps the slot
  * (and frees it later itself), 0 to have it freed right away. */
-typedef int (*FutoInXRun)(void* consumer, FutoInXMsg* msg);
+typedef int (*FutoInXRun)(void* consumer, XMsg* msg);
 /* Releases what a message owns when it is discarded unrun (loop freed). */
-typedef void (*FutoInXDrop)(FutoInXMsg* msg);
+typedef void (*FutoInXDrop)(XMsg* msg);
 
-struct FutoInXMsg {
-    FutoInXLink link; /* first: the queue links slots through it */
+struct XMsg {
+    XLink link; /* first: the queue links slots through it */
     _Atomic uint64_t state;
     _Atomic uint32_t free_next; /* pool link: index + 1, 0 = end */
     uint32_t idx;
@@ -68,44 +68,44 @@ struct FutoInXMsg {
     } u;
 };
 
-typedef struct FutoInXQueue {
+typedef struct XQueue {
     /* Producers swing head; the consumer alone reads tail. Kept on
      * separate cache lines so producers do not slow the consumer down. */
-    _Atomic(FutoInXLink*) head;
+    _Atomic(XLink*) head;
     char pad0[64 - sizeof(void*)];
-    FutoInXLink* tail;
-    FutoInXLink stub;
+    XLink* tail;
+    XLink stub;
     char pad1[64 - 2 * sizeof(void*)];
     /* Pool: a Treiber stack of slot indices; the top carries an ABA tag
      * in its upper 32 bits. */
     _Atomic uint64_t free_top;
-    _Atomic(FutoInXMsg*) chunks[FUTOIN_XCHUNKS];
+    _Atomic(XMsg*) chunks[FUTOIN_XCHUNKS];
     pthread_mutex_t grow_lock;
-} FutoInXQueue;
+} XQueue;
 
-void futoin__xq_init(FutoInXQueue* q);
+void futoin__xq_init(XQueue* q);
 /* Frees every chunk. The queue must have been emptied by its consumer. */
-void futoin__xq_destroy(FutoInXQueue* q);
+void futoin__xq_destroy(XQueue* q);
 
 /* Any thread: a slot in state XS_PENDING with its generation kept, or NULL
  * when out of memory. run/drop are left for the caller to set. */
-FutoInXMsg* futoin__xq_alloc(FutoInXQueue* q);
+XMsg* futoin__xq_alloc(XQueue* q);
 /* Any thread: bumps the generation (stale handles stop matching) and
  * returns the slot to the pool. */
-void futoin__xq_free(FutoInXQueue* q, FutoInXMsg* m);
+void futoin__xq_free(XQueue* q, XMsg* m);
 /* The slot with that index, NULL if no such slot was ever allocated. */
-FutoInXMsg* futoin__xq_slot(FutoInXQueue* q, uint32_t idx);
+XMsg* futoin__xq_slot(XQueue* q, uint32_t idx);
 
 /* Any thread. Sequentially consistent, so that a producer that pushes and
  * then reads the consumer's "wake me" flag cannot miss a consumer that set
  * the flag and then checked the queue (see loop/loop.c). */
-void futoin__xq_push(FutoInXQueue* q, FutoInXMsg* m);
+void futoin__xq_push(XQueue* q, XMsg* m);
 /* Consumer only: the oldest message, or NULL when the queue is empty. */
-FutoInXMsg* futoin__xq_pop(FutoInXQueue* q);
+XMsg* futoin__xq_pop(XQueue* q);
 /* Consumer only: 1 when something was pushed and not yet popped. Inline:
  * the loop asks once per round. The queue is empty when the consumer is at
  * the stub and no producer has swung the head away from it. */
-static inline int futoin__xq_nonempty(FutoInXQueue* q)
+static inline int futoin__xq_nonempty(XQueue* q)
 {
     return q->tail != &q->stub
             || atomic_load_explicit(&q->head, memory_order_seq_cst) != &q->stub;
@@ -116,7 +116,7 @@ static inline int futoin__xq_nonempty(FutoInXQueue* q)
  * was pushed since. A relaxed read, for a loop that merely polls (it looks
  * again, sequentially consistent, before it sleeps); a push that happened
  * before something the consumer has synchronised with is still seen. */
-static inline int futoin__xq_head_moved(FutoInXQueue* q)
+static inline int futoin__xq_head_moved(XQueue* q)
 {
     return atomic_load_explicit(&q->head, memory_order_relaxed) != &q->stub;
 }

@@ -383,7 +383,7 @@ int futoin_loop_try_cancel(FutoInLoop* loop, FutoInHandle* handle)
     } else {
         /* Records belong to the loop thread: the cancel is queued, and
          * decided there (pending at that point: it never runs). */
-        FutoInXMsg* m = futoin__xq_alloc(&loop->xq);
+        XMsg* m = futoin__xq_alloc(&loop->xq);
         rc = -1;
         if (m) {
             ((XCancelRecord*)(void*)m->u.bytes)->handle = *handle;
@@ -410,7 +410,7 @@ int futoin_loop_is_valid(const FutoInLoop* loop, const FutoInHandle* handle)
     if (is_xhandle(handle)) {
         uint64_t pending;
         /* Reading a slot's state is safe from any thread. */
-        FutoInXMsg* m = futoin__loop_xhandle_slot((FutoInLoop*)(uintptr_t)loop, handle, &pending);
+        XMsg* m = futoin__loop_xhandle_slot((FutoInLoop*)(uintptr_t)loop, handle, &pending);
         return m && atomic_load_explicit(&m->state, memory_order_acquire) == pending;
     }
     if (!futoin__loop_on_thread(loop)) {
@@ -471,7 +471,7 @@ static FUTOIN_ALWAYS_INLINE int run_due_timers(FutoInLoop* loop, uint64_t seq_li
         return 0;
     }
     for (;;) {
-        const FutoInTimerEntry* top = futoin__timer_heap_top(&loop->timers);
+        const TimerEntry* top = futoin__timer_heap_top(&loop->timers);
         if (!top || top->seq >= seq_limit || top->due > round_now(loop)) {
             return 0;
         }
@@ -507,7 +507,7 @@ static int run_one_virtual(FutoInLoop* loop, uint64_t limit_ns)
     if (run_first_immediate(loop)) {
         return 1;
     }
-    const FutoInTimerEntry* top = futoin__timer_heap_top(&loop->timers);
+    const TimerEntry* top = futoin__timer_heap_top(&loop->timers);
     if (!top || top->due > limit_ns) {
         return 0;
     }
@@ -527,7 +527,7 @@ static void idle_wait(FutoInLoop* loop)
     if (loop->live_immediates > 0 || futoin__xq_nonempty(&loop->xq)) {
         return;
     }
-    const FutoInTimerEntry* top = futoin__timer_heap_top(&loop->timers);
+    const TimerEntry* top = futoin__timer_heap_top(&loop->timers);
     if (loop->is_virtual) {
         if (top) {
             if (top->due > loop->now_ns) {
@@ -555,10 +555,10 @@ static FUTOIN_ALWAYS_INLINE int has_work(FutoInLoop* loop)
 static int64_t next_delay_ms(const FutoInLoop* loop)
 {
     /* The queue is only read here; the loop itself is never const. */
-    if (loop->live_immediates > 0 || futoin__xq_nonempty((FutoInXQueue*)(uintptr_t)&loop->xq)) {
+    if (loop->live_immediates > 0 || futoin__xq_nonempty((XQueue*)(uintptr_t)&loop->xq)) {
         return 0;
     }
-    const FutoInTimerEntry* top = futoin__timer_heap_top(&loop->timers);
+    const TimerEntry* top = futoin__timer_heap_top(&loop->timers);
     if (!top) {
         return -1;
     }
@@ -614,7 +614,7 @@ void futoin_loop_stop(FutoInLoop* loop)
         loop->stop_requested = 1;
         return;
     }
-    FutoInXMsg* m = futoin__xq_alloc(&loop->xq);
+    XMsg* m = futoin__xq_alloc(&loop->xq);
     if (!m) {
         fputs("futoin: out of memory: a cross-thread stop was dropped\n", stderr);
         return;
@@ -726,7 +726,7 @@ void futoin_loop_free(FutoInLoop* loop)
         sched_yield();
     }
     /* Messages nobody will run: what they own is released exactly once. */
-    FutoInXMsg* m;
+    XMsg* m;
     while ((m = futoin__xq_pop(&loop->xq)) != NULL) {
         if (m->drop) {
             m->drop(m);

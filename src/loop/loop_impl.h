@@ -43,7 +43,7 @@
  *   [1, IMM_TAG)          a record (timer): index + 1; data3 = generation
  *   IMM_TAG | seq >> 31   an immediate: data3 = seq & 0x7fffffff
  *   XHANDLE_TAG | ...     a cross-thread schedule (see "Cross-thread")
- * Both local kinds fit in 32 + 31 bits, which FutoInLoopRef relies on. */
+ * Both local kinds fit in 32 + 31 bits, which LoopRef relies on. */
 #define IMM_TAG ((uintptr_t)1 << 30)
 #define IMM_HI_MASK (IMM_TAG - 1u)
 #define IMM_LO_BITS 31
@@ -106,7 +106,7 @@ typedef struct {
 } ImmSlot;
 
 struct FutoInLoop {
-    FutoInLoopHead head; /* first: futoin__loop_on_thread() reads it inline */
+    LoopHead head; /* first: futoin__loop_on_thread() reads it inline */
 
     /* ---- hot: what an immediate and a round touch, one cache line ----
      * Every immediate gets the next sequence number; the one numbered seq
@@ -139,7 +139,7 @@ struct FutoInLoop {
     uint32_t record_capacity;
     uint32_t free_head;
 
-    FutoInTimerHeap timers;
+    TimerHeap timers;
 
     void (*engine_free)(void* engine_ctx);
 
@@ -150,14 +150,14 @@ struct FutoInLoop {
     /* A dump request: a message slot kept for it (NULL until a handler is
      * set), so that asking for a dump allocates nothing and is safe in a
      * signal handler; dump_pending is 1 while it is queued. */
-    _Atomic(FutoInXMsg*) dump_msg;
+    _Atomic(XMsg*) dump_msg;
     _Atomic int dump_pending;
     void (*dump_cb)(FutoInLoop* loop, void* data);
     void* dump_data;
     uint8_t dump_sig; /* in the signal table of observe/introspect.c */
 
     /* ---- cross-thread ---- */
-    _Alignas(LOOP_LINE) FutoInXQueue xq;
+    _Alignas(LOOP_LINE) XQueue xq;
     /* Set (to SIG_* bits) by the loop thread when it is about to wait on
      * the wake-up fd (or, embedded, between iterations); whoever flips it
      * back to 0 owes exactly one signal of each kind: a write to the fd,
@@ -214,9 +214,9 @@ FutoInHandle futoin__loop_schedule_at(FutoInLoop* loop, uint64_t due, const Loop
 FutoInHandle futoin__loop_xsched_post(
         FutoInLoop* loop, const LoopCall* call, int deferred, uint32_t delay_ms);
 int futoin__loop_xsched_cancel(FutoInLoop* loop, const FutoInHandle* h);
-FutoInXMsg* futoin__loop_xhandle_slot(FutoInLoop* loop, const FutoInHandle* h, uint64_t* pending);
-int futoin__loop_xcancel_record_run(void* consumer, FutoInXMsg* m);
-int futoin__loop_xstop_run(void* consumer, FutoInXMsg* m);
+XMsg* futoin__loop_xhandle_slot(FutoInLoop* loop, const FutoInHandle* h, uint64_t* pending);
+int futoin__loop_xcancel_record_run(void* consumer, XMsg* m);
+int futoin__loop_xstop_run(void* consumer, XMsg* m);
 /* Runs a bounded batch of what other threads queued; 1 on a stop request. */
 int futoin__loop_drain_x(FutoInLoop* loop);
 

@@ -18,18 +18,18 @@
 /* The first member of struct FutoInLoop, so that the thread check of the
  * ABI entry points can be inlined: it is the one check the single-thread
  * hot path pays for cross-thread support. owner never changes. */
-typedef struct FutoInLoopHead {
+typedef struct LoopHead {
     pthread_t owner;
     void* engine_ctx; /* see futoin__loop_engine_slot() */
     /* Room for the AsyncSteps engine's per-loop context: a flow reaches it
      * from its loop pointer by an addition, not a load. The engine checks
      * that its context fits. */
     _Alignas(max_align_t) unsigned char engine_mem[FUTOIN_LOOP_ENGINE_MEM];
-} FutoInLoopHead;
+} LoopHead;
 
 static inline int futoin__loop_on_thread(const FutoInLoop* loop)
 {
-    return pthread_equal(pthread_self(), ((const FutoInLoopHead*)(const void*)loop)->owner) != 0;
+    return pthread_equal(pthread_self(), ((const LoopHead*)(const void*)loop)->owner) != 0;
 }
 
 /* Callback with one extra word, so the engine can address a (flow, frame)
@@ -44,20 +44,20 @@ FutoInHandle futoin__loop_deferred2(FutoInLoop* loop, uint32_t delay_ms,
 /* A loop handle without its loop pointer: 8 bytes instead of 24, for
  * structures that hold one per object (the engine's frames). Relies on the
  * loop's encoding: data2 = record index + 1, data3 = generation. */
-typedef struct FutoInLoopRef {
+typedef struct LoopRef {
     uint32_t slot; /* record index + 1; 0: none */
     uint32_t gen;
-} FutoInLoopRef;
+} LoopRef;
 
-static inline FutoInLoopRef futoin__loop_ref(FutoInHandle h)
+static inline LoopRef futoin__loop_ref(FutoInHandle h)
 {
-    FutoInLoopRef r;
+    LoopRef r;
     r.slot = (uint32_t)(uintptr_t)h.data2;
     r.gen = (uint32_t)h.data3;
     return r;
 }
 
-static inline FutoInHandle futoin__loop_handle(FutoInLoop* loop, FutoInLoopRef r)
+static inline FutoInHandle futoin__loop_handle(FutoInLoop* loop, LoopRef r)
 {
     FutoInHandle h;
     h.data1 = r.slot ? loop : 0;
@@ -71,7 +71,7 @@ static inline FutoInHandle futoin__loop_handle(FutoInLoop* loop, FutoInLoopRef r
  * slot's value (when both are set) after dropping every pending callback. */
 static inline void** futoin__loop_engine_slot(FutoInLoop* loop)
 {
-    return &((FutoInLoopHead*)(void*)loop)->engine_ctx;
+    return &((LoopHead*)(void*)loop)->engine_ctx;
 }
 void futoin__loop_set_engine_free(FutoInLoop* loop, void (*destroy)(void* engine_ctx));
 
@@ -93,10 +93,10 @@ void futoin__loop_cancel_local(FutoInLoop* loop, FutoInHandle* handle);
  * something), then post it. run(loop, msg) runs on the loop thread at the
  * start of a round, in posting order per thread; drop(msg) runs instead if
  * the loop is freed first. */
-FutoInXMsg* futoin__loop_xmsg_alloc(FutoInLoop* loop);
-void futoin__loop_xmsg_post(FutoInLoop* loop, FutoInXMsg* msg);
+XMsg* futoin__loop_xmsg_alloc(FutoInLoop* loop);
+void futoin__loop_xmsg_post(FutoInLoop* loop, XMsg* msg);
 /* Returns a slot that run() kept (returned 1 for). Loop thread. */
-void futoin__loop_xmsg_free(FutoInLoop* loop, FutoInXMsg* msg);
+void futoin__loop_xmsg_free(FutoInLoop* loop, XMsg* msg);
 
 /* Any thread, the loop thread included: a deferred callback whose handle is
  * a cross-thread handle, so that futoin_loop_try_cancel() decides its fate
@@ -115,7 +115,7 @@ uint64_t futoin__monotonic_ms(void);
 /* ---- introspection (src/observe/introspect.c), loop thread unless said ---- */
 
 /* 1 and the ms left (rounded up) if ref names a pending timer, else 0. */
-int futoin__loop_timer_left(FutoInLoop* loop, FutoInLoopRef ref, uint64_t* left_ms);
+int futoin__loop_timer_left(FutoInLoop* loop, LoopRef ref, uint64_t* left_ms);
 /* Cross-thread messages run so far, timers and immediates pending. */
 void futoin__loop_stats(const FutoInLoop* loop, uint64_t* xmsgs, uint64_t* timers, uint64_t* immediates);
 int futoin__loop_is_virtual(const FutoInLoop* loop);

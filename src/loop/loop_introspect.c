@@ -9,7 +9,7 @@
 
 #include <errno.h>
 
-int futoin__loop_timer_left(FutoInLoop* loop, FutoInLoopRef ref, uint64_t* left_ms)
+int futoin__loop_timer_left(FutoInLoop* loop, LoopRef ref, uint64_t* left_ms)
 {
     FutoInHandle h = futoin__loop_handle(loop, ref);
     if (is_imm_handle(&h)) {
@@ -42,7 +42,7 @@ int futoin__loop_is_virtual(const FutoInLoop* loop)
 
 /* The kept dump message reaches the loop thread: the next request may be
  * queued from now on (even by the handler: the slot is off the queue). */
-static int dump_msg_run(void* consumer, FutoInXMsg* m)
+static int dump_msg_run(void* consumer, XMsg* m)
 {
     (void)m;
     FutoInLoop* loop = consumer;
@@ -59,7 +59,7 @@ int futoin__loop_dump_setup(FutoInLoop* loop, void (*cb)(FutoInLoop*, void*), vo
         return 0;
     }
     if (!atomic_load(&loop->dump_msg)) {
-        FutoInXMsg* m = futoin__xq_alloc(&loop->xq);
+        XMsg* m = futoin__xq_alloc(&loop->xq);
         if (!m) {
             return -1;
         }
@@ -79,7 +79,7 @@ void futoin__loop_set_dump_sig(FutoInLoop* loop, int on)
 
 int futoin__loop_dump_request(FutoInLoop* loop)
 {
-    FutoInXMsg* m = atomic_load(&loop->dump_msg);
+    XMsg* m = atomic_load(&loop->dump_msg);
     if (!m) {
         return -1;
     }

@@ -10,7 +10,7 @@
  * which pays off once the heap no longer fits in cache. */
 enum { ARITY = 4, MIN_CAPACITY = 64 };
 
-static int entry_before(const FutoInTimerEntry* a, const FutoInTimerEntry* b)
+static int entry_before(const TimerEntry* a, const TimerEntry* b)
 {
     return a->due < b->due || (a->due == b->due && a->seq < b->seq);
 }
@@ -20,7 +20,7 @@ static size_t parent_of(size_t index)
     return (index - 1) / ARITY;
 }
 
-static void place(FutoInTimerHeap* heap, size_t index, FutoInTimerEntry entry)
+static void place(TimerHeap* heap, size_t index, TimerEntry entry)
 {
     heap->entries[index] = entry;
     heap->pos[entry.id] = (uint32_t)index;
@@ -28,7 +28,7 @@ static void place(FutoInTimerHeap* heap, size_t index, FutoInTimerEntry entry)
 
 /* Hole-based sifting: the moving entry is written once at its final slot
  * instead of being swapped at every level. */
-static void sift_up(FutoInTimerHeap* heap, size_t index, FutoInTimerEntry moving)
+static void sift_up(TimerHeap* heap, size_t index, TimerEntry moving)
 {
     while (index > 0) {
         size_t parent = parent_of(index);
@@ -41,7 +41,7 @@ static void sift_up(FutoInTimerHeap* heap, size_t index, FutoInTimerEntry moving
     place(heap, index, moving);
 }
 
-static size_t smallest_child(const FutoInTimerHeap* heap, size_t first)
+static size_t smallest_child(const TimerHeap* heap, size_t first)
 {
     size_t end = first + ARITY;
     if (end > heap->size) {
@@ -56,7 +56,7 @@ static size_t smallest_child(const FutoInTimerHeap* heap, size_t first)
     return best;
 }
 
-static void sift_down(FutoInTimerHeap* heap, size_t index, FutoInTimerEntry moving)
+static void sift_down(TimerHeap* heap, size_t index, TimerEntry moving)
 {
     for (;;) {
         size_t first = index * ARITY + 1;
@@ -74,13 +74,13 @@ static void sift_down(FutoInTimerHeap* heap, size_t index, FutoInTimerEntry movi
 }
 
 /* The growth paths are out of line: a push that needs none stays small. */
-static FUTOIN_NOINLINE int grow_entries(FutoInTimerHeap* heap)
+static FUTOIN_NOINLINE int grow_entries(TimerHeap* heap)
 {
     size_t capacity = heap->capacity ? heap->capacity * 2 : MIN_CAPACITY;
-    if (capacity < heap->capacity || capacity > SIZE_MAX / sizeof(FutoInTimerEntry)) {
+    if (capacity < heap->capacity || capacity > SIZE_MAX / sizeof(TimerEntry)) {
         return -1;
     }
-    FutoInTimerEntry* entries = realloc(heap->entries, capacity * sizeof(*entries));
+    TimerEntry* entries = realloc(heap->entries, capacity * sizeof(*entries));
     if (!entries) {
         return -1;
     }
@@ -89,7 +89,7 @@ static FUTOIN_NOINLINE int grow_entries(FutoInTimerHeap* heap)
     return 0;
 }
 
-static FUTOIN_NOINLINE int grow_pos(FutoInTimerHeap* heap, uint32_t id)
+static FUTOIN_NOINLINE int grow_pos(TimerHeap* heap, uint32_t id)
 {
     size_t capacity = heap->pos_capacity ? heap->pos_capacity : MIN_CAPACITY;
     while (capacity <= id) {
@@ -110,7 +110,7 @@ static FUTOIN_NOINLINE int grow_pos(FutoInTimerHeap* heap, uint32_t id)
     return 0;
 }
 
-static FUTOIN_ALWAYS_INLINE void remove_at(FutoInTimerHeap* heap, size_t index)
+static FUTOIN_ALWAYS_INLINE void remove_at(TimerHeap* heap, size_t index)
 {
     heap->pos[heap->entries[index].id] = FUTOIN_TIMER_ABSENT;
     --heap->size;
@@ -118,7 +118,7 @@ static FUTOIN_ALWAYS_INLINE void remove_at(FutoInTimerHeap* heap, size_t index)
         return;
     }
     /* The last entry fills the hole; it may belong above or below it. */
-    FutoInTimerEntry moving = heap->entries[heap->size];
+    TimerEntry moving = heap->entries[heap->size];
     if (index > 0 && entry_before(&moving, &heap->entries[parent_of(index)])) {
         sift_up(heap, index, moving);
     } else {
@@ -126,7 +126,7 @@ static FUTOIN_ALWAYS_INLINE void remove_at(FutoInTimerHeap* heap, size_t index)
     }
 }
 
-void futoin__timer_heap_init(FutoInTimerHeap* heap)
+void futoin__timer_heap_init(TimerHeap* heap)
 {
     heap->entries = NULL;
     heap->size = 0;
@@ -136,14 +136,14 @@ void futoin__timer_heap_init(FutoInTimerHeap* heap)
     heap->next_seq = 0;
 }
 
-void futoin__timer_heap_destroy(FutoInTimerHeap* heap)
+void futoin__timer_heap_destroy(TimerHeap* heap)
 {
     free(heap->entries);
     free(heap->pos);
     futoin__timer_heap_init(heap);
 }
 
-void futoin__timer_heap_clear(FutoInTimerHeap* heap)
+void futoin__timer_heap_clear(TimerHeap* heap)
 {
     for (size_t i = 0; i < heap->size; ++i) {
         heap->pos[heap->entries[i].id] = FUTOIN_TIMER_ABSENT;
@@ -151,7 +151,7 @@ void futoin__timer_heap_clear(FutoInTimerHeap* heap)
     heap->size = 0;
 }
 
-int futoin__timer_heap_push(FutoInTimerHeap* heap, uint32_t id, uint64_t due)
+int futoin__timer_heap_push(TimerHeap* heap, uint32_t id, uint64_t due)
 {
     if (id == FUTOIN_TIMER_ABSENT) {
         return -1;
@@ -162,13 +162,13 @@ int futoin__timer_heap_push(FutoInTimerHeap* heap, uint32_t id, uint64_t due)
     if (id >= heap->pos_capacity && grow_pos(heap, id) != 0) {
         return -1;
     }
-    FutoInTimerEntry entry = { .due = due, .seq = heap->next_seq++, .id = id };
+    TimerEntry entry = { .due = due, .seq = heap->next_seq++, .id = id };
     ++heap->size;
     sift_up(heap, heap->size - 1, entry);
     return 0;
 }
 
-int futoin__timer_heap_remove(FutoInTimerHeap* heap, uint32_t id)
+int futoin__timer_heap_remove(TimerHeap* heap, uint32_t id)
 {
     if (id >= heap->pos_capacity || heap->pos[id] == FUTOIN_TIMER_ABSENT) {
         return 0;
@@ -177,7 +177,7 @@ int futoin__timer_heap_remove(FutoInTimerHeap* heap, uint32_t id)
     return 1;
 }
 
-uint32_t futoin__timer_heap_pop(FutoInTimerHeap* heap)
+uint32_t futoin__timer_heap_pop(TimerHeap* heap)
 {
     uint32_t id = heap->entries[0].id;
     remove_at(heap, 0);

@@ -26,49 +26,49 @@ typedef struct {
     uint64_t due;
     uint64_t seq;
     uint32_t id;
-} FutoInTimerEntry;
+} TimerEntry;
 
 typedef struct {
-    FutoInTimerEntry* entries;
+    TimerEntry* entries;
     size_t size;
     size_t capacity;
     uint32_t* pos; /* pos[id]: index in entries, or FUTOIN_TIMER_ABSENT */
     size_t pos_capacity;
     uint64_t next_seq;
-} FutoInTimerHeap;
+} TimerHeap;
 
-void futoin__timer_heap_init(FutoInTimerHeap* heap);
-void futoin__timer_heap_destroy(FutoInTimerHeap* heap);
+void futoin__timer_heap_init(TimerHeap* heap);
+void futoin__timer_heap_destroy(TimerHeap* heap);
 
 /* Drops every timer but keeps the memory for reuse. */
-void futoin__timer_heap_clear(FutoInTimerHeap* heap);
+void futoin__timer_heap_clear(TimerHeap* heap);
 
 /* Returns 0, or -1 when memory could not be grown (heap unchanged).
  * id must not already be in the heap and must be below UINT32_MAX. */
-int futoin__timer_heap_push(FutoInTimerHeap* heap, uint32_t id, uint64_t due);
+int futoin__timer_heap_push(TimerHeap* heap, uint32_t id, uint64_t due);
 
 /* Returns 1 if id was in the heap and is now removed, else 0. */
-int futoin__timer_heap_remove(FutoInTimerHeap* heap, uint32_t id);
+int futoin__timer_heap_remove(TimerHeap* heap, uint32_t id);
 
 /* Removes the earliest timer and returns its id (heap must not be empty). */
-uint32_t futoin__timer_heap_pop(FutoInTimerHeap* heap);
+uint32_t futoin__timer_heap_pop(TimerHeap* heap);
 
 /* Inline: the loop asks these every round. */
 
 /* The earliest timer, or NULL when empty. Invalidated by any mutation. */
-static inline const FutoInTimerEntry* futoin__timer_heap_top(const FutoInTimerHeap* heap)
+static inline const TimerEntry* futoin__timer_heap_top(const TimerHeap* heap)
 {
     return heap->size ? &heap->entries[0] : NULL;
 }
 
-static inline size_t futoin__timer_heap_size(const FutoInTimerHeap* heap)
+static inline size_t futoin__timer_heap_size(const TimerHeap* heap)
 {
     return heap->size;
 }
 
 /* The seq the next push will get: a timer with seq below it already exists
  * (or existed) when this was read. */
-static inline uint64_t futoin__timer_heap_next_seq(const FutoInTimerHeap* heap)
+static inline uint64_t futoin__timer_heap_next_seq(const TimerHeap* heap)
 {
     return heap->next_seq;
 }

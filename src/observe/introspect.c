@@ -413,7 +413,7 @@ static void frame_describe(Flow* fl, uint32_t level, FutoInFrameInfo* fi)
             fi->sync = futoin__step_ext(node);
             fi->data = node->data; /* the critical section's */
             FrameExtra* x = frame_extra(fl, f);
-            FutoInSyncWaitPos pos;
+            SyncWaitPos pos;
             int ours = futoin__sync_describe(fi->sync,
                     x && (f->flags & FR_LOCK_PHASE) ? x->on_cancel : NULL,
                     x ? x->cancel_data : NULL, &pos);

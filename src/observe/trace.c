@@ -27,7 +27,7 @@
 #include <stdlib.h>
 
 #if FUTOIN_TRACING
-_Thread_local FutoInTraceLoc futoin__trace_loc;
+_Thread_local TraceLoc futoin__trace_loc;
 
 typedef struct TraceBuf {
     size_t n;     /* entries kept */

@@ -583,7 +583,7 @@ int futoin_sync_stats(const FutoInSync* sync, FutoInSyncStats* out)
 /* Introspection                                                              */
 
 int futoin__sync_describe(const FutoInSync* sync, FutoInAsyncSteps_cancel_callback ch, void* data,
-        FutoInSyncWaitPos* out)
+        SyncWaitPos* out)
 {
     SyncCore* c = core_of(sync);
     memset(out, 0, sizeof(*out));

@@ -155,18 +155,18 @@ static inline void futoin__sync_leave(SyncCore* c)
 
 /* Introspection (src/observe/introspect.c): what a flow whose sync step has the
  * cancel handler (ch, data) waits for in sync. */
-typedef struct FutoInSyncWaitPos {
+typedef struct SyncWaitPos {
     const char* kind; /* "Mutex", "Throttle", "Limiter" */
     int shared;
     uint32_t queue;    /* 0: not queued; 1: concurrency queue; 2: rate queue */
     uint32_t position; /* 1: first */
     uint32_t length;
-} FutoInSyncWaitPos;
+} SyncWaitPos;
 /* 1 if sync is a Mutex, Throttle or Limiter of this library (out filled,
  * the position when (ch, data) is one of its waiters), else 0. Takes a
  * shared object's lock. */
 int futoin__sync_describe(const FutoInSync* sync, FutoInAsyncSteps_cancel_callback ch, void* data,
-        FutoInSyncWaitPos* out);
+        SyncWaitPos* out);
 
 /* sync/throttle.c: stage 2 */
 SyncVerdict futoin__sync_rate_admit(SyncCore* c, SyncNode* n);

@@ -82,7 +82,7 @@ static uint32_t epoch_now(Flow* fl)
 
 /* ---- success ---- */
 
-static int xsuccess_run(void* consumer, FutoInXMsg* m)
+static int xsuccess_run(void* consumer, XMsg* m)
 {
     (void)consumer;
     XSuccess* x = (XSuccess*)(void*)m->u.bytes;
@@ -98,14 +98,14 @@ static int xsuccess_run(void* consumer, FutoInXMsg* m)
     return 0;
 }
 
-static void xsuccess_drop(FutoInXMsg* m)
+static void xsuccess_drop(XMsg* m)
 {
     futoin__args_drop(&((XSuccess*)(void*)m->u.bytes)->args);
 }
 
 void futoin__xflow_success(Flow* fl, FutoInArgs* args, int quiet)
 {
-    FutoInXMsg* m = futoin__loop_xmsg_alloc(fl->loop);
+    XMsg* m = futoin__loop_xmsg_alloc(fl->loop);
     if (!m) {
         if (args) {
             futoin__args_drop(args);
@@ -128,7 +128,7 @@ void futoin__xflow_success(Flow* fl, FutoInArgs* args, int quiet)
 
 /* ---- error ---- */
 
-static int xerror_run(void* consumer, FutoInXMsg* m)
+static int xerror_run(void* consumer, XMsg* m)
 {
     (void)consumer;
     XError* x = (XError*)(void*)m->u.bytes;
@@ -154,7 +154,7 @@ static int xerror_run(void* consumer, FutoInXMsg* m)
     return 0;
 }
 
-static void xerror_drop(FutoInXMsg* m)
+static void xerror_drop(XMsg* m)
 {
     XError* x = (XError*)(void*)m->u.bytes;
     if (x->take_ch) {
@@ -174,7 +174,7 @@ void futoin__xflow_error(Flow* fl, const char* code, const char* info, int quiet
 static void xflow_error_post(Flow* fl, const char* code, const char* info, int quiet,
         FutoInAsyncSteps_cancel_callback take_ch, void* take_data)
 {
-    FutoInXMsg* m = futoin__loop_xmsg_alloc(fl->loop);
+    XMsg* m = futoin__loop_xmsg_alloc(fl->loop);
     if (!m) {
         fputs("futoin: out of memory: a cross-thread error() was dropped\n", stderr);
         return;
@@ -214,7 +214,7 @@ static void xflow_error_post(Flow* fl, const char* code, const char* info, int q
 
 /* ---- cancel, free ---- */
 
-static int xcancel_run(void* consumer, FutoInXMsg* m)
+static int xcancel_run(void* consumer, XMsg* m)
 {
     (void)consumer;
     Flow* fl = ((XRootOp*)(void*)m->u.bytes)->fl;
@@ -222,7 +222,7 @@ static int xcancel_run(void* consumer, FutoInXMsg* m)
     return 0;
 }
 
-static int xfree_run(void* consumer, FutoInXMsg* m)
+static int xfree_run(void* consumer, XMsg* m)
 {
     (void)consumer;
     Flow* fl = ((XRootOp*)(void*)m->u.bytes)->fl;
@@ -236,7 +236,7 @@ static int xfree_run(void* consumer, FutoInXMsg* m)
 
 static void post_root_op(Flow* fl, FutoInXRun run, const char* what)
 {
-    FutoInXMsg* m = futoin__loop_xmsg_alloc(fl->loop);
+    XMsg* m = futoin__loop_xmsg_alloc(fl->loop);
     if (!m) {
         fprintf(stderr, "futoin: out of memory: a cross-thread %s was dropped\n", what);
         return;

@@ -106,7 +106,7 @@ static void queue_unlink(WorkItem* w)
 
 /* ---- loop thread: the result arrives ---- */
 
-static int work_done_run(void* consumer, FutoInXMsg* m)
+static int work_done_run(void* consumer, XMsg* m)
 {
     (void)consumer;
     WorkItem* w = *(WorkItem**)(void*)m->u.bytes;
@@ -134,7 +134,7 @@ static int work_done_run(void* consumer, FutoInXMsg* m)
 
 static void post_result(WorkItem* w)
 {
-    FutoInXMsg* m;
+    XMsg* m;
     /* Out of memory here would lose the item and its hold for good: wait
      * for memory instead (the loop frees message slots as it runs). */
     while ((m = futoin__loop_xmsg_alloc(w->loop)) == NULL) {
