@@ -304,9 +304,7 @@ int futoin_promise(FutoInAsyncSteps* root, FutoInOutcome* out)
     Root* r = futoin__flow_root(fl);
     FutoInLoop* loop = r->main.loop;
     PromiseState ps = {out, 0};
-    RootExt* x = futoin__root_ext(r);
-    x->done = promise_done;
-    x->done_data = &ps;
+    futoin__root_on_done(r, promise_done, &ps);
     futoin__root_execute(fl, NULL, NULL);
     while (!ps.done) {
         if (!futoin_loop_iterate(loop, NULL)) {
@@ -317,7 +315,7 @@ int futoin_promise(FutoInAsyncSteps* root, FutoInOutcome* out)
         }
     }
     if (!ps.done) {
-        x->done = NULL;
+        futoin__root_on_done(r, NULL, NULL);
         futoin__root_cancel(r);
         return FUTOIN_PROMISE_STALLED;
     }

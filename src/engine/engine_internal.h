@@ -466,6 +466,13 @@ static inline RootDoneHook futoin__root_done(const Root* r)
     return r->ext ? r->ext->done : NULL;
 }
 
+/* The seam for code that runs a root to its end and must hear of it (the
+ * loop pool, promise()): hook(data, root, code, results) is called once
+ * when the root's run ends (code NULL on success), before what the run
+ * left is released. NULL takes the hook off; cancel and free do not call
+ * it. */
+void futoin__root_on_done(Root* r, RootDoneHook hook, void* data);
+
 /* The engine core (engine_core.h lists its files) */
 EngineCtx* futoin__ctx_create(FutoInLoop* loop);
 /* The loop's engine context, created on first use. */

@@ -114,6 +114,16 @@ void futoin__flow_release(Flow* fl)
     assert(!(fl->frames[0].flags & FR_X));
 }
 
+void futoin__root_on_done(Root* r, RootDoneHook hook, void* data)
+{
+    if (!hook && !r->ext) {
+        return;
+    }
+    RootExt* x = futoin__root_ext(r);
+    x->done = hook;
+    x->done_data = hook ? data : NULL;
+}
+
 void futoin__root_cancel(Root* r)
 {
     if (r->cancelling || r->state != RS_RUNNING) {

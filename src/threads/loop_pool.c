@@ -102,10 +102,7 @@ static void spawn_run(void* data)
     }
     pr->root = as;
     pr->setup(as, pr->data);
-    Flow* fl = futoin__flow_of(as);
-    RootExt* x = futoin__root_ext(futoin__flow_root(fl));
-    x->done = root_done_hook;
-    x->done_data = pr;
+    futoin__root_on_done(futoin__flow_root(futoin__flow_of(as)), root_done_hook, pr);
     futoin_execute(as, NULL, NULL);
 }
 
@@ -124,7 +121,7 @@ static void slot_on_stop(FutoInLoop* loop, void* data)
         if (pr->root) {
             /* Cancelled, not finished: the hook must not fire; the root's
              * cancel handlers run before done() hears of it. */
-            futoin__root_ext(futoin__flow_root(futoin__flow_of(pr->root)))->done = NULL;
+            futoin__root_on_done(futoin__flow_root(futoin__flow_of(pr->root)), NULL, NULL);
             futoin_asyncsteps_free(pr->root);
             pr->root = NULL;
         }
