@@ -5,6 +5,7 @@
 
 #include <futoin/uv.h>
 
+#include <limits.h>
 #include <stdatomic.h>
 
 /* Internal to the library: futoin__uv_* stays out of the shared object's
@@ -134,10 +135,49 @@ FutoInBinaryValue futoin__uv_bytes_value(const char* data, size_t n, int as_stri
 /* Takes ownership of a malloc()ed buffer of n bytes followed by a NUL. */
 FutoInBinaryValue futoin__uv_bytes_adopt(char* data, size_t n, int as_string);
 
-/* uv_stream.c */
+/* ---- streams: uv_stream.c, uv_connect.c, uv_read.c, uv_write.c ---- */
+
+
+#define FUTOIN_UV_DEFAULT_MAX_READ (64u * 1024u)
+#define FUTOIN_UV_INITIAL_BUF 4096u
+#define FUTOIN_UV_MIN_FREE 1024u
+/* An exact read at least this large takes the receive buffer over when it
+ * holds nothing else, instead of copying it. */
+#define FUTOIN_UV_ADOPT_MIN 4096u
+/* With no read step waiting, stop reading beyond this many buffered bytes:
+ * a peer that sends faster than we consume is pushed back by TCP. */
+#define FUTOIN_UV_HIGH_WATER (256u * 1024u)
+/* The largest read or write: result values have 32-bit lengths and
+ * uv_buf_init() takes an unsigned int. */
+#define FUTOIN_UV_MAX_IO_LEN UINT32_MAX
+
+_Static_assert(UINT_MAX >= UINT32_MAX, "uv_buf_init() lengths must hold FUTOIN_UV_MAX_IO_LEN");
+
+/* Parameter blocks of steps that use a stream hold a reference to it
+ * (released by futoin__uv_params_release(), their stack() cleanup). */
+typedef struct {
+    FutoInUvStream* s;
+} StreamParams;
+
 FutoInUvStream* futoin__uv_stream_alloc(FutoInUv* uv);
 /* Initiates uv_close() (idempotent); pending steps fail with CommError. */
 void futoin__uv_stream_close(FutoInUvStream* s);
+/* uv_close() unless it was called already. */
+void futoin__uv_stream_close_now(FutoInUvStream* s);
+/* uv_read_stop() if the stream reads (uv_read.c). */
+void futoin__uv_stream_stop_reading(FutoInUvStream* s);
+/* Fails the pending read step, if any, with CommError err. */
+void futoin__uv_stream_fail_reader(FutoInUvStream* s, int err, const char* what);
+/* Moves the stream's budget charge to that of a buffer of cap bytes: 0, or
+ * -1 (nothing changed) when the budget cannot cover a larger buffer. */
+int futoin__uv_stream_charge(FutoInUvStream* s, size_t cap);
+/* Frees the receive buffer (nothing buffered) and returns its charge. */
+void futoin__uv_stream_drop_buffer(FutoInUvStream* s);
+/* "host:port" of the peer ("(unknown peer)" while unknown). */
+const char* futoin__uv_stream_peer(FutoInUvStream* s);
+/* A NULL stream given to a step function: the added step fails instead. */
+int futoin__uv_stream_ok(FutoInAsyncSteps* as, const char* fn, const FutoInUvStream* s);
+void futoin__uv_params_release(void* p);
 
 #if defined(__GNUC__)
 #pragma GCC visibility pop
