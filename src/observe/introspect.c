@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Observability (include/futoin/introspect.h): the walk over a loop's live
- * roots, their flows and frames, the text dump, the dump request that
- * other threads and signal handlers may make, and the counters.
+ * roots, their flows and frames, and the counters. The text dump and its
+ * triggers are in observe/dump.c.
  *
  * Nothing here costs a root or a frame anything: the walk reads what the
  * engine keeps anyway.
@@ -18,6 +18,7 @@
  *  - Frames are an array per flow.
  */
 #include "engine/engine_internal.h"
+#include "observe/observe_internal.h"
 #include "sync/sync_internal.h"
 
 #include <futoin/introspect.h>
@@ -90,7 +91,7 @@ static int frame_timer(Flow* fl, const Frame* f, uint64_t* left)
     return x && futoin__loop_timer_left(fl->loop, x->timer, left);
 }
 
-static size_t count_steps(const Step* s)
+size_t futoin__obs_count_steps(const Step* s)
 {
     size_t n = 0;
     for (; s; s = s->next) {
@@ -100,7 +101,7 @@ static size_t count_steps(const Step* s)
 }
 
 /* Function pointers as numbers, for printing (ISO C has no %p for them). */
-static uintptr_t fn_addr(FutoInAsyncSteps_error_callback f)
+uintptr_t futoin__obs_fn_addr(FutoInAsyncSteps_error_callback f)
 {
     uintptr_t u = 0;
     memcpy(&u, &f, sizeof(f) < sizeof(u) ? sizeof(f) : sizeof(u));
@@ -166,7 +167,7 @@ FutoInAsyncSteps* futoin_root_iter_next(FutoInRootIter* it)
 /* Depth first: down into the branches of cur's parallel, else to the next
  * sibling of cur or of the nearest ancestor branch that has one. *nesting
  * (if not NULL) follows: +1 down, -1 per level up. */
-static Flow* next_flow_n(Flow* cur, uint32_t* nesting)
+Flow* futoin__obs_next_flow(Flow* cur, uint32_t* nesting)
 {
     Flow* b = top_branches(cur);
     if (b) {
@@ -190,7 +191,7 @@ static Flow* next_flow_n(Flow* cur, uint32_t* nesting)
 
 static Flow* next_flow(Flow* cur)
 {
-    return next_flow_n(cur, NULL);
+    return futoin__obs_next_flow(cur, NULL);
 }
 
 FutoInAsyncSteps* futoin_flow_next(FutoInAsyncSteps* root, FutoInAsyncSteps* prev)
@@ -210,7 +211,7 @@ FutoInAsyncSteps* futoin_flow_next(FutoInAsyncSteps* root, FutoInAsyncSteps* pre
     return n ? &n->iface : NULL;
 }
 
-static FutoInRootState root_state_of(Root* r)
+FutoInRootState futoin__obs_root_state(Root* r)
 {
     switch (r->state) {
     case RS_IDLE:
@@ -308,7 +309,7 @@ int futoin_root_info(FutoInAsyncSteps* root, FutoInRootInfo* out, size_t size)
     FutoInRootInfo ri;
     memset(&ri, 0, sizeof(ri));
     ri.root = root;
-    ri.state = root_state_of(r);
+    ri.state = futoin__obs_root_state(r);
     if (r->state == RS_RUNNING) {
         for (Flow* f = fl; f; f = next_flow(f)) {
             ++ri.flows;
@@ -317,14 +318,14 @@ int futoin_root_info(FutoInAsyncSteps* root, FutoInRootInfo* out, size_t size)
         ri.flows = 1;
     }
     ri.depth = fl->depth;
-    ri.queued = count_steps(fl->frames[0].q_head);
+    ri.queued = futoin__obs_count_steps(fl->frames[0].q_head);
     ri.error_code = futoin__flow_code(fl);
     ri.error_info = futoin__root_info(r);
     copy_out(out, &ri, sizeof(ri), size);
     return 0;
 }
 
-static void flow_info_fill(Flow* fl, FutoInFlowInfo* out)
+void futoin__obs_flow_info_fill(Flow* fl, FutoInFlowInfo* out)
 {
     Root* r = futoin__flow_root(fl);
     FutoInFlowInfo fi;
@@ -364,7 +365,7 @@ int futoin_flow_info(FutoInAsyncSteps* flow, FutoInFlowInfo* out, size_t size)
         return -1;
     }
     FutoInFlowInfo fi;
-    flow_info_fill(fl, &fi);
+    futoin__obs_flow_info_fill(fl, &fi);
     copy_out(out, &fi, sizeof(fi), size);
     return 0;
 }
@@ -372,12 +373,12 @@ int futoin_flow_info(FutoInAsyncSteps* flow, FutoInFlowInfo* out, size_t size)
 /* ------------------------------------------------------------------------ */
 /* Frames                                                                    */
 
-static void frame_describe(Flow* fl, uint32_t level, FutoInFrameInfo* fi)
+void futoin__obs_frame_describe(Flow* fl, uint32_t level, FutoInFrameInfo* fi)
 {
     const Frame* f = &fl->frames[level];
     memset(fi, 0, sizeof(*fi));
     fi->level = level;
-    fi->queued = count_steps(f->q_head);
+    fi->queued = futoin__obs_count_steps(f->q_head);
     fi->wait_info = futoin__frame_wait_info(fl, level);
 #if FUTOIN_TRACING
     fi->callback = f->fn;
@@ -405,7 +406,7 @@ static void frame_describe(Flow* fl, uint32_t level, FutoInFrameInfo* fi)
         case SK_PARALLEL: {
             const Parallel* p = futoin__step_ext(node);
             fi->kind = FUTOIN_FRAME_PARALLEL;
-            fi->branches = p->started ? p->pending : (uint32_t)count_steps(p->b_head);
+            fi->branches = p->started ? p->pending : (uint32_t)futoin__obs_count_steps(p->b_head);
             break;
         }
         case SK_SYNC: {
@@ -480,7 +481,7 @@ int futoin_frame_info(FutoInAsyncSteps* flow, uint32_t level, FutoInFrameInfo* o
         return -1;
     }
     FutoInFrameInfo fi;
-    frame_describe(fl, level, &fi);
+    futoin__obs_frame_describe(fl, level, &fi);
     copy_out(out, &fi, sizeof(fi), size);
     return 0;
 }
@@ -501,7 +502,7 @@ const char* futoin_frame_kind_name(FutoInFrameKind kind)
     return (unsigned)kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "?";
 }
 
-static const char* flow_state_name(FutoInFlowState state)
+const char* futoin__obs_flow_state_name(FutoInFlowState state)
 {
     static const char* const names[] = { "idle", "queued", "running", "waiting", "finished" };
     return (unsigned)state < sizeof(names) / sizeof(names[0]) ? names[state] : "?";
@@ -530,338 +531,4 @@ int futoin_loop_counters(FutoInLoop* loop, FutoInLoopCounters* out, size_t size)
     futoin__loop_stats(loop, &c.xmsgs, &c.timers_pending, &c.immediates_pending);
     copy_out(out, &c, sizeof(c), size);
     return 0;
-}
-
-/* ------------------------------------------------------------------------ */
-/* Text dump                                                                 */
-
-static void dump_frame(FILE* out, Flow* fl, uint32_t level)
-{
-    FutoInFrameInfo fi;
-    frame_describe(fl, level, &fi);
-    fprintf(out, "    #%" PRIu32 " %s", level, futoin_frame_kind_name(fi.kind));
-    switch (fi.kind) {
-    case FUTOIN_FRAME_LOOP:
-        if (fi.label) {
-            fprintf(out, " '%s'", fi.label);
-        }
-        if (fi.count) {
-            fprintf(out, ", iteration %zu of %zu", fi.iteration, fi.count);
-        } else {
-            fprintf(out, ", iteration %zu", fi.iteration);
-        }
-        break;
-    case FUTOIN_FRAME_PARALLEL:
-        fprintf(out, ", %" PRIu32 " branch%s %s", fi.branches, fi.branches == 1 ? "" : "es",
-                (fi.flags & FUTOIN_FRAME_WAITING) ? "running" : "queued");
-        break;
-    case FUTOIN_FRAME_SYNC:
-        fprintf(out, " %s %p", fi.sync_kind, (void*)fi.sync);
-        if (fi.flags & FUTOIN_FRAME_LOCKED) {
-            fputs(", held", out);
-        } else if (fi.sync_queue) {
-            fprintf(out, ", queued: position %" PRIu32 " of %" PRIu32 " in its %s queue",
-                    fi.sync_position, fi.sync_queue_length, fi.sync_queue == 1 ? "concurrency" : "rate");
-        } else {
-            fputs(", locking", out);
-        }
-        break;
-    default:
-        break;
-    }
-    if (fi.flags & FUTOIN_FRAME_WAITING) {
-        fputs(", waiting", out);
-    }
-    if (fi.flags & FUTOIN_FRAME_TIMEOUT) {
-        fprintf(out, ", timeout in %" PRIu64 " ms", fi.timeout_left_ms);
-    }
-    if (fi.wait_info) {
-        fprintf(out, ", \"%s\"", fi.wait_info);
-    }
-    if (fi.error_handler) {
-        fprintf(out, ", %s 0x%" PRIxPTR "%s", level ? "error handler" : "unhandled-error callback",
-                fn_addr(fi.error_handler), (fi.flags & FUTOIN_FRAME_EH_RAN) ? " (ran)" : "");
-    }
-    if (fi.flags & FUTOIN_FRAME_CANCEL_HANDLER) {
-        fputs(", cancel handler", out);
-    }
-    if (fi.flags & FUTOIN_FRAME_STACK) {
-        fputs(", stack memory", out);
-    }
-    if (fi.data) {
-        fprintf(out, ", data %p", fi.data);
-    }
-    if (fi.queued) {
-        fprintf(out, ", %zu queued", fi.queued);
-    }
-    if (fi.callback) { /* tracing build */
-        char name[128];
-        fprintf(out, ", %s", futoin_callback_name(fi.callback, name, sizeof(name)));
-    }
-    if (fi.file) {
-        fprintf(out, ", added at %s:%" PRIu32, fi.file, fi.line);
-    }
-    fputc('\n', out);
-}
-
-static void dump_wait(FILE* out, Flow* fl, const FutoInFlowInfo* info)
-{
-    const Frame* top = &fl->frames[fl->depth];
-    switch (info->wait) {
-    case FUTOIN_WAIT_EXTERNAL:
-        fputs(" for an external completion", out);
-        break;
-    case FUTOIN_WAIT_AWAIT:
-        fputs(" for a completion (futoin_await)", out);
-        break;
-    case FUTOIN_WAIT_WORK:
-        fputs(" for a worker thread (futoin_add_work)", out);
-        break;
-    case FUTOIN_WAIT_YIELD:
-        fputs(" for its turn (futoin_relinquish)", out);
-        break;
-    case FUTOIN_WAIT_PARALLEL: {
-        const Parallel* p = futoin__step_ext(top->node);
-        fprintf(out, " for %" PRIu32 " branch%s of its parallel step", p->pending,
-                p->pending == 1 ? "" : "es");
-        break;
-    }
-    case FUTOIN_WAIT_SYNC: {
-        FutoInFrameInfo fi;
-        frame_describe(fl, fl->depth, &fi);
-        fprintf(out, " for %s %p", fi.sync_kind, (void*)fi.sync);
-        if (fi.sync_queue) {
-            fprintf(out, ": position %" PRIu32 " of %" PRIu32 " in its %s queue", fi.sync_position,
-                    fi.sync_queue_length, fi.sync_queue == 1 ? "concurrency" : "rate");
-        }
-        break;
-    }
-    default:
-        break;
-    }
-    if (*info->wait_info) {
-        fprintf(out, ": \"%s\"", info->wait_info);
-    }
-    if (info->timer_level != UINT32_MAX) {
-        fprintf(out, ", timeout in %" PRIu64 " ms (#%" PRIu32 ")", info->timer_left_ms,
-                info->timer_level);
-    }
-}
-
-static void dump_flow(FILE* out, Flow* fl, uint32_t nesting, uint32_t max_frames)
-{
-    FutoInFlowInfo info;
-    flow_info_fill(fl, &info);
-    if (fl->is_branch) {
-        fprintf(out, "  branch %p of %p (nesting %" PRIu32 ")", (void*)&fl->iface, (void*)info.parent,
-                nesting);
-    } else {
-        fprintf(out, "  flow %p (main)", (void*)&fl->iface);
-    }
-    fprintf(out, " %s", flow_state_name(info.state));
-    if (info.state == FUTOIN_FLOW_WAITING) {
-        dump_wait(out, fl, &info);
-    }
-    if (*info.error_code) {
-        fprintf(out, ", unwinding %s", info.error_code);
-    }
-    fprintf(out, ", depth %" PRIu32 "\n", fl->depth);
-    /* Innermost first; with a limit, the top and the bottom of the stack. */
-    uint32_t n = fl->depth + 1;
-    uint32_t top = n, bottom = 0;
-    if (max_frames && n > max_frames) {
-        top = max_frames - max_frames / 2;
-        bottom = max_frames / 2;
-    }
-    for (uint32_t i = 0; i < top; ++i) {
-        dump_frame(out, fl, fl->depth - i);
-    }
-    if (top < n) {
-        fprintf(out, "    ... %" PRIu32 " frames ...\n", n - top - bottom);
-        for (uint32_t d = bottom; d-- > 0;) {
-            dump_frame(out, fl, d);
-        }
-    }
-}
-
-int futoin_loop_dump(FutoInLoop* loop, FILE* out, uint32_t max_frames)
-{
-    if (!loop || !out || !futoin__loop_on_thread(loop)) {
-        return -1;
-    }
-    FutoInLoopCounters c;
-    futoin_loop_counters(loop, &c, sizeof(c));
-    fprintf(out, "futoin loop %p: dump at %" PRIu64 " ms (%s clock)\n", (void*)loop,
-            futoin_loop_now(loop), futoin__loop_is_virtual(loop) ? "virtual" : "monotonic");
-    fprintf(out,
-            "  counters: roots %" PRIu64 ", steps %" PRIu64 ", errors %" PRIu64 ", timeouts %" PRIu64
-            ", cancels %" PRIu64 ", sync rejections %" PRIu64 ", unhandled errors %" PRIu64
-            ", timers %" PRIu64 ", immediates %" PRIu64 ", cross-thread messages %" PRIu64 "\n",
-            c.roots, c.steps, c.errors, c.timeouts, c.cancels, c.sync_rejections, c.unhandled_errors,
-            c.timers_pending, c.immediates_pending, c.xmsgs);
-    FutoInRootIter it;
-    futoin_root_iter_init(&it, loop);
-    int roots = 0;
-    uint64_t flows = 0;
-    FutoInAsyncSteps* as;
-    while ((as = futoin_root_iter_next(&it)) != NULL) {
-        Root* r = (Root*)as;
-        Flow* main = &r->main;
-        FutoInRootState rs = root_state_of(r);
-        ++roots;
-        fprintf(out, "root %p %s", (void*)as, futoin_root_state_name(rs));
-        if (rs == FUTOIN_ROOT_FAILED) {
-            fprintf(out, ": %s", futoin__flow_code(main));
-            if (*futoin__root_info(r)) {
-                fprintf(out, " (%s)", futoin__root_info(r));
-            }
-        }
-        if (rs == FUTOIN_ROOT_IDLE) {
-            fprintf(out, ", %zu step%s queued\n", count_steps(main->frames[0].q_head),
-                    count_steps(main->frames[0].q_head) == 1 ? "" : "s");
-            continue;
-        }
-        if (rs == FUTOIN_ROOT_DONE || rs == FUTOIN_ROOT_FAILED || rs == FUTOIN_ROOT_CANCELLED) {
-            fputc('\n', out);
-            continue;
-        }
-        fputc('\n', out);
-        uint32_t nesting = 0;
-        for (Flow* fl = main; fl; fl = next_flow_n(fl, &nesting)) {
-            ++flows;
-            dump_flow(out, fl, nesting, max_frames);
-        }
-    }
-    fprintf(out, "end of dump: %d root%s, %" PRIu64 " running flow%s\n", roots, roots == 1 ? "" : "s",
-            flows, flows == 1 ? "" : "s");
-    return roots;
-}
-
-/* ------------------------------------------------------------------------ */
-/* Dump requests                                                             */
-
-static void default_dump(FutoInLoop* loop, void* data)
-{
-    (void)data;
-    futoin_loop_dump(loop, stderr, FUTOIN_DUMP_FRAMES_DEFAULT);
-    fflush(stderr);
-}
-
-int futoin_loop_set_dump_handler(FutoInLoop* loop, FutoInDumpHandler cb, void* data)
-{
-    if (!loop || !futoin__loop_on_thread(loop)) {
-        return -1;
-    }
-    return futoin__loop_dump_setup(loop, cb ? cb : default_dump, cb ? data : NULL, 0);
-}
-
-int futoin_loop_request_dump(FutoInLoop* loop)
-{
-    return loop ? futoin__loop_dump_request(loop) : -1;
-}
-
-/* The signal table: which loops a signal asks for a dump. The handler only
- * reads it (lock-free atomics); changes are made under g_sig_lock, and a
- * loop's removal waits until no handler is inside the table any more, so
- * that no handler ever touches a freed loop. */
-#define SIG_SLOTS 64
-#define SIG_MAX 128
-
-typedef struct SigSlot {
-    _Atomic(FutoInLoop*) loop;
-    _Atomic int signo;
-} SigSlot;
-
-static SigSlot g_sig[SIG_SLOTS];
-static _Atomic int g_sig_inflight;
-static pthread_mutex_t g_sig_lock = PTHREAD_MUTEX_INITIALIZER;
-static unsigned char g_sig_installed[SIG_MAX];
-
-static void dump_signal_handler(int signo)
-{
-    int saved = errno;
-    atomic_fetch_add(&g_sig_inflight, 1);
-    for (unsigned i = 0; i < SIG_SLOTS; ++i) {
-        FutoInLoop* loop = atomic_load(&g_sig[i].loop);
-        if (loop && atomic_load(&g_sig[i].signo) == signo) {
-            futoin__loop_dump_request(loop);
-        }
-    }
-    atomic_fetch_sub(&g_sig_inflight, 1);
-    errno = saved;
-}
-
-/* Under g_sig_lock: the loop leaves the table; returns once no handler
- * can still be using it. */
-static void sig_forget_locked(FutoInLoop* loop)
-{
-    for (unsigned i = 0; i < SIG_SLOTS; ++i) {
-        if (atomic_load(&g_sig[i].loop) == loop) {
-            atomic_store(&g_sig[i].loop, NULL);
-        }
-    }
-    while (atomic_load(&g_sig_inflight) > 0) {
-        sched_yield();
-    }
-    futoin__loop_set_dump_sig(loop, 0);
-}
-
-void futoin__dump_signal_forget(FutoInLoop* loop)
-{
-    pthread_mutex_lock(&g_sig_lock);
-    sig_forget_locked(loop);
-    pthread_mutex_unlock(&g_sig_lock);
-}
-
-int futoin_loop_dump_on_signal(FutoInLoop* loop, int signo)
-{
-#if ATOMIC_POINTER_LOCK_FREE != 2 || ATOMIC_INT_LOCK_FREE != 2
-    (void)loop;
-    (void)signo;
-    return -1; /* the handler could not read the table safely */
-#else
-    if (!loop || !futoin__loop_on_thread(loop) || signo < 0 || signo >= SIG_MAX) {
-        return -1;
-    }
-    pthread_mutex_lock(&g_sig_lock);
-    if (signo == 0) {
-        sig_forget_locked(loop);
-        pthread_mutex_unlock(&g_sig_lock);
-        return 0;
-    }
-    int rc = -1;
-    int free_slot = -1;
-    for (int i = 0; i < SIG_SLOTS; ++i) {
-        FutoInLoop* l = atomic_load(&g_sig[i].loop);
-        if (l == loop && atomic_load(&g_sig[i].signo) == signo) {
-            free_slot = -2; /* already registered */
-            break;
-        }
-        if (!l && free_slot == -1) {
-            free_slot = i;
-        }
-    }
-    if (free_slot != -1 && futoin__loop_dump_setup(loop, default_dump, NULL, 1) == 0) {
-        rc = 0;
-        if (!g_sig_installed[signo]) {
-            struct sigaction sa;
-            memset(&sa, 0, sizeof(sa));
-            sa.sa_handler = dump_signal_handler;
-            sa.sa_flags = SA_RESTART;
-            sigemptyset(&sa.sa_mask);
-            if (sigaction(signo, &sa, NULL) == 0) {
-                g_sig_installed[signo] = 1;
-            } else {
-                rc = -1;
-            }
-        }
-        if (rc == 0 && free_slot >= 0) {
-            atomic_store(&g_sig[free_slot].signo, signo);
-            atomic_store(&g_sig[free_slot].loop, loop);
-            futoin__loop_set_dump_sig(loop, 1);
-        }
-    }
-    pthread_mutex_unlock(&g_sig_lock);
-    return rc;
-#endif
 }
