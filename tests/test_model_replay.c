@@ -19,9 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fuzz/engine_run.c"
-#include "fuzz/model.c"
-#include "fuzz/prog.c"
+#include "fuzz/engine_run.h"
+#include "fuzz/model.h"
+#include "fuzz/prog.h"
 
 static int cmp_names(const void* a, const void* b)
 {

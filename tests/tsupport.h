@@ -21,33 +21,9 @@
 
 #include <futoin/asyncsteps.h>
 
-/* ---- trace ---- */
+#include "trace_support.h"
 
-static char g_trace[8192];
-
-static inline void tr_reset(void)
-{
-    g_trace[0] = '\0';
-}
-
-/* Appends one event; events are separated by '|'. */
-static inline void tr(const char* fmt, ...)
-{
-    size_t len = strlen(g_trace);
-    assert_true(len + 2 < sizeof(g_trace));
-    if (len) {
-        g_trace[len++] = '|';
-        g_trace[len] = '\0';
-    }
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(g_trace + len, sizeof(g_trace) - len, fmt, ap);
-    va_end(ap);
-}
-
-#ifndef FUTOIN_TEST_FOREIGN
-#define assert_trace(expected) assert_string_equal(g_trace, (expected))
-#else
+#ifdef FUTOIN_TEST_FOREIGN
 /* Interop mode: the engines schedule flows differently within one instant
  * of the virtual clock, so traces are compared instant by instant: the
  * same events at the same times, in any order within an instant. An
@@ -121,6 +97,7 @@ static inline int ts_same_in_time(const char* got, const char* want)
     return 1;
 }
 
+#undef assert_trace
 #define assert_trace(expected)                                                 \
     do {                                                                       \
         if (!ts_same_in_time(g_trace, (expected))) {                           \

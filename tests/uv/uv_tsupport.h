@@ -30,32 +30,7 @@
 
 #include <futoin/uv.h>
 
-/* ---- trace of events, compared as a whole ---- */
-
-static char g_trace[4096];
-
-static inline void tr_reset(void)
-{
-    g_trace[0] = '\0';
-}
-
-static inline void tr(const char* fmt, ...)
-{
-    size_t len = strlen(g_trace);
-    if (len + 2 >= sizeof(g_trace)) {
-        return;
-    }
-    if (len) {
-        g_trace[len++] = '|';
-        g_trace[len] = '\0';
-    }
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(g_trace + len, sizeof(g_trace) - len, fmt, ap);
-    va_end(ap);
-}
-
-#define assert_trace(expected) assert_string_equal(g_trace, (expected))
+#include "../trace_support.h"
 
 /* ---- per-test backend ---- */
 
