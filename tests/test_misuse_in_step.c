@@ -1,0 +1,400 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Misuse inside a step, an error handler or a loop body: calls that do not
+ * belong there (success() twice, add() after success(), setTimeout() in an
+ * error handler, break outside a loop...) fail the step with InternalError
+ * and an error_info naming the mistake, and the flow goes on as documented.
+ *
+ * The fixture and the conventions are in misuse_support.h.
+ */
+#include "misuse_support.h"
+
+/* ------------------------------------------------------------------------ */
+/* success / error / add misuse inside a step                                */
+
+static void body_success_twice(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    ++((T*)data)->body_calls;
+    futoin_success1(as, futoin_val_strdup("first"));
+    futoin_success1(as, futoin_val_strdup("second")); /* both must be released */
+}
+
+static void test_success_twice(void** state)
+{
+    T* t = *state;
+    run_scenario(t, body_success_twice, NULL);
+    assert_step_internal_error(t, "twice");
+}
+
+static void body_error_twice(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    ++((T*)data)->body_calls;
+    futoin_error(as, "FirstError", "first");
+    futoin_error(as, "SecondError", "second");
+}
+
+static void test_error_twice(void** state)
+{
+    T* t = *state;
+    run_scenario(t, body_error_twice, NULL);
+    assert_step_internal_error(t, "twice");
+}
+
+static void body_success_after_error(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    ++((T*)data)->body_calls;
+    futoin_error(as, "SomeError", "x");
+    futoin_success1(as, futoin_val_strdup("late"));
+}
+
+static void test_success_after_error(void** state)
+{
+    T* t = *state;
+    run_scenario(t, body_success_after_error, NULL);
+    assert_step_internal_error(t, "after error");
+}
+
+static void body_error_after_success(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    ++((T*)data)->body_calls;
+    futoin_success1(as, futoin_val_strdup("result"));
+    futoin_error(as, "SomeError", "x");
+}
+
+static void test_error_after_success(void** state)
+{
+    T* t = *state;
+    run_scenario(t, body_error_after_success, NULL);
+    assert_step_internal_error(t, "after success");
+}
+
+static void body_success_after_add(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    T* t = data;
+    ++t->body_calls;
+    futoin_add(as, never_step, never_eh, t);
+    futoin_success1(as, futoin_val_strdup("result"));
+}
+
+static void test_success_after_add(void** state)
+{
+    T* t = *state;
+    run_scenario(t, body_success_after_add, NULL);
+    assert_step_internal_error(t, "after add");
+}
+
+static void body_add_after_success(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    T* t = data;
+    ++t->body_calls;
+    futoin_success(as);
+    futoin_add(as, never_step, never_eh, t);
+}
+
+static void test_add_after_success(void** state)
+{
+    T* t = *state;
+    run_scenario(t, body_add_after_success, NULL);
+    assert_step_internal_error(t, "after success");
+}
+
+static void body_add_null(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    T* t = data;
+    ++t->body_calls;
+    as->api->add(as, t, NULL, never_eh);
+}
+
+static void test_add_null_callback(void** state)
+{
+    T* t = *state;
+    t->outer_recover = 1; /* recovery in the outer handler lets the flow go on */
+    run_scenario(t, body_add_null, NULL);
+    assert_step_internal_error(t, "NULL");
+}
+
+/* parallel() after success(): an inert interface whose calls do nothing. */
+static void body_parallel_after_success(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    T* t = data;
+    ++t->body_calls;
+    futoin_success(as);
+    FutoInAsyncSteps* p = futoin_parallel(as, never_eh, t);
+    int ok = p != NULL && p != as;
+    if (ok) {
+        DummySync ds = {{&dummy_sync_api}, t};
+        p->api->add(p, t, never_step, never_eh);
+        p->api->loop(p, t, never_loop_body, NULL);
+        p->api->addSync(p, &ds.base, t, never_step, never_eh);
+        FutoInAsyncSteps* pp = p->api->parallel(p, t, never_eh);
+        ok = ok && pp != NULL;
+        if (pp) {
+            pp->api->add(pp, t, never_step, never_eh);
+        }
+        futoin_success1(p, futoin_val_strdup("dropped")); /* must be released */
+        p->api->handle_error(p, "X", "y");
+        p->api->setTimeout(p, 5);
+        p->api->setCancel(p, t, never_cancel);
+        p->api->waitExternal(p);
+        p->api->breakLoop(p, NULL);
+        p->api->continueLoop(p, NULL);
+        p->api->execute(p, t, never_unhandled);
+        p->api->cancel(p);
+        p->api->free(p);
+        ok = ok && p->api->stateVariable(p, t, "v", var_alloc, var_cleanup) == NULL;
+        ok = ok && p->api->stack(p, 16, NULL) == NULL;
+        ok = ok && p->api->isValid(p) == 0;
+        FutoInHandle h = p->api->sched_immediate(p, t, never_cb);
+        ok = ok && p->api->sched_is_valid(p, &h) == 0;
+        h = p->api->sched_deferred(p, 1, t, never_cb);
+        p->api->sched_cancel(p, &h);
+    }
+    t->flag = ok;
+}
+
+static void test_parallel_after_success_inert(void** state)
+{
+    T* t = *state;
+    run_scenario(t, body_parallel_after_success, NULL);
+    assert_true(t->flag);
+    assert_int_equal(t->alloc_calls, 0);
+    assert_int_equal(t->lock_calls, 0);
+    assert_step_internal_error(t, "after success");
+}
+
+static void body_error_null_code(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    ++((T*)data)->body_calls;
+    as->api->handle_error(as, NULL, "no code");
+}
+
+static void test_error_null_code(void** state)
+{
+    T* t = *state;
+    run_scenario(t, body_error_null_code, NULL);
+    assert_step_internal_error(t, "NULL");
+}
+
+/* ------------------------------------------------------------------------ */
+/* setTimeout / setCancel / waitExternal in an error handler                 */
+
+static void body_fail(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    ++((T*)data)->body_calls;
+    futoin_error(as, "FirstError", "first");
+}
+
+static void record_first(T* t, FutoInAsyncSteps* as, const char* code)
+{
+    ++t->inner_eh_calls;
+    copy_str(t->inner_code, sizeof(t->inner_code), code);
+    copy_str(t->inner_info, sizeof(t->inner_info), futoin_error_info(as));
+}
+
+static void eh_set_timeout(FutoInAsyncSteps* as, void* data, const char* code)
+{
+    record_first(data, as, code);
+    futoin_set_timeout(as, 10);
+}
+
+static void eh_set_cancel(FutoInAsyncSteps* as, void* data, const char* code)
+{
+    record_first(data, as, code);
+    futoin_set_cancel(as, never_cancel, data);
+}
+
+static void eh_wait_external(FutoInAsyncSteps* as, void* data, const char* code)
+{
+    record_first(data, as, code);
+    futoin_wait_external(as);
+}
+
+static void check_eh_misuse(T* t, const char* what)
+{
+    assert_int_equal(t->body_calls, 1);
+    assert_int_equal(t->inner_eh_calls, 1);
+    assert_string_equal(t->inner_code, "FirstError");
+    assert_string_equal(t->inner_info, "first");
+    assert_outer_internal_error(t, "error handler");
+    assert_contains(t->outer_info, what);
+    /* nothing waited: no timer fired, the clock never moved */
+    assert_int_equal(futoin_loop_now(t->loop), 0);
+}
+
+static void test_set_timeout_in_error_handler(void** state)
+{
+    T* t = *state;
+    run_scenario(t, body_fail, eh_set_timeout);
+    check_eh_misuse(t, "setTimeout");
+}
+
+static void test_set_cancel_in_error_handler(void** state)
+{
+    T* t = *state;
+    run_scenario(t, body_fail, eh_set_cancel);
+    check_eh_misuse(t, "setCancel");
+}
+
+static void test_wait_external_in_error_handler(void** state)
+{
+    T* t = *state;
+    run_scenario(t, body_fail, eh_wait_external);
+    check_eh_misuse(t, "waitExternal");
+}
+
+static void body_set_cancel_null(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    ++((T*)data)->body_calls;
+    as->api->setCancel(as, data, NULL);
+}
+
+static void test_set_cancel_null(void** state)
+{
+    T* t = *state;
+    run_scenario(t, body_set_cancel_null, NULL);
+    assert_step_internal_error(t, "NULL");
+}
+
+/* ------------------------------------------------------------------------ */
+/* Loops                                                                     */
+
+static void body_loop_null(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    ++((T*)data)->body_calls;
+    as->api->loop(as, data, NULL, "L");
+}
+
+static void test_loop_null_body(void** state)
+{
+    T* t = *state;
+    run_scenario(t, body_loop_null, NULL);
+    assert_step_internal_error(t, "NULL");
+}
+
+static void body_repeat_null(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    ++((T*)data)->body_calls;
+    as->api->repeat(as, data, 3, NULL, NULL);
+}
+
+static void test_repeat_null_body(void** state)
+{
+    T* t = *state;
+    run_scenario(t, body_repeat_null, NULL);
+    assert_step_internal_error(t, "NULL");
+}
+
+static void body_break_outside(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    ++((T*)data)->body_calls;
+    futoin_break(as, NULL);
+}
+
+static void test_break_outside_loop(void** state)
+{
+    T* t = *state;
+    run_scenario(t, body_break_outside, NULL);
+    assert_step_internal_error(t, "outside of a loop");
+}
+
+static void body_continue_outside(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    ++((T*)data)->body_calls;
+    futoin_continue(as, NULL);
+}
+
+static void test_continue_outside_loop(void** state)
+{
+    T* t = *state;
+    run_scenario(t, body_continue_outside, NULL);
+    assert_step_internal_error(t, "outside of a loop");
+}
+
+static void loop_break_unknown(FutoInAsyncSteps* as, void* data)
+{
+    T* t = data;
+    ++t->iterations;
+    futoin_break(as, "NoSuchLoop");
+}
+
+static void loop_continue_unknown(FutoInAsyncSteps* as, void* data)
+{
+    T* t = data;
+    ++t->iterations;
+    futoin_continue(as, "NoSuchLoop");
+}
+
+static void body_break_unknown(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    ++((T*)data)->body_calls;
+    futoin_loop(as, loop_break_unknown, data, "Known");
+}
+
+static void body_continue_unknown(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    ++((T*)data)->body_calls;
+    futoin_loop(as, loop_continue_unknown, data, "Known");
+}
+
+static void test_break_unknown_label(void** state)
+{
+    T* t = *state;
+    run_scenario(t, body_break_unknown, NULL);
+    assert_int_equal(t->iterations, 1); /* the error ends the loop */
+    assert_step_internal_error(t, "labelled");
+    assert_contains(t->inner_info, "NoSuchLoop");
+}
+
+static void test_continue_unknown_label(void** state)
+{
+    T* t = *state;
+    run_scenario(t, body_continue_unknown, NULL);
+    assert_int_equal(t->iterations, 1);
+    assert_step_internal_error(t, "labelled");
+    assert_contains(t->inner_info, "NoSuchLoop");
+}
+
+/* ------------------------------------------------------------------------ */
+
+int main(void)
+{
+    const struct CMUnitTest all[] = {
+            TEST(test_success_twice),
+            TEST(test_error_twice),
+            TEST(test_success_after_error),
+            TEST(test_error_after_success),
+            TEST(test_success_after_add),
+            TEST(test_add_after_success),
+            TEST(test_add_null_callback),
+            TEST(test_parallel_after_success_inert),
+            TEST(test_error_null_code),
+            TEST(test_set_timeout_in_error_handler),
+            TEST(test_set_cancel_in_error_handler),
+            TEST(test_wait_external_in_error_handler),
+            TEST(test_set_cancel_null),
+            TEST(test_loop_null_body),
+            TEST(test_repeat_null_body),
+            TEST(test_break_outside_loop),
+            TEST(test_continue_outside_loop),
+            TEST(test_break_unknown_label),
+            TEST(test_continue_unknown_label),
+    };
+    return misuse_run("misuse_in_step", all, sizeof(all) / sizeof(all[0]));
+}
