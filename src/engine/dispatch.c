@@ -69,6 +69,36 @@ void futoin__dispatch(void* data)
     }
 }
 
+/* A frame for the step s, which starts now (the frame's place on the stack
+ * is taken already); its node is set by kind (frame_push()). */
+static FUTOIN_ALWAYS_INLINE void frame_start(Frame* f, Step* s, uint8_t kind)
+{
+    f->q_head = NULL;
+    f->kind = kind;
+    f->flags = 0;
+#if FUTOIN_TRACING
+    /* A loop's body shares the callback's place in the node. */
+    f->fn = (void (*)(void))s->f;
+    f->file = s->file;
+    f->line = s->line;
+#else
+    (void)s;
+#endif
+}
+
+/* A plain (or yield) step keeps its node only as its error handler: the
+ * callback is called straight from the step, so without a handler nothing
+ * of the node is needed once the frame has started. */
+static FUTOIN_ALWAYS_INLINE void frame_take_node(EngineCtx* ctx, Frame* f, Step* s)
+{
+    if (s->eh) {
+        f->node = s; /* its eh and data are the frame's handler */
+    } else {
+        f->node = NULL;
+        futoin__pool_put(&ctx->steps, s);
+    }
+}
+
 static Frame* frame_push(Flow* fl, Step* s)
 {
     if (fl->depth + 1 >= fl->cap) {
@@ -84,31 +114,23 @@ static Frame* frame_push(Flow* fl, Step* s)
         fl->add_fr = NULL; /* the cache may point into the old array */
     }
     Frame* f = &fl->frames[++fl->depth];
-    f->q_head = NULL;
-    f->node = s;
-    f->kind = futoin__step_kind(s);
-    f->flags = 0;
-#if FUTOIN_TRACING
-    /* A loop's body shares the callback's place in the node. */
-    f->fn = (void (*)(void))s->f;
-    f->file = s->file;
-    f->line = s->line;
-#endif
-    switch (f->kind) {
+    uint8_t kind = futoin__step_kind(s);
+    frame_start(f, s, kind);
+    switch (kind) {
     case SK_LOOP:
+        f->node = s;
         s->i = 0;
         break;
     case SK_SYNC:
+        f->node = s;
         s->held = NULL;
         break;
     case SK_PLAIN:
     case SK_YIELD:
-        if (!s->eh) {
-            f->node = NULL; /* nothing of it is needed any more */
-            futoin__pool_put(&futoin__flow_ctx(fl)->steps, s);
-        }
+        frame_take_node(futoin__flow_ctx(fl), f, s);
         break;
     default:
+        f->node = s;
         break;
     }
     return f;
@@ -726,28 +748,13 @@ static void advance(Flow* fl)
             void* data = s->data;
             top->q_head = s->next;
             ++fl->depth;
-            f->q_head = NULL;
-            f->kind = SK_PLAIN;
-            f->flags = 0;
-#if FUTOIN_TRACING
-            f->fn = (void (*)(void))fn;
-            f->file = s->file;
-            f->line = s->line;
-#endif
-            if (s->eh) {
-                f->node = s; /* its eh and data are the frame's handler */
-            } else {
-                f->node = NULL;
-                futoin__pool_put(&ctx->steps, s);
-            }
+            frame_start(f, s, SK_PLAIN);
+            frame_take_node(ctx, f, s);
             if (!call_step(fl, f, CALL_EXEC, fn, data)) {
                 return;
             }
             if (fl->out <= OUT_SUCCESS && !f->q_head && !f->flags) {
-                if (f->node) {
-                    futoin__pool_put(&ctx->steps, f->node);
-                }
-                --fl->depth;
+                frame_pop_plain(fl, f);
                 r = CONTINUE;
             } else {
                 r = exec_outcome(fl);

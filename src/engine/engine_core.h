@@ -88,6 +88,16 @@ void futoin__flow_abort(Flow* fl);
 
 /* ---- inline helpers ---- */
 
+/* Pops the top frame f of a plain step that holds nothing but, perhaps,
+ * its node (kept for its error handler): the whole release. */
+static inline void frame_pop_plain(Flow* fl, Frame* f)
+{
+    if (f->node) {
+        futoin__pool_put(&futoin__flow_ctx(fl)->steps, f->node);
+    }
+    --fl->depth;
+}
+
 /* The step on top of fl ends; see futoin__frame_pop_slow(). Inline for the common
  * case of a plain step that holds nothing to release. Returns 0 if user
  * code run meanwhile (a cleanup, a cancel handler, unlock()) aborted the
@@ -96,10 +106,7 @@ static inline int frame_pop(Flow* fl, int aborted)
 {
     Frame* top = &fl->frames[fl->depth];
     if (!aborted && top->kind == SK_PLAIN && !(top->flags & FR_X) && !top->q_head) {
-        if (top->node) {
-            futoin__pool_put(&futoin__flow_ctx(fl)->steps, top->node);
-        }
-        --fl->depth;
+        frame_pop_plain(fl, top);
         return 1;
     }
     return futoin__frame_pop_slow(fl, aborted);
