@@ -498,7 +498,7 @@ static void sync_unlock(FutoInAsyncSteps* bsi, FutoInSync* sync)
 /* ------------------------------------------------------------------------ */
 /* Construction, destruction, stats                                          */
 
-SyncCore* futoin__sync_core_new(FutoInLoop* loop)
+static SyncCore* core_new(FutoInLoop* loop)
 {
     SyncCore* c = calloc(1, sizeof(*c));
     if (!c) {
@@ -515,6 +515,31 @@ SyncCore* futoin__sync_core_new(FutoInLoop* loop)
     c->nbuckets = SYNC_INITIAL_BUCKETS;
     c->loop = loop;
     return c;
+}
+
+FutoInSync* futoin__sync_make(FutoInLoop* loop, int shared, const SyncConfig* cfg)
+{
+    SyncCore* c = core_new(shared ? NULL : loop);
+    if (!c) {
+        return NULL;
+    }
+    if (shared) {
+        c->mtx = malloc(sizeof(*c->mtx));
+        if (!c->mtx || pthread_mutex_init(c->mtx, NULL) != 0) {
+            free(c->mtx);
+            c->mtx = NULL;
+            futoin_sync_free(&c->base);
+            return NULL;
+        }
+    }
+    c->conc_max = cfg->conc_max;
+    c->conc_qmax = cfg->conc_qmax;
+    c->rate_max = cfg->rate_max;
+    c->period_ms = cfg->period_ms;
+    c->rate_qmax = cfg->rate_qmax;
+    c->reject_conc = cfg->reject_conc;
+    c->reject_rate = cfg->reject_rate;
+    return &c->base;
 }
 
 static SyncCore* core_of(const FutoInSync* sync)

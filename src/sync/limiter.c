@@ -15,23 +15,9 @@ void futoin_limiter_options_init(FutoInLimiterOptions* opts)
 
 FutoInSync* futoin_limiter_new(FutoInLoop* loop, const FutoInLimiterOptions* opts)
 {
-    FutoInLimiterOptions o = FUTOIN_LIMITER_OPTIONS_INIT;
-    if (opts) {
-        o = *opts;
-    }
-    if (!loop || !o.concurrent || !o.rate || !o.period_ms) {
+    SyncConfig cfg = futoin__limiter_config(opts);
+    if (!loop || !cfg.conc_max || !cfg.rate_max || !cfg.period_ms) {
         return NULL;
     }
-    SyncCore* c = futoin__sync_core_new(loop);
-    if (!c) {
-        return NULL;
-    }
-    c->conc_max = o.concurrent;
-    c->conc_qmax = o.max_queue;
-    c->rate_max = o.rate;
-    c->period_ms = o.period_ms;
-    c->rate_qmax = o.burst;
-    c->reject_conc = "Limiter: queue is full (concurrency)";
-    c->reject_rate = "Limiter: burst queue is full (rate)";
-    return &c->base;
+    return futoin__sync_make(loop, 0, &cfg);
 }

@@ -52,13 +52,6 @@ FutoInSync* futoin_mutex_new(FutoInLoop* loop, uint32_t max, uint32_t max_queue)
     if (!max) {
         return NULL; /* nobody could ever enter */
     }
-    SyncCore* c = futoin__sync_core_new(loop);
-    if (!c) {
-        return NULL;
-    }
-    c->conc_max = max;
-    c->conc_qmax = max_queue;
-    c->reject_conc = "Mutex: queue is full";
-    c->reject_rate = "";
-    return &c->base;
+    SyncConfig cfg = futoin__mutex_config(max, max_queue);
+    return futoin__sync_make(loop, 0, &cfg);
 }

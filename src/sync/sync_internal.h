@@ -112,8 +112,52 @@ struct SyncCore {
     uint8_t timer_armed;
 };
 
+/* What makes a Mutex, a Throttle or a Limiter: the stages it has (a
+ * stage with a zero maximum is absent) and the error_info of each stage's
+ * rejection. */
+typedef struct SyncConfig {
+    uint32_t conc_max;
+    uint32_t conc_qmax;
+    uint32_t rate_max;
+    uint32_t period_ms;
+    uint32_t rate_qmax;
+    const char* reject_conc;
+    const char* reject_rate;
+} SyncConfig;
+
+static inline SyncConfig futoin__mutex_config(uint32_t max, uint32_t max_queue)
+{
+    SyncConfig c = { .conc_max = max, .conc_qmax = max_queue,
+        .reject_conc = "Mutex: queue is full", .reject_rate = "" };
+    return c;
+}
+
+static inline SyncConfig futoin__throttle_config(uint32_t max, uint32_t period_ms, uint32_t max_queue)
+{
+    SyncConfig c = { .rate_max = max, .period_ms = period_ms, .rate_qmax = max_queue,
+        .reject_conc = "", .reject_rate = "Throttle: queue is full" };
+    return c;
+}
+
+/* opts NULL: the defaults (FUTOIN_LIMITER_OPTIONS_INIT). */
+static inline SyncConfig futoin__limiter_config(const FutoInLimiterOptions* opts)
+{
+    FutoInLimiterOptions o = FUTOIN_LIMITER_OPTIONS_INIT;
+    if (opts) {
+        o = *opts;
+    }
+    SyncConfig c = { .conc_max = o.concurrent, .conc_qmax = o.max_queue, .rate_max = o.rate,
+        .period_ms = o.period_ms, .rate_qmax = o.burst,
+        .reject_conc = "Limiter: queue is full (concurrency)",
+        .reject_rate = "Limiter: burst queue is full (rate)" };
+    return c;
+}
+
 /* sync/core.c */
-SyncCore* futoin__sync_core_new(FutoInLoop* loop);
+/* The object cfg describes, for flows of loop, or of any loop when shared
+ * (loop NULL); NULL on allocation failure. The constructors check their
+ * arguments first. */
+FutoInSync* futoin__sync_make(FutoInLoop* loop, int shared, const SyncConfig* cfg);
 void futoin__sync_enqueue(SyncQueue* q, SyncNode* n);
 SyncNode* futoin__sync_dequeue(SyncQueue* q);
 void futoin__sync_holder_insert(SyncCore* c, SyncNode* n);

@@ -169,14 +169,6 @@ FutoInSync* futoin_throttle_new(
     if (!loop || !max || !period_ms) {
         return NULL;
     }
-    SyncCore* c = futoin__sync_core_new(loop);
-    if (!c) {
-        return NULL;
-    }
-    c->rate_max = max;
-    c->period_ms = period_ms;
-    c->rate_qmax = max_queue;
-    c->reject_conc = "";
-    c->reject_rate = "Throttle: queue is full";
-    return &c->base;
+    SyncConfig cfg = futoin__throttle_config(max, period_ms, max_queue);
+    return futoin__sync_make(loop, 0, &cfg);
 }
