@@ -50,7 +50,7 @@ FUTOIN_COLD static int misuse_if_gone(Flow* fl, const char* what, const char* co
 Frame* futoin__add_target_slow(Flow* fl, const char* what)
 {
     Root* r = futoin__flow_root(fl);
-    if (fl->cb == CB_EXEC || fl->cb == CB_ERROR) {
+    if (futoin__flow_in_step(fl)) {
         if (fl->out == OUT_SUCCESS) {
             futoin__misuse(fl, "%s() after success()", what);
             return NULL;
@@ -61,7 +61,7 @@ Frame* futoin__add_target_slow(Flow* fl, const char* what)
         }
         return &fl->frames[fl->depth];
     }
-    if (fl->cb == CB_NONE && fl == &r->main && r->state != RS_RUNNING && !r->free_pending) {
+    if (futoin__flow_is_idle_root(fl)) {
         if (r->state != RS_IDLE) {
             r->state = RS_IDLE; /* a finished root is being reused */
         }
@@ -248,9 +248,7 @@ static void* flow_state_variable(FutoInAsyncSteps* bsi, void* data, const char* 
 static void* flow_stack(FutoInAsyncSteps* bsi, size_t size, void (*cleanup)(void*))
 {
     Flow* fl = (Flow*)bsi;
-    Root* r = futoin__flow_root(fl);
-    int idle_root = fl->cb == CB_NONE && fl == &r->main && r->state != RS_RUNNING && !r->free_pending;
-    if (fl->cb != CB_EXEC && fl->cb != CB_ERROR && !idle_root) {
+    if (!futoin__flow_in_step(fl) && !futoin__flow_is_idle_root(fl)) {
         if (!misuse_if_gone(fl, "stack", NULL)) {
             futoin__misuse(fl, "stack() called from %s", cb_name(fl->cb));
         }
@@ -287,7 +285,7 @@ static void flow_success(FutoInAsyncSteps* bsi, FutoInArgs* args)
         futoin__xflow_success(fl, args, 0);
         return;
     }
-    if (fl->cb == CB_EXEC || fl->cb == CB_ERROR) {
+    if (futoin__flow_in_step(fl)) {
         if (fl->out == OUT_SUCCESS) {
             futoin__misuse(fl, "success() called twice");
         } else if (fl->out != OUT_NONE) {
@@ -319,7 +317,7 @@ static void flow_handle_error(FutoInAsyncSteps* bsi, const char* code, const cha
         futoin__misuse(fl, "error() with a NULL error code");
         return;
     }
-    if (fl->cb == CB_EXEC || fl->cb == CB_ERROR) {
+    if (futoin__flow_in_step(fl)) {
         if (fl->out == OUT_SUCCESS) {
             futoin__misuse(fl, "error(%.64s) after success()", code);
         } else if (fl->out == OUT_ERROR) {
@@ -411,7 +409,7 @@ static void flow_repeat(FutoInAsyncSteps* bsi, void* data, size_t count,
 static void loop_control(Flow* fl, uint8_t ctl, const char* label)
 {
     const char* what = ctl == CTL_BREAK ? "break" : "continue";
-    if (fl->cb != CB_EXEC && fl->cb != CB_ERROR) {
+    if (!futoin__flow_in_step(fl)) {
         if (!misuse_if_gone(fl, what, NULL)) {
             futoin__misuse(fl, "%s() called from %s", what, cb_name(fl->cb));
         }

@@ -259,7 +259,7 @@ void futoin__misuse(Flow* fl, const char* fmt, ...)
     va_start(ap, fmt);
     vsnprintf(buf, sizeof(buf), fmt, ap);
     va_end(ap);
-    if (fl && (fl->cb == CB_EXEC || fl->cb == CB_ERROR)) {
+    if (fl && futoin__flow_in_step(fl)) {
         /* The running step fails: the spec's InternalError. */
         futoin__trace_capture(fl, fl->depth);
         futoin__flow_set_code(fl, FUTOIN_INTERNAL_ERROR);

@@ -409,6 +409,22 @@ static inline int futoin__flow_survived(const Flow* fl, uint32_t mark)
     return fl->gen == mark;
 }
 
+/* A step or an error handler of fl is on the C stack: what it calls
+ * (success(), error(), add()...) decides its own outcome (Flow.out). */
+static inline int futoin__flow_in_step(const Flow* fl)
+{
+    return fl->cb == CB_EXEC || fl->cb == CB_ERROR;
+}
+
+/* fl is the main flow of a root that does not run, with no callback of it
+ * on the C stack and no free() pending: add() and stack() go to level 0,
+ * to be run by the next execute(). */
+static inline int futoin__flow_is_idle_root(const Flow* fl)
+{
+    const Root* r = futoin__flow_root(fl);
+    return fl->cb == CB_NONE && fl == &r->main && r->state != RS_RUNNING && !r->free_pending;
+}
+
 /* A running root's flow parked on a step that waits for an external
  * success() or error() (waitExternal(), setTimeout(), setCancel()), with
  * no callback of the flow on the C stack and the root neither being

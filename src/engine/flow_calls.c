@@ -47,7 +47,7 @@ void futoin__flow_success(Flow* fl, FutoInArgs* args)
         }
         args = NULL;
     }
-    if (fl->cb == CB_EXEC || fl->cb == CB_ERROR) {
+    if (futoin__flow_in_step(fl)) {
         fl->out = OUT_SUCCESS;
         fl->add_fr = NULL;
         futoin__results_set(fl, args);
@@ -84,7 +84,7 @@ void futoin__flow_error(Flow* fl, const char* code, const char* info)
     futoin__trace_capture(fl, fl->depth);
     futoin__flow_set_code(fl, code);
     futoin__set_info(futoin__flow_root(fl), info);
-    if (fl->cb == CB_EXEC || fl->cb == CB_ERROR) {
+    if (futoin__flow_in_step(fl)) {
         fl->out = OUT_ERROR;
         fl->ctl = CTL_NONE;
         fl->add_fr = NULL;
