@@ -232,6 +232,9 @@ struct Flow {
     Frame* frames;
     uint32_t depth;
     uint32_t cap;
+    /* The ready queue's links (doubly linked, as common/list.h, written
+     * out in dispatch.c and engine_core.h: the step path measured faster
+     * so); rq_next also links a pooled flow or root. */
     Flow* rq_next;
     Flow* rq_prev;
     uint32_t gen;   /* bumped when the flow is aborted or released */

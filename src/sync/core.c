@@ -39,7 +39,7 @@ static SyncNode* node_get(SyncCore* c)
 {
     SyncNode* n = c->free_nodes;
     if (n) {
-        c->free_nodes = n->next;
+        c->free_nodes = n->free_next;
     } else {
         n = malloc(sizeof(*n));
         if (!n) {
@@ -55,7 +55,7 @@ static SyncNode* node_get(SyncCore* c)
 
 static void node_put(SyncCore* c, SyncNode* n)
 {
-    n->next = c->free_nodes;
+    n->free_next = c->free_nodes;
     c->free_nodes = n;
     --c->nodes_out;
 }
@@ -65,48 +65,23 @@ static void node_put(SyncCore* c, SyncNode* n)
 
 void futoin__sync_enqueue(SyncQueue* q, SyncNode* n)
 {
-    n->next = NULL;
-    n->prev = q->tail;
-    if (q->tail) {
-        q->tail->next = n;
-    } else {
-        q->head = n;
-    }
-    q->tail = n;
+    list_push_back(&q->l, &n->q);
     ++q->len;
 }
 
 SyncNode* futoin__sync_dequeue(SyncQueue* q)
 {
-    SyncNode* n = q->head;
-    if (!n) {
+    if (!q->l.head) {
         return NULL;
     }
-    q->head = n->next;
-    if (q->head) {
-        q->head->prev = NULL;
-    } else {
-        q->tail = NULL;
-    }
-    n->next = n->prev = NULL;
     --q->len;
-    return n;
+    return LIST_ITEM(list_pop_front(&q->l), SyncNode, q);
 }
 
 /* Removes a node from the middle of a queue: a waiter that was cancelled. */
 static void queue_remove(SyncQueue* q, SyncNode* n)
 {
-    if (n->prev) {
-        n->prev->next = n->next;
-    } else {
-        q->head = n->next;
-    }
-    if (n->next) {
-        n->next->prev = n->prev;
-    } else {
-        q->tail = n->prev;
-    }
-    n->next = n->prev = NULL;
+    list_remove(&q->l, &n->q);
     --q->len;
 }
 
@@ -575,7 +550,7 @@ int futoin_sync_free(FutoInSync* sync)
     }
     while (c->free_nodes) {
         SyncNode* n = c->free_nodes;
-        c->free_nodes = n->next;
+        c->free_nodes = n->free_next;
         free(n);
     }
     free(c->buckets);
@@ -625,7 +600,7 @@ int futoin__sync_describe(const FutoInSync* sync, FutoInAsyncSteps_cancel_callba
     if (n->core == c && (n->state == SN_Q_CONC || n->state == SN_Q_RATE)) {
         const SyncQueue* q = n->state == SN_Q_CONC ? &c->conc_q : &c->rate_q;
         uint32_t pos = 1;
-        for (const SyncNode* p = n->prev; p; p = p->prev) {
+        for (const ListLink* p = n->q.prev; p; p = p->prev) {
             ++pos;
         }
         out->queue = n->state == SN_Q_CONC ? 1 : 2;

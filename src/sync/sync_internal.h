@@ -18,6 +18,7 @@
 
 #include <futoin/sync.h>
 
+#include "common/list.h"
 #include "loop/loop_internal.h"
 #include "threads/parked_steps.h"
 
@@ -46,8 +47,10 @@ typedef struct SyncCore SyncCore;
 /* One lock in progress or held: a fixed-size record from the object's free
  * list, so waiting costs no allocation once the list is warm. */
 struct SyncNode {
-    SyncNode* next;  /* FIFO queue link, or free-list link */
-    SyncNode* prev;  /* FIFO queue link (O(1) removal on cancel) */
+    union {
+        ListLink q;          /* in conc_q or rate_q (O(1) removal on cancel) */
+        SyncNode* free_next; /* on the object's free list */
+    };
     SyncNode* hnext; /* holder-table chain */
     SyncNode* outer; /* for a re-entry: the record it nests in */
     SyncCore* core;
@@ -58,12 +61,17 @@ struct SyncNode {
     uint8_t slot; /* owns one concurrency slot */
 };
 
-/* Intrusive doubly-linked FIFO of waiting nodes. */
+/* FIFO of waiting nodes, linked through SyncNode.q. */
 typedef struct SyncQueue {
-    SyncNode* head;
-    SyncNode* tail;
+    List l;
     uint32_t len;
 } SyncQueue;
+
+/* The first waiter of q, NULL if none. */
+static inline SyncNode* futoin__sync_queue_first(const SyncQueue* q)
+{
+    return q->l.head ? LIST_ITEM(q->l.head, SyncNode, q) : NULL;
+}
 
 struct SyncCore {
     FutoInSync base; /* first: the object is passed around as FutoInSync* */

@@ -33,10 +33,10 @@ static uint32_t delay_to_window_end(const SyncCore* c)
  * cross-thread handle so any waiter's thread can cancel it exactly. */
 static void shared_arm_timer(SyncCore* c)
 {
-    if (c->timer_armed || !c->rate_q.head) {
+    if (c->timer_armed || !c->rate_q.l.head) {
         return;
     }
-    FutoInLoop* loop = futoin_asyncsteps_loop(c->rate_q.head->bsi);
+    FutoInLoop* loop = futoin_asyncsteps_loop(futoin__sync_queue_first(&c->rate_q)->bsi);
     uint32_t seq = ++c->timer_seq;
     c->win_timer = futoin__loop_deferred2_x(loop, delay_to_window_end(c), c, seq, shared_window_end);
     if (c->win_timer.data1) {

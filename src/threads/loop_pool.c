@@ -16,6 +16,7 @@
  */
 #include <futoin/threads.h>
 
+#include "common/list.h"
 #include "engine/engine_internal.h"
 
 #include <errno.h>
@@ -27,8 +28,7 @@ typedef struct PoolSlot PoolSlot;
 typedef struct PoolRoot PoolRoot;
 
 struct PoolRoot {
-    PoolRoot* prev;
-    PoolRoot* next;
+    ListLink link; /* in its slot's roots */
     PoolSlot* slot;
     FutoInAsyncSteps* root; /* loop thread only; NULL until started */
     FutoInPoolSetup setup;
@@ -40,7 +40,7 @@ struct PoolSlot {
     FutoInLoopThread* thread;
     _Atomic unsigned load;
     pthread_mutex_t lock; /* guards roots and closed */
-    PoolRoot* roots;
+    List roots;
     int closed;
 };
 
@@ -53,15 +53,7 @@ struct FutoInLoopPool {
 
 static void unlink_root(PoolSlot* s, PoolRoot* pr)
 {
-    if (pr->prev) {
-        pr->prev->next = pr->next;
-    } else {
-        s->roots = pr->next;
-    }
-    if (pr->next) {
-        pr->next->prev = pr->prev;
-    }
-    pr->prev = pr->next = NULL;
+    list_remove(&s->roots, &pr->link);
 }
 
 /* Loop thread: the root ended (hook) or never will (stop). */
@@ -112,12 +104,12 @@ static void slot_on_stop(FutoInLoop* loop, void* data)
     PoolSlot* s = data;
     pthread_mutex_lock(&s->lock);
     s->closed = 1;
-    PoolRoot* list = s->roots;
-    s->roots = NULL;
+    ListLink* next = s->roots.head;
+    s->roots.head = s->roots.tail = NULL;
     pthread_mutex_unlock(&s->lock);
-    while (list) {
-        PoolRoot* pr = list;
-        list = pr->next;
+    while (next) {
+        PoolRoot* pr = LIST_ITEM(next, PoolRoot, link);
+        next = next->next;
         if (pr->root) {
             /* Cancelled, not finished: the hook must not fire; the root's
              * cancel handlers run before done() hears of it. */
@@ -219,11 +211,7 @@ int futoin_loop_pool_spawn(FutoInLoopPool* pool, FutoInPoolSetup setup,
         free(pr);
         return -1;
     }
-    pr->next = s->roots;
-    if (s->roots) {
-        s->roots->prev = pr;
-    }
-    s->roots = pr;
+    list_push_front(&s->roots, &pr->link);
     atomic_fetch_add(&s->load, 1);
     /* Under the lock: the loop cannot reach on_stop (and be freed) while
      * the message is being posted. */
