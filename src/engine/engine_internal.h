@@ -430,15 +430,17 @@ static inline int futoin__flow_is_idle_root(const Flow* fl)
 
 /* A running root's flow parked on a step that waits for an external
  * success() or error() (waitExternal(), setTimeout(), setCancel()), with
- * no callback of the flow on the C stack and the root neither being
- * cancelled nor freed: the one state in which a completion from outside
- * the step applies (same thread or, with its epoch check, another). */
+ * no callback of the flow on the C stack: the state in which a completion
+ * from outside the step applies. On the loop thread that includes a root
+ * whose cancel or free() is under way: a sync object's unlock() run by
+ * that very abort may hand its slot to a waiter of the same root, and the
+ * abort then releases the flow it woke. A completion from another thread
+ * also needs the root not freed, and its epoch (cross_thread_calls.c). */
 static inline int futoin__flow_waits_external(const Flow* fl)
 {
-    const Root* r = futoin__flow_root(fl);
     return fl->cb == CB_NONE && fl->state == FS_WAIT && fl->depth > 0
-            && (fl->frames[fl->depth].flags & FR_WAIT) && r->state == RS_RUNNING
-            && !r->cancelling && !r->free_pending;
+            && (fl->frames[fl->depth].flags & FR_WAIT)
+            && futoin__flow_root(fl)->state == RS_RUNNING;
 }
 
 /* The engine context of a flow's loop, which lives in the loop's head

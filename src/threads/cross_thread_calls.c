@@ -59,7 +59,7 @@ _Static_assert(sizeof(XError) <= FUTOIN_XMSG_PAYLOAD, "XError must fit a message
  * completion, and no callback of the flow is on the stack. */
 static int still_waiting(Flow* fl, uint32_t epoch)
 {
-    return futoin__flow_waits_external(fl)
+    return futoin__flow_waits_external(fl) && !futoin__flow_root(fl)->free_pending
             && atomic_load_explicit(&fl->xepoch, memory_order_relaxed) == epoch;
 }
 
