@@ -23,12 +23,6 @@
 
 #include <futoin/introspect.h>
 
-#include <errno.h>
-#include <inttypes.h>
-#include <pthread.h>
-#include <sched.h>
-#include <signal.h>
-#include <stdatomic.h>
 #include <string.h>
 
 /* ------------------------------------------------------------------------ */
