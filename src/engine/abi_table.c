@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The 25-entry ABI function tables (spec 2.7.2): one for flow interfaces
- * (the root and the interfaces passed to callbacks) and one for the
- * interface parallel() returns. Each entry checks that it is called in a
- * context where the spec allows it, then hands over to the engine core
- * (engine_core.h: flow_calls.c, root.c, dispatch.c).
+ * The 25-entry ABI function table (spec 2.7.2) of flow interfaces: the
+ * root and the interfaces passed to callbacks. Each entry checks that it
+ * is called in a context where the spec allows it, then hands over to the
+ * engine core (engine_core.h: flow_calls.c, root.c, dispatch.c). The
+ * interface parallel() returns has its own table (abi_table_parallel.c),
+ * which forwards to this one.
  */
 #include "engine/engine_internal.h"
 #include "threads/cross_thread_calls.h"
@@ -98,112 +99,6 @@ static inline int in_exec(Flow* fl, const char* what)
     return 0;
 }
 
-/* A do-nothing interface returned where an interface is due but the call was
- * misuse, so that chained calls cannot crash. Every entry ignores its
- * arguments and returns zero/NULL. */
-static const FutoInAsyncStepsAPI dead_api;
-static FutoInAsyncSteps dead_iface = {&dead_api};
-
-static void dead_add(FutoInAsyncSteps* b, void* d, FutoInAsyncSteps_execute_callback f,
-        FutoInAsyncSteps_error_callback eh)
-{
-    (void)b, (void)d, (void)f, (void)eh;
-}
-static FutoInAsyncSteps* dead_parallel(FutoInAsyncSteps* b, void* d, FutoInAsyncSteps_error_callback eh)
-{
-    (void)b, (void)d, (void)eh;
-    return &dead_iface;
-}
-static void* dead_state(FutoInAsyncSteps* b, void* d, const char* n, void* (*a)(void*),
-        void (*c)(void*, void*))
-{
-    (void)b, (void)d, (void)n, (void)a, (void)c;
-    return NULL;
-}
-static void* dead_stack(FutoInAsyncSteps* b, size_t s, void (*c)(void*))
-{
-    (void)b, (void)s, (void)c;
-    return NULL;
-}
-static void dead_success(FutoInAsyncSteps* b, FutoInArgs* a)
-{
-    (void)b;
-    futoin__args_drop(a);
-}
-static void dead_error(FutoInAsyncSteps* b, const char* c, const char* i)
-{
-    (void)b, (void)c, (void)i;
-}
-static void dead_timeout(FutoInAsyncSteps* b, uint32_t ms)
-{
-    (void)b, (void)ms;
-}
-static void dead_set_cancel(FutoInAsyncSteps* b, void* d, FutoInAsyncSteps_cancel_callback ch)
-{
-    (void)b, (void)d, (void)ch;
-}
-static void dead_void(FutoInAsyncSteps* b)
-{
-    (void)b;
-}
-static void dead_loop(FutoInAsyncSteps* b, void* d, void (*f)(FutoInAsyncSteps*, void*), const char* l)
-{
-    (void)b, (void)d, (void)f, (void)l;
-}
-static void dead_repeat(FutoInAsyncSteps* b, void* d, size_t n,
-        void (*f)(FutoInAsyncSteps*, void*, size_t), const char* l)
-{
-    (void)b, (void)d, (void)n, (void)f, (void)l;
-}
-static void dead_label(FutoInAsyncSteps* b, const char* l)
-{
-    (void)b, (void)l;
-}
-static void dead_execute(FutoInAsyncSteps* b, void* d, FutoInAsyncSteps_error_callback eh)
-{
-    (void)b, (void)d, (void)eh;
-}
-static void dead_add_sync(FutoInAsyncSteps* b, FutoInSync* s, void* d,
-        FutoInAsyncSteps_execute_callback f, FutoInAsyncSteps_error_callback eh)
-{
-    (void)b, (void)s, (void)d, (void)f, (void)eh;
-}
-static ptrdiff_t dead_root_id(FutoInAsyncSteps* b)
-{
-    (void)b;
-    return 0;
-}
-static int dead_int(FutoInAsyncSteps* b)
-{
-    (void)b;
-    return 0;
-}
-static FutoInAsyncSteps* dead_new_instance(FutoInAsyncSteps* b)
-{
-    (void)b;
-    return NULL;
-}
-static FutoInHandle dead_immediate(FutoInAsyncSteps* b, void* d, void (*cb)(void*))
-{
-    (void)b, (void)d, (void)cb;
-    FutoInHandle h = {0, 0, 0};
-    return h;
-}
-static FutoInHandle dead_deferred(FutoInAsyncSteps* b, uint32_t ms, void* d, void (*cb)(void*))
-{
-    (void)ms;
-    return dead_immediate(b, d, cb);
-}
-static void dead_sched_cancel(FutoInAsyncSteps* b, FutoInHandle* h)
-{
-    (void)b, (void)h;
-}
-static int dead_sched_is_valid(FutoInAsyncSteps* b, FutoInHandle* h)
-{
-    (void)b, (void)h;
-    return 0;
-}
-
 /* ------------------------------------------------------------------------ */
 /* Flow interface                                                            */
 
@@ -226,7 +121,7 @@ static FutoInAsyncSteps* flow_parallel(FutoInAsyncSteps* bsi, void* data, FutoIn
     Flow* fl = (Flow*)bsi;
     Frame* fr = futoin__add_target(fl, "parallel");
     if (!fr) {
-        return &dead_iface;
+        return &futoin__inert_iface;
     }
     EngineCtx* ctx = futoin__flow_ctx(fl);
     Parallel* p = futoin__parallel_new(ctx, fl);
@@ -482,7 +377,7 @@ static void flow_cancel(FutoInAsyncSteps* bsi)
 /* NULL if sync can be used, else what is wrong with it. Its alignment is
  * checked before its api is read: the step keeps the object's address
  * with the step kind in the low bits (Step.tag). */
-static const char* sync_problem(const FutoInSync* sync)
+const char* futoin__sync_problem(const FutoInSync* sync)
 {
     if (!sync) {
         return "addSync() with a NULL sync object";
@@ -497,7 +392,7 @@ static void flow_add_sync(FutoInAsyncSteps* bsi, FutoInSync* sync, void* data,
         FutoInAsyncSteps_execute_callback f, FutoInAsyncSteps_error_callback eh)
 {
     Flow* fl = (Flow*)bsi;
-    const char* problem = sync_problem(sync);
+    const char* problem = futoin__sync_problem(sync);
     if (problem) {
         futoin__misuse(fl, "%s", problem);
         return;
@@ -612,230 +507,4 @@ const FutoInAsyncStepsAPI futoin__flow_api = {
     .sched_cancel = flow_sched_cancel,
     .sched_is_valid = flow_sched_is_valid,
     .is_same_thread = flow_is_same_thread,
-};
-
-/* ------------------------------------------------------------------------ */
-/* Parallel interface: step-adding calls add branches; the rest act on the  */
-/* flow that created the parallel step.                                      */
-
-static Parallel* par_of(FutoInAsyncSteps* bsi)
-{
-    return (Parallel*)bsi;
-}
-
-static int par_can_add(Parallel* p, const char* what)
-{
-    if (p->started) {
-        futoin__misuse(p->owner, "%s() on a parallel step that has already started", what);
-        return 0;
-    }
-    return 1;
-}
-
-static void par_add(FutoInAsyncSteps* bsi, void* data, FutoInAsyncSteps_execute_callback f,
-        FutoInAsyncSteps_error_callback eh)
-{
-    Parallel* p = par_of(bsi);
-    if (!f) {
-        futoin__misuse(p->owner, "add() with a NULL execute callback");
-        return;
-    }
-    if (par_can_add(p, "add")) {
-        futoin__parallel_append(p, futoin__step_new(futoin__flow_ctx(p->owner), SK_PLAIN, data, f, eh, NULL));
-    }
-}
-
-static FutoInAsyncSteps* par_parallel(FutoInAsyncSteps* bsi, void* data, FutoInAsyncSteps_error_callback eh)
-{
-    Parallel* p = par_of(bsi);
-    if (!par_can_add(p, "parallel")) {
-        return &dead_iface;
-    }
-    EngineCtx* ctx = futoin__flow_ctx(p->owner);
-    Parallel* inner = futoin__parallel_new(ctx, p->owner);
-    futoin__parallel_append(p, futoin__step_new(ctx, SK_PARALLEL, data, NULL, eh, inner));
-    return &inner->iface;
-}
-
-static void par_loop_branch(Parallel* p, void* data, size_t count,
-        void (*loop_fn)(FutoInAsyncSteps*, void*),
-        void (*repeat_fn)(FutoInAsyncSteps*, void*, size_t), const char* label)
-{
-    const char* what = loop_fn ? "loop" : "repeat";
-    if (!loop_fn && !repeat_fn) {
-        futoin__misuse(p->owner, "%s() with a NULL loop body", what);
-        return;
-    }
-    if (!par_can_add(p, what)) {
-        return;
-    }
-    EngineCtx* ctx = futoin__flow_ctx(p->owner);
-    futoin__parallel_append(p, futoin__loopspec_new(ctx, label, data, count, loop_fn, repeat_fn));
-}
-
-static void par_loop(FutoInAsyncSteps* bsi, void* data, void (*f)(FutoInAsyncSteps*, void*),
-        const char* label)
-{
-    par_loop_branch(par_of(bsi), data, 0, f, NULL, label);
-}
-
-static void par_repeat(FutoInAsyncSteps* bsi, void* data, size_t count,
-        void (*f)(FutoInAsyncSteps*, void*, size_t), const char* label)
-{
-    par_loop_branch(par_of(bsi), data, count, NULL, f, label);
-}
-
-static void par_add_sync(FutoInAsyncSteps* bsi, FutoInSync* sync, void* data,
-        FutoInAsyncSteps_execute_callback f, FutoInAsyncSteps_error_callback eh)
-{
-    Parallel* p = par_of(bsi);
-    const char* problem = f ? sync_problem(sync) : "addSync() with a NULL execute callback";
-    if (problem) {
-        futoin__misuse(p->owner, "%s", problem);
-        return;
-    }
-    if (par_can_add(p, "addSync")) {
-        futoin__parallel_append(p, futoin__step_new(futoin__flow_ctx(p->owner), SK_SYNC, data, f, eh, sync));
-    }
-}
-
-#define OWNER(bsi) (&par_of(bsi)->owner->iface)
-
-static void* par_state_variable(FutoInAsyncSteps* bsi, void* data, const char* name,
-        void* (*allocate)(void*), void (*cleanup)(void*, void*))
-{
-    return flow_state_variable(OWNER(bsi), data, name, allocate, cleanup);
-}
-static void* par_stack(FutoInAsyncSteps* bsi, size_t size, void (*cleanup)(void*))
-{
-    return flow_stack(OWNER(bsi), size, cleanup);
-}
-static void par_success(FutoInAsyncSteps* bsi, FutoInArgs* args)
-{
-    flow_success(OWNER(bsi), args);
-}
-static void par_handle_error(FutoInAsyncSteps* bsi, const char* code, const char* info)
-{
-    flow_handle_error(OWNER(bsi), code, info);
-}
-static void par_set_timeout(FutoInAsyncSteps* bsi, uint32_t ms)
-{
-    flow_set_timeout(OWNER(bsi), ms);
-}
-static void par_set_cancel(FutoInAsyncSteps* bsi, void* data, FutoInAsyncSteps_cancel_callback ch)
-{
-    flow_set_cancel(OWNER(bsi), data, ch);
-}
-static void par_wait_external(FutoInAsyncSteps* bsi)
-{
-    flow_wait_external(OWNER(bsi));
-}
-static void par_break(FutoInAsyncSteps* bsi, const char* label)
-{
-    flow_break(OWNER(bsi), label);
-}
-static void par_continue(FutoInAsyncSteps* bsi, const char* label)
-{
-    flow_continue(OWNER(bsi), label);
-}
-static void par_execute(FutoInAsyncSteps* bsi, void* data, FutoInAsyncSteps_error_callback eh)
-{
-    futoin__misuse(par_of(bsi)->owner, "execute() on a parallel step interface");
-    (void)data, (void)eh;
-}
-static void par_cancel(FutoInAsyncSteps* bsi)
-{
-    flow_cancel(OWNER(bsi));
-}
-static ptrdiff_t par_root_id(FutoInAsyncSteps* bsi)
-{
-    return flow_root_id(OWNER(bsi));
-}
-static int par_is_valid(FutoInAsyncSteps* bsi)
-{
-    return flow_is_valid(OWNER(bsi));
-}
-static FutoInAsyncSteps* par_new_instance(FutoInAsyncSteps* bsi)
-{
-    return flow_new_instance(OWNER(bsi));
-}
-static void par_free(FutoInAsyncSteps* bsi)
-{
-    futoin__misuse(par_of(bsi)->owner, "free() on a parallel step interface");
-}
-static FutoInHandle par_sched_immediate(FutoInAsyncSteps* bsi, void* data, void (*cb)(void*))
-{
-    return flow_sched_immediate(OWNER(bsi), data, cb);
-}
-static FutoInHandle par_sched_deferred(FutoInAsyncSteps* bsi, uint32_t ms, void* data, void (*cb)(void*))
-{
-    return flow_sched_deferred(OWNER(bsi), ms, data, cb);
-}
-static void par_sched_cancel(FutoInAsyncSteps* bsi, FutoInHandle* h)
-{
-    flow_sched_cancel(OWNER(bsi), h);
-}
-static int par_sched_is_valid(FutoInAsyncSteps* bsi, FutoInHandle* h)
-{
-    return flow_sched_is_valid(OWNER(bsi), h);
-}
-static int par_is_same_thread(FutoInAsyncSteps* bsi)
-{
-    return flow_is_same_thread(OWNER(bsi));
-}
-
-const FutoInAsyncStepsAPI futoin__par_api = {
-    .add = par_add,
-    .parallel = par_parallel,
-    .stateVariable = par_state_variable,
-    .stack = par_stack,
-    .success = par_success,
-    .handle_error = par_handle_error,
-    .setTimeout = par_set_timeout,
-    .setCancel = par_set_cancel,
-    .waitExternal = par_wait_external,
-    .loop = par_loop,
-    .repeat = par_repeat,
-    .breakLoop = par_break,
-    .continueLoop = par_continue,
-    .execute = par_execute,
-    .cancel = par_cancel,
-    .addSync = par_add_sync,
-    .rootId = par_root_id,
-    .isValid = par_is_valid,
-    .newInstance = par_new_instance,
-    .free = par_free,
-    .sched_immediate = par_sched_immediate,
-    .sched_deferred = par_sched_deferred,
-    .sched_cancel = par_sched_cancel,
-    .sched_is_valid = par_sched_is_valid,
-    .is_same_thread = par_is_same_thread,
-};
-
-static const FutoInAsyncStepsAPI dead_api = {
-    .add = dead_add,
-    .parallel = dead_parallel,
-    .stateVariable = dead_state,
-    .stack = dead_stack,
-    .success = dead_success,
-    .handle_error = dead_error,
-    .setTimeout = dead_timeout,
-    .setCancel = dead_set_cancel,
-    .waitExternal = dead_void,
-    .loop = dead_loop,
-    .repeat = dead_repeat,
-    .breakLoop = dead_label,
-    .continueLoop = dead_label,
-    .execute = dead_execute,
-    .cancel = dead_void,
-    .addSync = dead_add_sync,
-    .rootId = dead_root_id,
-    .isValid = dead_int,
-    .newInstance = dead_new_instance,
-    .free = dead_void,
-    .sched_immediate = dead_immediate,
-    .sched_deferred = dead_deferred,
-    .sched_cancel = dead_sched_cancel,
-    .sched_is_valid = dead_sched_is_valid,
-    .is_same_thread = dead_int,
 };

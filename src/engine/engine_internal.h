@@ -392,8 +392,16 @@ struct EngineCtx {
     uint64_t n_unhandled;
 };
 
+/* The interface tables: flows (abi_table.c), the interface parallel()
+ * returns (abi_table_parallel.c), and the inert interface handed out in
+ * place of one when the call that would return it was misuse
+ * (abi_table_inert.c). */
 extern const FutoInAsyncStepsAPI futoin__flow_api;
 extern const FutoInAsyncStepsAPI futoin__par_api;
+extern FutoInAsyncSteps futoin__inert_iface;
+
+/* NULL if addSync() can use sync, else what is wrong with it. */
+const char* futoin__sync_problem(const FutoInSync* sync);
 
 /* Whether a flow outlived the user code just called on it. Every place
  * that calls user code (a callback, a cleanup, lock()/unlock()) takes
