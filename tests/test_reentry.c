@@ -410,6 +410,48 @@ static void test_stack_cleanup_cancels_root(void** state)
     assert_int_equal(sa.cleanups, 1);
 }
 
+/* free() of an idle root releases its level-0 stack() memory; the cleanup
+ * asks promise() to run that very root. The root is being freed: promise()
+ * refuses, and neither the queued step nor a second release happens. */
+typedef struct PromiseActor {
+    FutoInAsyncSteps* root;
+    int cleanups;
+    int rc;
+} PromiseActor;
+
+static void promise_actor_cleanup(void* p)
+{
+    PromiseActor* pa = *(PromiseActor**)p;
+    FutoInOutcome out;
+    ++pa->cleanups;
+    pa->rc = futoin_promise(pa->root, &out);
+    futoin_outcome_reset(&out);
+}
+
+static void test_stack_cleanup_promises_root_being_freed(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
+    PromiseActor pa = {root, 0, -1};
+    futoin_add(root, must_not_run, NULL, (void*)"the freed root's step");
+    PromiseActor** slot = (PromiseActor**)futoin_stack(root, sizeof(PromiseActor*), promise_actor_cleanup);
+    assert_non_null(slot);
+    *slot = &pa;
+    futoin_asyncsteps_free(root);
+    assert_int_equal(pa.cleanups, 1);
+    assert_int_equal(pa.rc, FUTOIN_PROMISE_MISUSE);
+    run_bounded(100);
+    assert_int_equal(pa.cleanups, 1);
+    assert_int_equal(futoin_loop_pending(g_loop), 0);
+    /* The loop and the root pool are still sound: a new root runs. */
+    FutoInAsyncSteps* next = futoin_asyncsteps_new(g_loop);
+    FutoInOutcome out;
+    futoin_add(next, step_tag, NULL, (void*)"next");
+    assert_int_equal(futoin_promise(next, &out), FUTOIN_PROMISE_OK);
+    futoin_outcome_reset(&out);
+    futoin_asyncsteps_free(next);
+}
+
 /* A stack() cleanup of a parallel branch's step frees the root while the
  * branch is being released. */
 static void branch_stack_actor(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
@@ -713,6 +755,7 @@ int main(void)
         T(test_stack_size_overflow_idle_root),
         T(test_stack_cleanup_frees_root),
         T(test_stack_cleanup_cancels_root),
+        T(test_stack_cleanup_promises_root_being_freed),
         T(test_branch_stack_cleanup_frees_root),
         T(test_loop_external_result_cleanup_frees_root),
         T(test_loop_external_result_cleanup_cancels_root),

@@ -564,7 +564,8 @@ enum {
     FUTOIN_PROMISE_ERROR = 1,   /**< an error escaped: see out->code */
     FUTOIN_PROMISE_STALLED = 2, /**< the loop ran dry with the root still waiting: root cancelled */
     FUTOIN_PROMISE_MISUSE = 3   /**< NULL root, a root of another implementation (we cannot
-                                 * run its loop), root not idle, or called from inside a step */
+                                 * run its loop), root not idle (running, or being freed:
+                                 * a cleanup that free() runs), or called from inside a step */
 };
 
 /** Executes root and runs its loop until the root completes. Returns a

@@ -297,8 +297,11 @@ int futoin_promise(FutoInAsyncSteps* root, FutoInOutcome* out)
         memset(out, 0, sizeof(*out));
     }
     Flow* fl = futoin__flow_of(root);
-    if (!fl || !out || fl->is_branch || futoin__flow_root(fl)->state == RS_RUNNING
-            || futoin__flow_ctx(fl)->dispatching || fl->cb != CB_NONE) {
+    /* Only an idle root that nothing of the loop is running: not inside a
+     * dispatch (the loop cannot be run from within itself), and not one
+     * whose free() is under way (a cleanup that free() runs may call this
+     * for the very root it belongs to). */
+    if (!fl || !out || !futoin__flow_is_idle_root(fl) || futoin__flow_ctx(fl)->dispatching) {
         return FUTOIN_PROMISE_MISUSE;
     }
     Root* r = futoin__flow_root(fl);
