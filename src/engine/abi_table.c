@@ -37,7 +37,7 @@ FUTOIN_COLD static int misuse_if_gone(Flow* fl, const char* what, const char* co
         return 0;
     }
     const char* how = r->free_pending ? "freed"
-            : r->state == RS_CANCELLED || r->cancelling ? "cancelled"
+            : futoin__root_is_gone(r) || r->cancelling ? "cancelled"
                                                        : NULL;
     if (!how) {
         return 0;
@@ -56,7 +56,7 @@ Frame* futoin__add_target_slow(Flow* fl, const char* what)
             futoin__misuse(fl, "%s() after success()", what);
             return NULL;
         }
-        if (fl->out != OUT_NONE) {
+        if (futoin__flow_step_settled(fl)) {
             futoin__misuse(fl, "%s() after error(), break() or continue()", what);
             return NULL;
         }
@@ -183,7 +183,7 @@ static void flow_success(FutoInAsyncSteps* bsi, FutoInArgs* args)
     if (futoin__flow_in_step(fl)) {
         if (fl->out == OUT_SUCCESS) {
             futoin__misuse(fl, "success() called twice");
-        } else if (fl->out != OUT_NONE) {
+        } else if (futoin__flow_step_settled(fl)) {
             futoin__misuse(fl, "success() after error(), break() or continue()");
         } else if (fl->frames[fl->depth].q_head) {
             futoin__misuse(fl, "success() after add(): sub-steps were added");
@@ -217,7 +217,7 @@ static void flow_handle_error(FutoInAsyncSteps* bsi, const char* code, const cha
             futoin__misuse(fl, "error(%.64s) after success()", code);
         } else if (fl->out == OUT_ERROR) {
             futoin__misuse(fl, "error(%.64s) called twice", code);
-        } else if (fl->out != OUT_NONE) {
+        } else if (futoin__flow_step_settled(fl)) {
             futoin__misuse(fl, "error(%.64s) after break() or continue()", code);
         } else if (fl->cb == CB_EXEC && fl->frames[fl->depth].q_head) {
             futoin__misuse(fl, "error(%.64s) after add(): sub-steps were added", code);
@@ -310,7 +310,7 @@ static void loop_control(Flow* fl, uint8_t ctl, const char* label)
         }
         return;
     }
-    if (fl->out != OUT_NONE) {
+    if (futoin__flow_step_settled(fl)) {
         futoin__misuse(fl, "%s() after the step already completed", what);
         return;
     }
@@ -356,8 +356,7 @@ static void flow_execute(FutoInAsyncSteps* bsi, void* data, FutoInAsyncSteps_err
         futoin__misuse(fl, "execute() on a parallel branch: only a root can be executed");
         return;
     }
-    Root* r = (Root*)fl;
-    if (r->state == RS_RUNNING || fl->cb != CB_NONE || r->free_pending) {
+    if (!futoin__flow_is_idle_root(fl)) {
         report_bad_execute(fl);
         return;
     }
@@ -416,7 +415,7 @@ static int flow_is_valid(FutoInAsyncSteps* bsi)
 {
     Flow* fl = (Flow*)bsi;
     Root* r = futoin__flow_root(fl);
-    if (r->free_pending || r->state == RS_CANCELLED) {
+    if (futoin__root_is_gone(r)) {
         return 0;
     }
     return fl == &r->main || fl->state != FS_DONE;

@@ -308,7 +308,7 @@ static int exec_outcome(Flow* fl)
         return HANDLED;
     case OUT_BREAK:
     case OUT_CONTINUE:
-        fl->ctl = fl->out == OUT_BREAK ? CTL_BREAK : CTL_CONTINUE;
+        fl->ctl = futoin__ctl_of_outcome(fl->out);
         if (futoin__start_unwind(fl, fl->depth, 1)) {
             futoin__flow_unwind(fl);
         }
@@ -363,7 +363,7 @@ static int run_iteration(Flow* fl)
         return HANDLED;
     }
     for (;;) {
-        if (fl->out != OUT_NONE || f->q_head || f->flags) {
+        if (futoin__flow_step_settled(fl) || f->q_head || f->flags) {
             return exec_outcome(fl);
         }
         /* The last iteration, or the turn ends: frame_complete() takes
@@ -534,7 +534,7 @@ static int start_frame(Flow* fl, FutoInAsyncSteps_execute_callback fn, void* dat
             return HANDLED;
         }
         f = &fl->frames[fl->depth];
-        if (fl->out == OUT_NONE && !f->q_head && !(f->flags & FR_WAIT)) {
+        if (!futoin__flow_step_settled(fl) && !f->q_head && !(f->flags & FR_WAIT)) {
             /* Admitted at once: the critical section is queued now, so the
              * flow's next step (this turn or its next) is the section
              * itself, as frame_complete() would have arranged. */

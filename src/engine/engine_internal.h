@@ -427,6 +427,33 @@ static inline int futoin__flow_in_step(const Flow* fl)
     return fl->cb == CB_EXEC || fl->cb == CB_ERROR;
 }
 
+/* The running step (or error handler) has already decided its outcome:
+ * success(), error(), break() or continue() was called (Flow.out). */
+static inline int futoin__flow_step_settled(const Flow* fl)
+{
+    return fl->out != OUT_NONE;
+}
+
+/* break() and continue(): as a step's outcome (Flow.out) and as what the
+ * unwind carries up to the loop (Flow.ctl). */
+static inline uint8_t futoin__ctl_of_outcome(uint8_t out)
+{
+    return out == OUT_BREAK ? CTL_BREAK : CTL_CONTINUE;
+}
+
+static inline uint8_t futoin__outcome_of_ctl(uint8_t ctl)
+{
+    return ctl == CTL_BREAK ? OUT_BREAK : OUT_CONTINUE;
+}
+
+/* A root that was cancelled, or whose free() was called: its handle and
+ * its flows answer isValid() with 0, and late calls on it are reported as
+ * made on a cancelled or freed instance. */
+static inline int futoin__root_is_gone(const Root* r)
+{
+    return r->free_pending || r->state == RS_CANCELLED;
+}
+
 /* fl is the main flow of a root that does not run, with no callback of it
  * on the C stack and no free() pending: add() and stack() go to level 0,
  * to be run by the next execute(). */

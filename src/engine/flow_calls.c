@@ -158,6 +158,6 @@ void futoin__flow_ctl(Flow* fl, uint8_t ctl, const char* label)
 {
     futoin__flow_set_code(fl, label ? label : "");
     futoin__set_info(futoin__flow_root(fl), label ? label : "");
-    fl->out = ctl == CTL_BREAK ? OUT_BREAK : OUT_CONTINUE;
+    fl->out = futoin__outcome_of_ctl(ctl);
     fl->add_fr = NULL;
 }

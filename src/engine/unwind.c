@@ -133,7 +133,7 @@ void futoin__flow_unwind(Flow* fl)
                 break; /* new code already stored; keep unwinding */
             case OUT_BREAK:
             case OUT_CONTINUE:
-                fl->ctl = fl->out == OUT_BREAK ? CTL_BREAK : CTL_CONTINUE;
+                fl->ctl = futoin__ctl_of_outcome(fl->out);
                 break;
             default:
                 if (f->q_head) {
