@@ -564,14 +564,6 @@ static const BenchWorkload g_core[] = {
 };
 #define N_CORE (sizeof(g_core) / sizeof(g_core[0]))
 
-#ifndef FUTOIN_BENCH_HAVE_SYNC
-const BenchWorkload* bench_sync_workloads(unsigned* count)
-{
-    *count = 0;
-    return NULL;
-}
-#endif
-
 /* ------------------------------------------------------------------------ */
 /* Measuring and printing                                                     */
 
@@ -975,7 +967,6 @@ int main(int argc, char** argv)
         print_row(w, &r, NULL, w == w_abi ? "~C API (n/a)" : NULL);
     }
 
-#ifdef FUTOIN_BENCH_HAVE_SYNC
     {
         unsigned ns = 0;
         const BenchWorkload* s = bench_sync_workloads(&ns);
@@ -986,17 +977,6 @@ int main(int argc, char** argv)
             }
         }
     }
-#else
-    if (!only || selected(only, "sync")) {
-        printf("%-18s skipped: sync primitives not built%s\n", "mutex/throttle/limiter",
-#ifdef FUTOIN_BENCH_SYNC_MISMATCH
-                " (futoin/sync.h exists but bench/sync_bench.c does not compile against it)"
-#else
-                ""
-#endif
-        );
-    }
-#endif
 
     if (selected(only, "memory_parked")) {
         run_memory("memory_parked", NULL);

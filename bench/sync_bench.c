@@ -1,9 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Mutex / Throttle / Limiter workloads. Built only when include/futoin/sync.h
- * exists AND this file compiles against it (CMake try_compile): the sync
- * primitives are written separately and their API may still move.
- * "contended": 10 roots run sync steps on the same object at once.
+ * Mutex / Throttle / Limiter workloads of futoin_bench. "contended": 10
+ * roots run sync steps on the same object at once.
  */
 #include "bench.h"
 
