@@ -5,63 +5,85 @@
  * and removal from the middle is O(1). The list knows its head and tail; a
  * link that is on no list has both pointers NULL.
  *
- * Used by the sync objects' wait queues and the loop pool's list of roots.
- * LIST_ITEM() gets the item back from its link. The engine's ready queue
- * keeps the same links by hand (Flow.rq_next): through this header the
- * dispatcher cost 1 % more instructions on the parallel workloads.
+ * Links and the list point at the items themselves, not at their links:
+ * every call names where the link sits in the item (offsetof(Type,
+ * member), a constant once inlined), so neither pushing nor popping pays
+ * for turning a link back into its item: the dispatcher, which pops the
+ * engine's ready queue for every step, measured about 2 % more
+ * instructions per parallel step with links pointing at links.
+ *
+ * Used by the engine's ready queue, the sync objects' wait queues and the
+ * loop pool's list of roots.
  */
 #ifndef FUTOIN_LIST_H
 #define FUTOIN_LIST_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct ListLink {
-    struct ListLink* next;
-    struct ListLink* prev;
+    void* next; /* the next item, NULL at the tail */
+    void* prev; /* the previous item, NULL at the head */
 } ListLink;
 
 typedef struct List {
-    ListLink* head;
-    ListLink* tail;
+    void* head;
+    void* tail;
 } List;
 
-/* The item of type `type` whose member `member` is the link. */
-#define LIST_ITEM(link, type, member) ((type*)(void*)((char*)(link) - offsetof(type, member)))
-
-static inline void list_push_back(List* l, ListLink* n)
+/* The link of item, `off` bytes into it. */
+static inline ListLink* list_link(const void* item, size_t off)
 {
+    return (ListLink*)(void*)((char*)(uintptr_t)item + off);
+}
+
+static inline void* list_next(const void* item, size_t off)
+{
+    return list_link(item, off)->next;
+}
+
+static inline void* list_prev(const void* item, size_t off)
+{
+    return list_link(item, off)->prev;
+}
+
+static inline void list_push_back(List* l, void* item, size_t off)
+{
+    ListLink* n = list_link(item, off);
     n->next = NULL;
     n->prev = l->tail;
     if (l->tail) {
-        l->tail->next = n;
+        list_link(l->tail, off)->next = item;
     } else {
-        l->head = n;
+        l->head = item;
     }
-    l->tail = n;
+    l->tail = item;
 }
 
-static inline void list_push_front(List* l, ListLink* n)
+static inline void list_push_front(List* l, void* item, size_t off)
 {
+    ListLink* n = list_link(item, off);
     n->prev = NULL;
     n->next = l->head;
     if (l->head) {
-        l->head->prev = n;
+        list_link(l->head, off)->prev = item;
     } else {
-        l->tail = n;
+        l->tail = item;
     }
-    l->head = n;
+    l->head = item;
 }
 
-/* n must be on l. */
-static inline void list_remove(List* l, ListLink* n)
+/* item must be on l. */
+static inline void list_remove(List* l, void* item, size_t off)
 {
+    ListLink* n = list_link(item, off);
     if (n->prev) {
-        n->prev->next = n->next;
+        list_link(n->prev, off)->next = n->next;
     } else {
         l->head = n->next;
     }
     if (n->next) {
-        n->next->prev = n->prev;
+        list_link(n->next, off)->prev = n->prev;
     } else {
         l->tail = n->prev;
     }
@@ -69,17 +91,18 @@ static inline void list_remove(List* l, ListLink* n)
 }
 
 /* The head, taken off; l must not be empty. */
-static inline ListLink* list_pop_front(List* l)
+static inline void* list_pop_front(List* l, size_t off)
 {
-    ListLink* n = l->head;
+    void* item = l->head;
+    ListLink* n = list_link(item, off);
     l->head = n->next;
     if (n->next) {
-        n->next->prev = NULL;
+        list_link(n->next, off)->prev = NULL;
         n->next = NULL;
     } else {
         l->tail = NULL;
     }
-    return n;
+    return item;
 }
 
 #endif

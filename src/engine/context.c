@@ -31,12 +31,12 @@ static void ctx_free(void* p)
     EngineCtx* ctx = p;
     while (ctx->free_flows) {
         Flow* f = ctx->free_flows;
-        ctx->free_flows = f->rq_next;
+        ctx->free_flows = f->pool_next;
         flow_free_frames(f);
     }
     while (ctx->free_roots) {
         Root* r = ctx->free_roots;
-        ctx->free_roots = (Root*)r->main.rq_next;
+        ctx->free_roots = (Root*)r->main.pool_next;
         flow_free_frames(&r->main);
         if (r->ext) {
             free(r->ext->info);

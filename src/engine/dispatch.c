@@ -18,18 +18,8 @@ void futoin__rq_remove(Flow* fl)
     if (!fl->in_rq) {
         return;
     }
-    if (fl->rq_prev) {
-        fl->rq_prev->rq_next = fl->rq_next;
-    } else {
-        ctx->rq_head = fl->rq_next;
-    }
-    if (fl->rq_next) {
-        fl->rq_next->rq_prev = fl->rq_prev;
-    } else {
-        ctx->rq_tail = fl->rq_prev;
-    }
+    list_remove(&ctx->rq, fl, RQ_LINK);
     fl->in_rq = 0;
-    fl->rq_next = fl->rq_prev = NULL;
 }
 
 void futoin__dispatch(void* data)
@@ -38,16 +28,8 @@ void futoin__dispatch(void* data)
     ctx->dispatch_scheduled = 0;
     ++ctx->dispatching;
     ctx->budget = ctx->burst;
-    while (ctx->budget && ctx->rq_head) {
-        /* Pop the head (futoin__rq_remove() for the first element). */
-        Flow* fl = ctx->rq_head;
-        ctx->rq_head = fl->rq_next;
-        if (fl->rq_next) {
-            fl->rq_next->rq_prev = NULL;
-            fl->rq_next = NULL;
-        } else {
-            ctx->rq_tail = NULL;
-        }
+    while (ctx->budget && ctx->rq.head) {
+        Flow* fl = list_pop_front(&ctx->rq, RQ_LINK);
         fl->in_rq = 0;
         Root* r = futoin__flow_root(fl);
         root_enter(r);
@@ -64,7 +46,7 @@ void futoin__dispatch(void* data)
     --ctx->dispatching;
     /* Counted per burst, not per step: the budget it used. */
     ctx->n_steps += (uint64_t)ctx->burst - ctx->budget;
-    if (ctx->rq_head) {
+    if (ctx->rq.head) {
         schedule_dispatch(ctx);
     }
 }
@@ -265,18 +247,10 @@ static inline int call_step(
     return exec_leave(fl, gen);
 }
 
-/* lock() of a sync step succeeded: from now on the engine owes unlock(),
- * whatever happens before the critical section gets its turn. */
-void futoin__lock_acquired(Flow* fl, Frame* f)
-{
-    f->flags = (uint8_t)((f->flags & ~(FR_LOCK_PHASE | FR_WAIT)) | FR_LOCKED);
-    frame_settle(fl, f);
-}
-
 /* lock() of the sync frame f is done: the critical section becomes the
  * frame's sub-step and gets the results that came into the sync step
  * (whatever lock() itself produced is dropped). */
-static inline int enter_section(Flow* fl, Frame* f)
+FUTOIN_ALWAYS_INLINE static inline int enter_section(Flow* fl, Frame* f)
 {
     if (f->flags & FR_LOCK_PHASE) {
         futoin__lock_acquired(fl, f);
@@ -417,7 +391,7 @@ static void start_parallel(Flow* fl, Frame* f)
         Flow* b = ctx->free_flows;
         int fresh = 0;
         if (b) {
-            ctx->free_flows = b->rq_next;
+            ctx->free_flows = b->pool_next;
         } else {
             b = futoin__pool_get(&ctx->branch_mem);
             fresh = 1;
@@ -707,7 +681,7 @@ void futoin__flow_failed(Flow* fl)
  * step, and a lone flow runs its steps back to back. */
 static int keep_turn(EngineCtx* ctx)
 {
-    if (ctx->rq_head || ctx->budget <= 1) {
+    if (ctx->rq.head || ctx->budget <= 1) {
         return 0;
     }
     --ctx->budget;

@@ -47,7 +47,6 @@ void futoin__flow_code_release(Flow* fl);
 
 /* ---- steps.c ---- */
 /* Releases a chain of steps that never started (user cleanups run). */
-void futoin__queue_free(EngineCtx* ctx, Step* s);
 
 /* ---- root.c ---- */
 /* Destroys r now: nothing of it runs (Root.busy is 0). */
@@ -61,7 +60,6 @@ void futoin__xtable_grow(EngineCtx* ctx);
 void futoin__stack_free(EngineCtx* ctx, StackBlock** head);
 const char* futoin__wait_info_of(Flow* fl, uint32_t k);
 void futoin__call_cancel(Flow* fl, Frame* f);
-int futoin__call_unlock(Flow* fl, FutoInSync* sync);
 int futoin__frame_pop_slow(Flow* fl, int aborted);
 /* A loop frame's next iteration starts as a fresh step would: what the
  * last one left (sub-steps, timer, stack memory) is released. Returns 0
@@ -74,7 +72,6 @@ void futoin__dispatch(void* data);
 void futoin__rq_remove(Flow* fl);
 /* lock() of the sync frame f succeeded: from now on the engine owes
  * unlock(). */
-void futoin__lock_acquired(Flow* fl, Frame* f);
 /* An error (or break/continue) escaped level 0 of the flow. */
 void futoin__flow_failed(Flow* fl);
 /* Takes a branch flow out of its parallel's list of live branches. */
@@ -119,7 +116,7 @@ static inline void root_enter(Root* r)
 
 static inline void flow_recycle(EngineCtx* ctx, Flow* f)
 {
-    f->rq_next = ctx->free_flows;
+    f->pool_next = ctx->free_flows;
     ctx->free_flows = f;
 }
 
@@ -176,7 +173,7 @@ static inline void flow_init(Flow* fl, Root* r, int fresh)
         atomic_init(&fl->xepoch, 0);
     }
     fl->depth = 0;
-    fl->rq_next = fl->rq_prev = NULL;
+    fl->rq_link.next = fl->rq_link.prev = NULL;
     fl->is_branch = 0;
     ++fl->gen;
     flow_clear(fl, FS_IDLE);
@@ -216,14 +213,7 @@ static inline void futoin__rq_push(Flow* fl)
         return;
     }
     fl->in_rq = 1;
-    fl->rq_next = NULL;
-    fl->rq_prev = ctx->rq_tail;
-    if (ctx->rq_tail) {
-        ctx->rq_tail->rq_next = fl;
-    } else {
-        ctx->rq_head = fl;
-    }
-    ctx->rq_tail = fl;
+    list_push_back(&ctx->rq, fl, RQ_LINK);
     if (!ctx->dispatching) {
         schedule_dispatch(ctx);
     }
@@ -359,6 +349,45 @@ static inline void info_clear(Root* r)
 static inline int flow_holds_work(const Flow* fl)
 {
     return fl->depth || fl->frames[0].q_head || fl->results;
+}
+
+/* The engine owes unlock() once lock() succeeded; it runs in the CANCEL
+ * context (nothing may be added to the flow from inside it). Inline: the
+ * sync step path (dispatch.c) and frame_pop (frames.c) both call it. */
+static inline int futoin__call_unlock(Flow* fl, FutoInSync* sync)
+{
+    uint8_t saved = fl->cb;
+    Frame* saved_fr = fl->add_fr;
+    uint32_t gen = futoin__flow_mark(fl);
+    fl->cb = CB_CANCEL;
+    fl->add_fr = NULL;
+    sync->api->unlock(&fl->iface, sync);
+    if (!futoin__flow_survived(fl, gen)) {
+        return 0; /* aborted or revived meanwhile: its state is new */
+    }
+    fl->cb = saved;
+    fl->add_fr = saved_fr;
+    return 1;
+}
+
+/* lock() of a sync step succeeded: from now on the engine owes unlock(),
+ * whatever happens before the critical section gets its turn. */
+static inline void futoin__lock_acquired(Flow* fl, Frame* f)
+{
+    f->flags = (uint8_t)((f->flags & ~(FR_LOCK_PHASE | FR_WAIT)) | FR_LOCKED);
+    frame_settle(fl, f);
+}
+
+/* Releases a queue of steps that never started (futoin__step_free()).
+ * Inline: the frame pops call it for every frame, and the queue is
+ * mostly empty. */
+static inline void futoin__queue_free(EngineCtx* ctx, Step* s)
+{
+    while (s) {
+        Step* next = s->next;
+        futoin__step_free(ctx, s);
+        s = next;
+    }
 }
 
 #pragma GCC visibility pop

@@ -28,9 +28,11 @@
 
 #include <assert.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "common/compiler.h"
+#include "common/list.h"
 #include "common/slab_pool.h"
 #include "loop/loop_internal.h"
 
@@ -232,11 +234,10 @@ struct Flow {
     Frame* frames;
     uint32_t depth;
     uint32_t cap;
-    /* The ready queue's links (doubly linked, as common/list.h, written
-     * out in dispatch.c and engine_core.h: the step path measured faster
-     * so); rq_next also links a pooled flow or root. */
-    Flow* rq_next;
-    Flow* rq_prev;
+    union {
+        ListLink rq_link; /* its place in the ready queue (EngineCtx.rq) */
+        Flow* pool_next;  /* pooled: the next pooled flow or root */
+    };
     uint32_t gen;   /* bumped when the flow is aborted or released */
     /* Cross-thread calls (threads/cross_thread_calls.c) read xepoch and loop from other
      * threads. xepoch counts step callbacks started: a success()/error()
@@ -343,7 +344,7 @@ typedef struct RootExt {
 } RootExt;
 
 /* A root's engine context is its loop's (see futoin__flow_ctx()), and a
- * pooled root is linked through main.rq_next: neither costs a field. */
+ * pooled root is linked through main.pool_next: neither costs a field. */
 struct Root {
     Flow main; /* first: the root's handle is its main flow's interface */
     void* unhandled_data; /* for main.frames[0].unhandled */
@@ -353,6 +354,9 @@ struct Root {
     uint8_t cancelling;
     uint8_t free_pending;
 };
+
+/* Where a flow's ready-queue link sits (common/list.h). */
+#define RQ_LINK offsetof(Flow, rq_link)
 
 struct EngineCtx {
     FutoInLoop* loop;
@@ -372,8 +376,7 @@ struct EngineCtx {
     SlabPool root_mem;
     SlabPool branch_mem;
     Flow* free_flows;
-    Flow* rq_head;
-    Flow* rq_tail;
+    List rq; /* the ready queue: flows whose next turn is due, in order */
     unsigned burst;
     uint8_t dispatch_scheduled;
     uint32_t dispatching; /* nesting depth of the dispatcher */

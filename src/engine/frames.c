@@ -143,24 +143,6 @@ void futoin__call_cancel(Flow* fl, Frame* f)
     }
 }
 
-/* The engine owes unlock() once lock() succeeded; it runs in the CANCEL
- * context (nothing may be added to the flow from inside it). */
-int futoin__call_unlock(Flow* fl, FutoInSync* sync)
-{
-    uint8_t saved = fl->cb;
-    Frame* saved_fr = fl->add_fr;
-    uint32_t gen = futoin__flow_mark(fl);
-    fl->cb = CB_CANCEL;
-    fl->add_fr = NULL;
-    sync->api->unlock(&fl->iface, sync);
-    if (!futoin__flow_survived(fl, gen)) {
-        return 0; /* aborted or revived meanwhile: its state is new */
-    }
-    fl->cb = saved;
-    fl->add_fr = saved_fr;
-    return 1;
-}
-
 /* The step on top of fl ends. aborted: it did not complete, so its cancel
  * handler runs. Either way timers stop, queued sub-steps and stack memory
  * are released and a held sync lock is unlocked.

@@ -39,7 +39,7 @@ static inline void root_reset(Root* r, int fresh)
     Flow* fl = &r->main;
     assert(r->busy == 0
             && (!r->ext || (!r->ext->nvars && !r->ext->cap_vars && !r->ext->vars && !r->ext->zombies)));
-    assert(fl->depth == 0 && !fl->in_rq && !fl->rq_next && !fl->rq_prev && !fl->results);
+    assert(fl->depth == 0 && !fl->in_rq && !fl->rq_link.next && !fl->rq_link.prev && !fl->results);
     assert(!fl->frames[0].q_head && !fl->frames[0].flags
             && fl->frames[0].kind == SK_PLAIN && futoin__flow_code(fl) == futoin__no_code
             && !fl->is_branch);
@@ -68,8 +68,8 @@ FutoInAsyncSteps* futoin_asyncsteps_new(FutoInLoop* loop)
     Root* r = ctx->free_roots;
     if (r) {
         /* Reset when it was destroyed: unlinking is all that is left. */
-        ctx->free_roots = (Root*)r->main.rq_next;
-        r->main.rq_next = NULL;
+        ctx->free_roots = (Root*)r->main.pool_next;
+        r->main.pool_next = NULL;
     } else {
         r = root_make(ctx);
         if (!r) {
@@ -169,7 +169,7 @@ static inline void root_pool(Root* r)
     root_reset(r, 0);
     r->free_pending = 1;
     r->main.add_fr = NULL;
-    r->main.rq_next = (Flow*)ctx->free_roots;
+    r->main.pool_next = (Flow*)ctx->free_roots;
     ctx->free_roots = r;
     --ctx->n_roots;
 }

@@ -55,15 +55,6 @@ static void loopspec_free(EngineCtx* ctx, LoopSpec* l)
     futoin__pool_put(&ctx->steps, l);
 }
 
-void futoin__queue_free(EngineCtx* ctx, Step* s)
-{
-    while (s) {
-        Step* next = s->next;
-        futoin__step_free(ctx, s);
-        s = next;
-    }
-}
-
 static void parallel_free(EngineCtx* ctx, Parallel* p)
 {
     if (!p->started) {

@@ -65,7 +65,7 @@ static void node_put(SyncCore* c, SyncNode* n)
 
 void futoin__sync_enqueue(SyncQueue* q, SyncNode* n)
 {
-    list_push_back(&q->l, &n->q);
+    list_push_back(&q->l, n, SYNC_Q_LINK);
     ++q->len;
 }
 
@@ -75,13 +75,13 @@ SyncNode* futoin__sync_dequeue(SyncQueue* q)
         return NULL;
     }
     --q->len;
-    return LIST_ITEM(list_pop_front(&q->l), SyncNode, q);
+    return list_pop_front(&q->l, SYNC_Q_LINK);
 }
 
 /* Removes a node from the middle of a queue: a waiter that was cancelled. */
 static void queue_remove(SyncQueue* q, SyncNode* n)
 {
-    list_remove(&q->l, &n->q);
+    list_remove(&q->l, n, SYNC_Q_LINK);
     --q->len;
 }
 
@@ -600,7 +600,7 @@ int futoin__sync_describe(const FutoInSync* sync, FutoInAsyncSteps_cancel_callba
     if (n->core == c && (n->state == SN_Q_CONC || n->state == SN_Q_RATE)) {
         const SyncQueue* q = n->state == SN_Q_CONC ? &c->conc_q : &c->rate_q;
         uint32_t pos = 1;
-        for (const ListLink* p = n->q.prev; p; p = p->prev) {
+        for (const SyncNode* p = n->q.prev; p; p = list_prev(p, SYNC_Q_LINK)) {
             ++pos;
         }
         out->queue = n->state == SN_Q_CONC ? 1 : 2;

@@ -62,6 +62,7 @@ struct SyncNode {
 };
 
 /* FIFO of waiting nodes, linked through SyncNode.q. */
+#define SYNC_Q_LINK offsetof(SyncNode, q)
 typedef struct SyncQueue {
     List l;
     uint32_t len;
@@ -70,7 +71,7 @@ typedef struct SyncQueue {
 /* The first waiter of q, NULL if none. */
 static inline SyncNode* futoin__sync_queue_first(const SyncQueue* q)
 {
-    return q->l.head ? LIST_ITEM(q->l.head, SyncNode, q) : NULL;
+    return q->l.head;
 }
 
 struct SyncCore {

@@ -36,6 +36,8 @@ struct PoolRoot {
     void* data;
 };
 
+#define ROOT_LINK offsetof(PoolRoot, link)
+
 struct PoolSlot {
     FutoInLoopThread* thread;
     _Atomic unsigned load;
@@ -53,7 +55,7 @@ struct FutoInLoopPool {
 
 static void unlink_root(PoolSlot* s, PoolRoot* pr)
 {
-    list_remove(&s->roots, &pr->link);
+    list_remove(&s->roots, pr, ROOT_LINK);
 }
 
 /* Loop thread: the root ended (hook) or never will (stop). */
@@ -104,12 +106,12 @@ static void slot_on_stop(FutoInLoop* loop, void* data)
     PoolSlot* s = data;
     pthread_mutex_lock(&s->lock);
     s->closed = 1;
-    ListLink* next = s->roots.head;
+    PoolRoot* next = s->roots.head;
     s->roots.head = s->roots.tail = NULL;
     pthread_mutex_unlock(&s->lock);
     while (next) {
-        PoolRoot* pr = LIST_ITEM(next, PoolRoot, link);
-        next = next->next;
+        PoolRoot* pr = next;
+        next = list_next(pr, ROOT_LINK);
         if (pr->root) {
             /* Cancelled, not finished: the hook must not fire; the root's
              * cancel handlers run before done() hears of it. */
@@ -211,7 +213,7 @@ int futoin_loop_pool_spawn(FutoInLoopPool* pool, FutoInPoolSetup setup,
         free(pr);
         return -1;
     }
-    list_push_front(&s->roots, &pr->link);
+    list_push_front(&s->roots, pr, ROOT_LINK);
     atomic_fetch_add(&s->load, 1);
     /* Under the lock: the loop cannot reach on_stop (and be freed) while
      * the message is being posted. */
