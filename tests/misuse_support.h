@@ -10,6 +10,11 @@
  * Callbacks never assert (a failing assertion would longjmp through the
  * engine): they record what happened and the test body checks it.
  *
+ * Misuse of the common shape (a body misuses the flow, the step fails with
+ * InternalError naming the mistake) is a row of a MisuseCase table, run by
+ * misuse_case_test() as a cmocka test of its own; the other cases are
+ * functions.
+ *
  * MISUSE_ONLY=name in the environment runs only that test (or, if no test
  * has that exact name, the tests whose names contain it).
  */
@@ -85,6 +90,8 @@ typedef struct T {
     /* order of notable events */
     char order[ORDER_MAX];
     int norder;
+
+    const struct MisuseCase* mcase; /* the table row this test runs, if any */
 } T;
 
 static inline void note(T* t, char c)
@@ -114,6 +121,7 @@ static inline int setup(void** state)
 {
     T* t = calloc(1, sizeof(T));
     assert_non_null(t);
+    t->mcase = *state; /* a table row (misuse_case_test()), or NULL */
     t->loop = futoin_loop_new_virtual();
     assert_non_null(t->loop);
     futoin_set_misuse_handler(t->loop, on_misuse, t);
@@ -362,6 +370,65 @@ static inline void assert_step_internal_error(T* t, const char* what)
     assert_outer_internal_error(t, what);
 }
 
+/* The step's error handler ran once for the step's own error
+ * ("FirstError"), then misused the flow, which the outer handler saw as
+ * InternalError naming the error handler and the call. */
+static inline void check_eh_misuse(T* t, const char* what)
+{
+    assert_int_equal(t->body_calls, 1);
+    assert_int_equal(t->inner_eh_calls, 1);
+    assert_string_equal(t->inner_code, "FirstError");
+    assert_string_equal(t->inner_info, "first");
+    assert_outer_internal_error(t, "error handler");
+    assert_contains(t->outer_info, what);
+    /* nothing waited: no timer fired, the clock never moved */
+    assert_int_equal(futoin_loop_now(t->loop), 0);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Table-driven cases                                                        */
+
+/* Where a tabled misuse happens, and so what the flow shows for it. */
+typedef enum {
+    IN_STEP,         /* in the step: its own handler gets the InternalError
+                      * (assert_step_internal_error()) */
+    IN_ERROR_HANDLER /* in the step's error handler, after the step failed
+                      * with FirstError (check_eh_misuse()) */
+} MisuseWhere;
+
+/* One misuse of the common shape: run_scenario() with the body (and the
+ * body's error handler), then the InternalError checked as `where` says. */
+typedef struct MisuseCase {
+    const char* name; /* the cmocka test's name */
+    FutoInAsyncSteps_execute_callback body;
+    FutoInAsyncSteps_error_callback body_eh; /* NULL: the fixture's */
+    MisuseWhere where;
+    int outer_recover;   /* the outer handler recovers: the flow goes on */
+    const char* info;    /* the error_info names this */
+    const char* info2;   /* and this (the step's error_info); NULL: no more */
+    int iterations;      /* loop iterations run before the error; -1: no loop */
+} MisuseCase;
+
+static inline void misuse_case_test(void** state)
+{
+    T* t = *state;
+    const MisuseCase* c = t->mcase;
+    assert_non_null(c);
+    t->outer_recover = c->outer_recover;
+    run_scenario(t, c->body, c->body_eh);
+    if (c->iterations >= 0) {
+        assert_int_equal(t->iterations, c->iterations);
+    }
+    if (c->where == IN_STEP) {
+        assert_step_internal_error(t, c->info);
+    } else {
+        check_eh_misuse(t, c->info);
+    }
+    if (c->info2) {
+        assert_contains(t->inner_info, c->info2);
+    }
+}
+
 static inline void check_first_arg(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     T* t = data;
@@ -415,14 +482,26 @@ static inline void start_nested(T* t)
 
 #define TEST(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
-/* Runs the group's tests, or those MISUSE_ONLY selects. */
-static inline int misuse_run(const char* group, const struct CMUnitTest* all, size_t count)
+/* Runs the group's table rows, then its other tests, or those MISUSE_ONLY
+ * selects. Each row is a cmocka test of its own, named after the row. */
+static inline int misuse_run_cases(const char* group, const MisuseCase* cases, size_t ncases,
+        const struct CMUnitTest* tests, size_t ntests)
 {
     enum { N = 64 };
+    struct CMUnitTest all[N];
     struct CMUnitTest selected[N];
+    size_t count = ncases + ntests;
     if (count > N) {
         fprintf(stderr, "%s: more than %d tests\n", group, (int)N);
         return 1;
+    }
+    for (size_t i = 0; i < ncases; ++i) {
+        struct CMUnitTest row = {cases[i].name, misuse_case_test, setup, teardown,
+            (void*)(uintptr_t)&cases[i]};
+        all[i] = row;
+    }
+    for (size_t i = 0; i < ntests; ++i) {
+        all[ncases + i] = tests[i];
     }
     size_t n = 0;
     const char* only = getenv("MISUSE_ONLY");
@@ -441,6 +520,12 @@ static inline int misuse_run(const char* group, const struct CMUnitTest* all, si
         return 0;
     }
     return _cmocka_run_group_tests(group, selected, n, NULL, NULL);
+}
+
+/* A group without table rows. */
+static inline int misuse_run(const char* group, const struct CMUnitTest* tests, size_t count)
+{
+    return misuse_run_cases(group, NULL, 0, tests, count);
 }
 
 #endif

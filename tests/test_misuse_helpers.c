@@ -20,13 +20,6 @@ static void body_add_sync_null(FutoInAsyncSteps* as, void* data, const FutoInArg
     as->api->addSync(as, NULL, t, never_step, never_eh);
 }
 
-static void test_add_sync_null_sync(void** state)
-{
-    T* t = *state;
-    run_scenario(t, body_add_sync_null, NULL);
-    assert_step_internal_error(t, "NULL");
-}
-
 static DummySync* g_sync;
 
 static void body_add_sync_null_cb(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
@@ -347,11 +340,15 @@ static void test_completion_freed_while_awaited(void** state)
 }
 
 /* ------------------------------------------------------------------------ */
+/* The cases of the common shape: one row, one cmocka test (misuse_support.h) */
+
+static const MisuseCase helpers_cases[] = {
+        {"test_add_sync_null_sync", body_add_sync_null, NULL, IN_STEP, 0, "NULL", NULL, -1},
+};
 
 int main(void)
 {
     const struct CMUnitTest all[] = {
-            TEST(test_add_sync_null_sync),
             TEST(test_add_sync_null_callback),
             TEST(test_add_sync_misaligned),
             TEST(test_par_add_sync_misaligned),
@@ -364,5 +361,6 @@ int main(void)
             TEST(test_completion_await_step_dropped),
             TEST(test_completion_freed_while_awaited),
     };
-    return misuse_run("misuse_helpers", all, sizeof(all) / sizeof(all[0]));
+    return misuse_run_cases("misuse_helpers", helpers_cases, sizeof(helpers_cases) / sizeof(helpers_cases[0]),
+            all, sizeof(all) / sizeof(all[0]));
 }

@@ -20,26 +20,12 @@ static void body_success_twice(FutoInAsyncSteps* as, void* data, const FutoInArg
     futoin_success1(as, futoin_val_strdup("second")); /* both must be released */
 }
 
-static void test_success_twice(void** state)
-{
-    T* t = *state;
-    run_scenario(t, body_success_twice, NULL);
-    assert_step_internal_error(t, "twice");
-}
-
 static void body_error_twice(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
     ++((T*)data)->body_calls;
     futoin_error(as, "FirstError", "first");
     futoin_error(as, "SecondError", "second");
-}
-
-static void test_error_twice(void** state)
-{
-    T* t = *state;
-    run_scenario(t, body_error_twice, NULL);
-    assert_step_internal_error(t, "twice");
 }
 
 static void body_success_after_error(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
@@ -50,26 +36,12 @@ static void body_success_after_error(FutoInAsyncSteps* as, void* data, const Fut
     futoin_success1(as, futoin_val_strdup("late"));
 }
 
-static void test_success_after_error(void** state)
-{
-    T* t = *state;
-    run_scenario(t, body_success_after_error, NULL);
-    assert_step_internal_error(t, "after error");
-}
-
 static void body_error_after_success(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
     ++((T*)data)->body_calls;
     futoin_success1(as, futoin_val_strdup("result"));
     futoin_error(as, "SomeError", "x");
-}
-
-static void test_error_after_success(void** state)
-{
-    T* t = *state;
-    run_scenario(t, body_error_after_success, NULL);
-    assert_step_internal_error(t, "after success");
 }
 
 static void body_success_after_add(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
@@ -81,13 +53,6 @@ static void body_success_after_add(FutoInAsyncSteps* as, void* data, const FutoI
     futoin_success1(as, futoin_val_strdup("result"));
 }
 
-static void test_success_after_add(void** state)
-{
-    T* t = *state;
-    run_scenario(t, body_success_after_add, NULL);
-    assert_step_internal_error(t, "after add");
-}
-
 static void body_add_after_success(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
@@ -97,27 +62,12 @@ static void body_add_after_success(FutoInAsyncSteps* as, void* data, const FutoI
     futoin_add(as, never_step, never_eh, t);
 }
 
-static void test_add_after_success(void** state)
-{
-    T* t = *state;
-    run_scenario(t, body_add_after_success, NULL);
-    assert_step_internal_error(t, "after success");
-}
-
 static void body_add_null(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
     T* t = data;
     ++t->body_calls;
     as->api->add(as, t, NULL, never_eh);
-}
-
-static void test_add_null_callback(void** state)
-{
-    T* t = *state;
-    t->outer_recover = 1; /* recovery in the outer handler lets the flow go on */
-    run_scenario(t, body_add_null, NULL);
-    assert_step_internal_error(t, "NULL");
 }
 
 /* parallel() after success(): an inert interface whose calls do nothing. */
@@ -177,13 +127,6 @@ static void body_error_null_code(FutoInAsyncSteps* as, void* data, const FutoInA
     as->api->handle_error(as, NULL, "no code");
 }
 
-static void test_error_null_code(void** state)
-{
-    T* t = *state;
-    run_scenario(t, body_error_null_code, NULL);
-    assert_step_internal_error(t, "NULL");
-}
-
 /* ------------------------------------------------------------------------ */
 /* setTimeout / setCancel / waitExternal in an error handler                 */
 
@@ -219,51 +162,11 @@ static void eh_wait_external(FutoInAsyncSteps* as, void* data, const char* code)
     futoin_wait_external(as);
 }
 
-static void check_eh_misuse(T* t, const char* what)
-{
-    assert_int_equal(t->body_calls, 1);
-    assert_int_equal(t->inner_eh_calls, 1);
-    assert_string_equal(t->inner_code, "FirstError");
-    assert_string_equal(t->inner_info, "first");
-    assert_outer_internal_error(t, "error handler");
-    assert_contains(t->outer_info, what);
-    /* nothing waited: no timer fired, the clock never moved */
-    assert_int_equal(futoin_loop_now(t->loop), 0);
-}
-
-static void test_set_timeout_in_error_handler(void** state)
-{
-    T* t = *state;
-    run_scenario(t, body_fail, eh_set_timeout);
-    check_eh_misuse(t, "setTimeout");
-}
-
-static void test_set_cancel_in_error_handler(void** state)
-{
-    T* t = *state;
-    run_scenario(t, body_fail, eh_set_cancel);
-    check_eh_misuse(t, "setCancel");
-}
-
-static void test_wait_external_in_error_handler(void** state)
-{
-    T* t = *state;
-    run_scenario(t, body_fail, eh_wait_external);
-    check_eh_misuse(t, "waitExternal");
-}
-
 static void body_set_cancel_null(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
     ++((T*)data)->body_calls;
     as->api->setCancel(as, data, NULL);
-}
-
-static void test_set_cancel_null(void** state)
-{
-    T* t = *state;
-    run_scenario(t, body_set_cancel_null, NULL);
-    assert_step_internal_error(t, "NULL");
 }
 
 /* ------------------------------------------------------------------------ */
@@ -276,25 +179,11 @@ static void body_loop_null(FutoInAsyncSteps* as, void* data, const FutoInArgs* a
     as->api->loop(as, data, NULL, "L");
 }
 
-static void test_loop_null_body(void** state)
-{
-    T* t = *state;
-    run_scenario(t, body_loop_null, NULL);
-    assert_step_internal_error(t, "NULL");
-}
-
 static void body_repeat_null(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
     ++((T*)data)->body_calls;
     as->api->repeat(as, data, 3, NULL, NULL);
-}
-
-static void test_repeat_null_body(void** state)
-{
-    T* t = *state;
-    run_scenario(t, body_repeat_null, NULL);
-    assert_step_internal_error(t, "NULL");
 }
 
 static void body_break_outside(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
@@ -304,25 +193,11 @@ static void body_break_outside(FutoInAsyncSteps* as, void* data, const FutoInArg
     futoin_break(as, NULL);
 }
 
-static void test_break_outside_loop(void** state)
-{
-    T* t = *state;
-    run_scenario(t, body_break_outside, NULL);
-    assert_step_internal_error(t, "outside of a loop");
-}
-
 static void body_continue_outside(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
     ++((T*)data)->body_calls;
     futoin_continue(as, NULL);
-}
-
-static void test_continue_outside_loop(void** state)
-{
-    T* t = *state;
-    run_scenario(t, body_continue_outside, NULL);
-    assert_step_internal_error(t, "outside of a loop");
 }
 
 static void loop_break_unknown(FutoInAsyncSteps* as, void* data)
@@ -353,48 +228,35 @@ static void body_continue_unknown(FutoInAsyncSteps* as, void* data, const FutoIn
     futoin_loop(as, loop_continue_unknown, data, "Known");
 }
 
-static void test_break_unknown_label(void** state)
-{
-    T* t = *state;
-    run_scenario(t, body_break_unknown, NULL);
-    assert_int_equal(t->iterations, 1); /* the error ends the loop */
-    assert_step_internal_error(t, "labelled");
-    assert_contains(t->inner_info, "NoSuchLoop");
-}
-
-static void test_continue_unknown_label(void** state)
-{
-    T* t = *state;
-    run_scenario(t, body_continue_unknown, NULL);
-    assert_int_equal(t->iterations, 1);
-    assert_step_internal_error(t, "labelled");
-    assert_contains(t->inner_info, "NoSuchLoop");
-}
-
 /* ------------------------------------------------------------------------ */
+/* The cases of the common shape: one row, one cmocka test (misuse_support.h) */
+
+static const MisuseCase in_step_cases[] = {
+        {"test_success_twice", body_success_twice, NULL, IN_STEP, 0, "twice", NULL, -1},
+        {"test_error_twice", body_error_twice, NULL, IN_STEP, 0, "twice", NULL, -1},
+        {"test_success_after_error", body_success_after_error, NULL, IN_STEP, 0, "after error", NULL, -1},
+        {"test_error_after_success", body_error_after_success, NULL, IN_STEP, 0, "after success", NULL, -1},
+        {"test_success_after_add", body_success_after_add, NULL, IN_STEP, 0, "after add", NULL, -1},
+        {"test_add_after_success", body_add_after_success, NULL, IN_STEP, 0, "after success", NULL, -1},
+        {"test_add_null_callback", body_add_null, NULL, IN_STEP, 1, "NULL", NULL, -1},
+        {"test_error_null_code", body_error_null_code, NULL, IN_STEP, 0, "NULL", NULL, -1},
+        {"test_set_timeout_in_error_handler", body_fail, eh_set_timeout, IN_ERROR_HANDLER, 0, "setTimeout", NULL, -1},
+        {"test_set_cancel_in_error_handler", body_fail, eh_set_cancel, IN_ERROR_HANDLER, 0, "setCancel", NULL, -1},
+        {"test_wait_external_in_error_handler", body_fail, eh_wait_external, IN_ERROR_HANDLER, 0, "waitExternal", NULL, -1},
+        {"test_set_cancel_null", body_set_cancel_null, NULL, IN_STEP, 0, "NULL", NULL, -1},
+        {"test_loop_null_body", body_loop_null, NULL, IN_STEP, 0, "NULL", NULL, -1},
+        {"test_repeat_null_body", body_repeat_null, NULL, IN_STEP, 0, "NULL", NULL, -1},
+        {"test_break_outside_loop", body_break_outside, NULL, IN_STEP, 0, "outside of a loop", NULL, -1},
+        {"test_continue_outside_loop", body_continue_outside, NULL, IN_STEP, 0, "outside of a loop", NULL, -1},
+        {"test_break_unknown_label", body_break_unknown, NULL, IN_STEP, 0, "labelled", "NoSuchLoop", 1},
+        {"test_continue_unknown_label", body_continue_unknown, NULL, IN_STEP, 0, "labelled", "NoSuchLoop", 1},
+};
 
 int main(void)
 {
     const struct CMUnitTest all[] = {
-            TEST(test_success_twice),
-            TEST(test_error_twice),
-            TEST(test_success_after_error),
-            TEST(test_error_after_success),
-            TEST(test_success_after_add),
-            TEST(test_add_after_success),
-            TEST(test_add_null_callback),
             TEST(test_parallel_after_success_inert),
-            TEST(test_error_null_code),
-            TEST(test_set_timeout_in_error_handler),
-            TEST(test_set_cancel_in_error_handler),
-            TEST(test_wait_external_in_error_handler),
-            TEST(test_set_cancel_null),
-            TEST(test_loop_null_body),
-            TEST(test_repeat_null_body),
-            TEST(test_break_outside_loop),
-            TEST(test_continue_outside_loop),
-            TEST(test_break_unknown_label),
-            TEST(test_continue_unknown_label),
     };
-    return misuse_run("misuse_in_step", all, sizeof(all) / sizeof(all[0]));
+    return misuse_run_cases("misuse_in_step", in_step_cases, sizeof(in_step_cases) / sizeof(in_step_cases[0]),
+            all, sizeof(all) / sizeof(all[0]));
 }

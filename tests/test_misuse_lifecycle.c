@@ -55,13 +55,6 @@ static void body_execute_self(FutoInAsyncSteps* as, void* data, const FutoInArgs
     futoin_execute(as, never_unhandled, data);
 }
 
-static void test_execute_twice_from_own_step(void** state)
-{
-    T* t = *state;
-    run_scenario(t, body_execute_self, NULL);
-    assert_step_internal_error(t, "already running");
-}
-
 static void branch_execute(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
@@ -133,14 +126,6 @@ static void body_free_on_par_iface(FutoInAsyncSteps* as, void* data, const FutoI
     FutoInAsyncSteps* p = futoin_parallel(as, never_eh, t);
     p->api->add(p, t, never_step, never_eh);
     p->api->free(p);
-}
-
-static void test_execute_on_parallel_iface(void** state)
-{
-    T* t = *state;
-    run_scenario(t, body_execute_on_par_iface, NULL);
-    assert_step_internal_error(t, "parallel");
-    assert_contains(t->inner_info, "execute");
 }
 
 static void test_free_on_parallel_iface(void** state)
@@ -444,14 +429,18 @@ static void test_free_in_timeout_cancel_handler(void** state)
 }
 
 /* ------------------------------------------------------------------------ */
+/* The cases of the common shape: one row, one cmocka test (misuse_support.h) */
+
+static const MisuseCase lifecycle_cases[] = {
+        {"test_execute_twice_from_own_step", body_execute_self, NULL, IN_STEP, 0, "already running", NULL, -1},
+        {"test_execute_on_parallel_iface", body_execute_on_par_iface, NULL, IN_STEP, 0, "parallel", "execute", -1},
+};
 
 int main(void)
 {
     const struct CMUnitTest all[] = {
             TEST(test_execute_twice_from_outside),
-            TEST(test_execute_twice_from_own_step),
             TEST(test_execute_on_branch),
-            TEST(test_execute_on_parallel_iface),
             TEST(test_free_on_branch),
             TEST(test_free_on_parallel_iface),
             TEST(test_calls_on_completed_root),
@@ -464,5 +453,6 @@ int main(void)
             TEST(test_free_in_cancel_handler),
             TEST(test_free_in_timeout_cancel_handler),
     };
-    return misuse_run("misuse_lifecycle", all, sizeof(all) / sizeof(all[0]));
+    return misuse_run_cases("misuse_lifecycle", lifecycle_cases, sizeof(lifecycle_cases) / sizeof(lifecycle_cases[0]),
+            all, sizeof(all) / sizeof(all[0]));
 }
