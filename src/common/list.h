@@ -12,8 +12,9 @@
  * engine's ready queue for every step, measured about 2 % more
  * instructions per parallel step with links pointing at links.
  *
- * Used by the engine's ready queue, the sync objects' wait queues and the
- * loop pool's list of roots.
+ * Used by the engine's ready queue, the sync objects' wait queues, the loop
+ * pool's list of roots, the worker pool's queue and the per-root record of
+ * what foreign steps own (engine/interop.c).
  */
 #ifndef FUTOIN_LIST_H
 #define FUTOIN_LIST_H

@@ -13,55 +13,48 @@
 /* ------------------------------------------------------------------------ */
 /* The pending list: a state variable of the root                           */
 
-/* The list head is a sentinel of a circular list, so that an entry can
+/* Each entry knows the list it is on (ForeignPending.on), so that it can
  * leave without knowing its root. */
 static const char pending_name[] = "futoin.c/pending";
+#define PENDING_LINK offsetof(ForeignPending, link)
 
 static void* pending_allocate(void* data)
 {
     (void)data;
-    ForeignPending* head = malloc(sizeof(*head));
-    if (head) {
-        head->prev = head->next = head;
-        head->release = NULL;
-    }
-    return head;
+    return calloc(1, sizeof(List));
 }
 
 static void pending_cleanup(void* data, void* value)
 {
     (void)data;
-    ForeignPending* head = value;
+    List* list = value;
     /* Each entry leaves the list before its release runs: a release may
      * call back into the library, even record a new entry here. */
-    while (head->next != head) {
-        ForeignPending* p = head->next;
+    while (list->head) {
+        ForeignPending* p = list->head;
         futoin__pending_take(p);
         p->release(p);
     }
-    free(head);
+    free(list);
 }
 
 int futoin__pending_put(FutoInAsyncSteps* as, ForeignPending* p, void (*release)(ForeignPending*))
 {
-    ForeignPending* head = as->api->stateVariable(as, NULL, pending_name, pending_allocate, pending_cleanup);
-    if (!head) {
+    List* list = as->api->stateVariable(as, NULL, pending_name, pending_allocate, pending_cleanup);
+    if (!list) {
         return -1;
     }
     p->release = release;
-    p->next = head;
-    p->prev = head->prev;
-    head->prev->next = p;
-    head->prev = p;
+    p->on = list;
+    list_push_back(list, p, PENDING_LINK);
     return 0;
 }
 
 void futoin__pending_take(ForeignPending* p)
 {
-    if (p->next) {
-        p->prev->next = p->next;
-        p->next->prev = p->prev;
-        p->next = p->prev = NULL;
+    if (p->on) {
+        list_remove(p->on, p, PENDING_LINK);
+        p->on = NULL;
     }
 }
 

@@ -16,12 +16,15 @@
 
 #include <futoin/asyncsteps.h>
 
+#include "common/list.h"
+
 #pragma GCC visibility push(hidden)
 
 typedef struct ForeignPending ForeignPending;
 struct ForeignPending {
-    ForeignPending* prev;
-    ForeignPending* next;
+    ListLink link; /* in the root's pending list */
+    List* on;      /* that list (NULL: not recorded), so that p can leave it
+                    * without knowing its root */
     void (*release)(ForeignPending* self);
 };
 

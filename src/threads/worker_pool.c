@@ -20,10 +20,12 @@
  */
 #include <futoin/threads.h>
 
+#include "common/list.h"
 #include "engine/engine_internal.h"
 
 #include <pthread.h>
 #include <sched.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,11 +34,12 @@
 
 enum { W_NEW = 0, W_QUEUED, W_RUNNING, W_POSTED, W_APPLIED };
 
+#define QUEUE_LINK offsetof(WorkItem, link)
+
 typedef struct WorkItem WorkItem;
 struct WorkItem {
     StepOwner owner; /* first: the engine sees the item as a StepOwner */
-    WorkItem* next;  /* pool queue */
-    WorkItem* prev;
+    ListLink link;   /* in the pool's queue */
     FutoInLoop* loop;
     FutoInAsyncSteps* as;
     FutoInWorkFn fn;
@@ -55,15 +58,17 @@ static struct {
     pthread_mutex_t lock;
     pthread_cond_t work_cond;
     pthread_cond_t idle_cond;
-    WorkItem* head;
-    WorkItem* tail;
+    List queue; /* WorkItems waiting for a worker, oldest first */
     unsigned running;
     pthread_t* threads;
     unsigned nthreads;
     unsigned configured;
     int stopping;
-} g = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER,
-    NULL, NULL, 0, NULL, 0, 0, 0 };
+} g = {
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+    .work_cond = PTHREAD_COND_INITIALIZER,
+    .idle_cond = PTHREAD_COND_INITIALIZER,
+};
 
 static char* dup_str(const char* s)
 {
@@ -91,17 +96,7 @@ static void work_finish(WorkItem* w)
 
 static void queue_unlink(WorkItem* w)
 {
-    if (w->prev) {
-        w->prev->next = w->next;
-    } else {
-        g.head = w->next;
-    }
-    if (w->next) {
-        w->next->prev = w->prev;
-    } else {
-        g.tail = w->prev;
-    }
-    w->next = w->prev = NULL;
+    list_remove(&g.queue, w, QUEUE_LINK);
 }
 
 /* ---- loop thread: the result arrives ---- */
@@ -151,10 +146,10 @@ static void* worker_main(void* arg)
     (void)arg;
     for (;;) {
         pthread_mutex_lock(&g.lock);
-        while (!g.head && !g.stopping) {
+        while (!g.queue.head && !g.stopping) {
             pthread_cond_wait(&g.work_cond, &g.lock);
         }
-        WorkItem* w = g.head;
+        WorkItem* w = g.queue.head;
         if (!w) {
             pthread_mutex_unlock(&g.lock);
             return NULL; /* stopping and nothing left */
@@ -180,7 +175,7 @@ static void* worker_main(void* arg)
 
         pthread_mutex_lock(&g.lock);
         w->state = W_POSTED;
-        if (--g.running == 0 && !g.head) {
+        if (--g.running == 0 && !g.queue.head) {
             pthread_cond_broadcast(&g.idle_cond);
         }
         pthread_mutex_unlock(&g.lock);
@@ -306,14 +301,7 @@ static void work_step(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
     futoin_loop_hold(w->loop);
     w->submitted = 1;
     w->state = W_QUEUED;
-    w->prev = g.tail;
-    w->next = NULL;
-    if (g.tail) {
-        g.tail->next = w;
-    } else {
-        g.head = w;
-    }
-    g.tail = w;
+    list_push_back(&g.queue, w, QUEUE_LINK);
     pthread_cond_signal(&g.work_cond);
     pthread_mutex_unlock(&g.lock);
     /* The result comes back as a message, run in a later round. */
