@@ -250,7 +250,7 @@ static inline int call_step(
 /* lock() of the sync frame f is done: the critical section becomes the
  * frame's sub-step and gets the results that came into the sync step
  * (whatever lock() itself produced is dropped). */
-FUTOIN_ALWAYS_INLINE static inline int enter_section(Flow* fl, Frame* f)
+static FUTOIN_ALWAYS_INLINE int enter_section(Flow* fl, Frame* f)
 {
     if (f->flags & FR_LOCK_PHASE) {
         futoin__lock_acquired(fl, f);
