@@ -20,28 +20,15 @@
 
 /* ---- trace & values, written against binaryval.h only ---- */
 
-static char g_trace[4096];
-
-static void tr(const char* fmt, ...)
-{
-    size_t len = strlen(g_trace);
-    assert_true(len + 2 < sizeof(g_trace));
-    if (len) {
-        g_trace[len++] = '|';
-        g_trace[len] = '\0';
-    }
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(g_trace + len, sizeof(g_trace) - len, fmt, ap);
-    va_end(ap);
-}
+/* The trace helper is plain C over a buffer: it uses nothing of the library. */
+#include "trace_support.h"
 
 static FutoInLoop* g_loop;
 
 static int setup(void** state)
 {
     (void)state;
-    g_trace[0] = '\0';
+    tr_reset();
     g_loop = futoin_loop_new_virtual();
     return g_loop ? 0 : -1;
 }

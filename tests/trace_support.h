@@ -3,8 +3,8 @@
  * The event trace every behaviour test records: tr("event %d", n) appends
  * one event, events are separated by '|', and assert_trace("a|b|c")
  * compares the whole sequence. Shared by the engine tests (tsupport.h)
- * and the libuv backend tests (uv/uv_tsupport.h); test_abi_only.c keeps
- * its own, as it includes nothing of the library but the ABI header.
+ * the libuv backend tests (uv/uv_tsupport.h) and test_abi_only.c: it uses
+ * nothing of the library, so the ABI-only test stays ABI-only.
  * Include after <cmocka.h>.
  */
 #ifndef FUTOIN_TRACE_SUPPORT_H
