@@ -438,6 +438,34 @@ static inline void futoin_wait_external(FutoInAsyncSteps* as)
  * implementation's object, or memory is short. */
 int futoin_set_wait_info(FutoInAsyncSteps* as, const char* what);
 
+/** Parks the running step on a wait that only its owner ends: for code
+ * that completes a step from a callback of its own (an I/O completion, a
+ * lock, a queue), so that a late success() or error() meant for an earlier
+ * step of the same flow cannot end this wait instead (a flow's handle is
+ * the same for all its steps). Like futoin_set_cancel(as, ch, key) (ch may
+ * be NULL: like futoin_wait_external()); from then until the step stops
+ * waiting, success() and error() on as from outside the step are refused
+ * as misuse and change nothing, and only futoin_owned_success() and
+ * futoin_owned_error() with the same key end the wait. key must not be
+ * NULL; it is passed to ch. A later futoin_set_cancel() in the same step
+ * replaces ch and key; futoin_set_timeout() keeps the wait owned. Call it
+ * from the step's own execute callback; anywhere else, or with a NULL key,
+ * it is misuse. On another implementation's object it is
+ * futoin_set_cancel() (or futoin_wait_external()): no protection. */
+void futoin_wait_owned(FutoInAsyncSteps* as, FutoInAsyncSteps_cancel_callback ch, void* key);
+/** Ends the owned wait armed with key by success(args) (args may be NULL).
+ * From any thread; across threads it is queued and applied on the loop
+ * thread if that wait still waits then. Returns 0 if it was applied or
+ * queued, -1 if as waits on no owned wait with this key (it ended first by
+ * a timeout or cancel, or the key is wrong): the values of args are then
+ * cleaned up, and nothing is reported, since losing such a race is the
+ * owner's normal case. On another implementation's object it is
+ * success(). */
+int futoin_owned_success(FutoInAsyncSteps* as, const void* key, FutoInArgs* args);
+/** Ends the owned wait armed with key by error(code, info); as
+ * futoin_owned_success() otherwise. code must not be NULL (-1). */
+int futoin_owned_error(FutoInAsyncSteps* as, const void* key, const char* code, const char* info);
+
 /** @} */
 
 /* ------------------------------------------------------------------------ */

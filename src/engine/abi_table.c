@@ -152,10 +152,32 @@ static void* flow_stack(FutoInAsyncSteps* bsi, size_t size, void (*cleanup)(void
     return futoin__flow_stack(fl, size, cleanup);
 }
 
+/* What an owned wait (futoin_wait_owned()) on top of fl is, for reports. */
+static const char* owned_wait_name(const Flow* fl)
+{
+    switch (fl->frames[fl->depth].kind) {
+    case SK_SYNC: return "a lock() of a sync object";
+    case SK_YIELD: return "relinquish()";
+    case SK_OWNED: return "await() or futoin_add_work()";
+    default: return "library code (an I/O step)";
+    }
+}
+
+/* success() or error() through the interface on a step that library code
+ * parked: only that code may end the wait. */
+FUTOIN_COLD static void report_owned(Flow* fl, const char* what, const char* code)
+{
+    futoin__misuse(fl, "%s(%.64s) from outside a step that waits for %s, which completes "
+                       "it itself: ignored (a late completion meant for an earlier step?)",
+            what, code ? code : "", owned_wait_name(fl));
+}
+
 /* success() or error() where no step of the flow runs or waits. */
 FUTOIN_COLD static void report_late_success(Flow* fl, FutoInArgs* args)
 {
-    if (!misuse_if_gone(fl, "success", NULL)) {
+    if (futoin__flow_waits_external(fl)) {
+        report_owned(fl, "success", NULL);
+    } else if (!misuse_if_gone(fl, "success", NULL)) {
         futoin__misuse(fl, "success() called from %s while the step is not waiting "
                            "(completed twice, or the instance is not running)",
                 cb_name(fl->cb));
@@ -165,7 +187,9 @@ FUTOIN_COLD static void report_late_success(Flow* fl, FutoInArgs* args)
 
 FUTOIN_COLD static void report_late_error(Flow* fl, const char* code)
 {
-    if (!misuse_if_gone(fl, "error", code)) {
+    if (futoin__flow_waits_external(fl)) {
+        report_owned(fl, "error", code);
+    } else if (!misuse_if_gone(fl, "error", code)) {
         futoin__misuse(fl, "error(%.64s) called from %s while the step is not waiting "
                            "(completed twice, or the instance is not running)",
                 code, cb_name(fl->cb));
@@ -177,7 +201,7 @@ static void flow_success(FutoInAsyncSteps* bsi, FutoInArgs* args)
     Flow* fl = (Flow*)bsi;
     /* Another thread: queued for the loop thread, nothing else is read. */
     if (!futoin__loop_on_thread(fl->loop)) {
-        futoin__xflow_success(fl, args, 0);
+        futoin__xflow_success(fl, args, NULL);
         return;
     }
     if (futoin__flow_in_step(fl)) {
@@ -194,7 +218,7 @@ static void flow_success(FutoInAsyncSteps* bsi, FutoInArgs* args)
         futoin__args_drop(args);
         return;
     }
-    if (futoin__flow_waits_external(fl)) {
+    if (futoin__flow_waits_external(fl) && !futoin__flow_wait_is_owned(fl)) {
         futoin__flow_success(fl, args);
         return;
     }
@@ -205,7 +229,7 @@ static void flow_handle_error(FutoInAsyncSteps* bsi, const char* code, const cha
 {
     Flow* fl = (Flow*)bsi;
     if (!futoin__loop_on_thread(fl->loop)) {
-        futoin__xflow_error(fl, code, info, 0);
+        futoin__xflow_error(fl, code, info, NULL);
         return;
     }
     if (!code) {
@@ -226,7 +250,7 @@ static void flow_handle_error(FutoInAsyncSteps* bsi, const char* code, const cha
         }
         return;
     }
-    if (futoin__flow_waits_external(fl)) {
+    if (futoin__flow_waits_external(fl) && !futoin__flow_wait_is_owned(fl)) {
         futoin__flow_error(fl, code, info);
         return;
     }

@@ -80,11 +80,7 @@ int futoin_completion_resolve(FutoInCompletion* c, FutoInArgs* args)
     if (c->waiter) {
         FutoInAsyncSteps* w = c->waiter;
         c->waiter = NULL;
-        if (args) {
-            w->api->success(w, args);
-        } else {
-            futoin_success(w);
-        }
+        futoin_owned_success(w, c, args);
     } else {
         c->nargs = futoin__args_take(&c->args, args);
     }
@@ -100,7 +96,7 @@ int futoin_completion_reject(FutoInCompletion* c, const char* code, const char* 
     if (c->waiter) {
         FutoInAsyncSteps* w = c->waiter;
         c->waiter = NULL;
-        w->api->handle_error(w, code, info);
+        futoin_owned_error(w, c, code, info);
     } else {
         c->code = dup_str(code);
         c->info = dup_str(info);
@@ -117,7 +113,7 @@ void futoin_completion_free(FutoInCompletion* c)
     if (c->waiter) {
         FutoInAsyncSteps* w = c->waiter;
         c->waiter = NULL;
-        w->api->handle_error(w, FUTOIN_INTERNAL_ERROR, "completion freed while a step awaited it");
+        futoin_owned_error(w, c, FUTOIN_INTERNAL_ERROR, "completion freed while a step awaited it");
     }
     if (!c->registered) {
         completion_release(c);
@@ -144,8 +140,10 @@ static void await_step(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
         as->api->handle_error(as, c->code, c->info);
         return;
     default:
+        /* Owned by the completion: a stray success() on the flow cannot
+         * end the await, only resolve/reject/free of c can. */
         c->waiter = as;
-        as->api->waitExternal(as);
+        futoin_wait_owned(as, NULL, c);
         return;
     }
 }

@@ -206,6 +206,10 @@ struct Frame {
     };
     uint8_t kind;
     uint8_t flags;
+    /* With FR_WAIT: who completes the wait (enum WaitOwner). Written by
+     * the first call that makes the frame wait, so that a frame costs no
+     * store for it when it starts; meaningless without FR_WAIT. */
+    uint8_t wait_owner;
     uint32_t xid; /* with FR_X: the FrameExtra's index (else stale) */
 #if FUTOIN_TRACING
     /* Kept from the step, which the frame may not keep (see above). */
@@ -214,6 +218,19 @@ struct Frame {
     uint32_t line;
 #endif
 };
+
+/* Who may complete a frame's wait from outside its step.
+ * - WO_STEP: the step's own code made it wait (waitExternal(), setTimeout(),
+ *   setCancel() through the interface): success()/error() on the flow from
+ *   outside the step complete it, as the spec has it.
+ * - WO_OWNER: library code parked the step with futoin_wait_owned(): a lock
+ *   wait, an await, a work item, a relinquish, an I/O step of the libuv
+ *   backend. Only futoin_owned_success()/futoin_owned_error() with the key
+ *   the wait was armed with (its cancel data) complete it; a success() or
+ *   error() through the interface is a completion meant for a step that is
+ *   gone (the flow's handle is the same for all its steps), and is refused
+ *   as misuse. */
+enum WaitOwner { WO_STEP = 0, WO_OWNER = 1 };
 
 /* Callback context of a flow: which user callback is on the C stack. */
 enum CbContext { CB_NONE = 0, CB_EXEC, CB_ERROR, CB_CANCEL, CB_FINAL };
@@ -481,6 +498,13 @@ static inline int futoin__flow_waits_external(const Flow* fl)
             && futoin__flow_root(fl)->state == RS_RUNNING;
 }
 
+/* The wait on top of fl (futoin__flow_waits_external()) was armed by
+ * futoin_wait_owned(): a completion through the interface is refused. */
+static inline int futoin__flow_wait_is_owned(const Flow* fl)
+{
+    return fl->frames[fl->depth].wait_owner == WO_OWNER;
+}
+
 /* The engine context of a flow's loop, which lives in the loop's head
  * (futoin__ctx_create()). Flow.loop never changes, so this needs no field
  * in the root and no load beyond the loop pointer. */
@@ -649,6 +673,11 @@ void futoin__flow_error(Flow* fl, const char* code, const char* info);
 void futoin__flow_set_timeout(Flow* fl, uint32_t ms);
 void futoin__flow_set_cancel(Flow* fl, void* data, FutoInAsyncSteps_cancel_callback ch);
 void futoin__flow_wait(Flow* fl);
+/* Parks fl's running step on a wait that only its owner completes
+ * (futoin_wait_owned()): ch(iface, key) on abort, as setCancel(). */
+void futoin__flow_wait_owned(Flow* fl, FutoInAsyncSteps_cancel_callback ch, void* key);
+/* fl's top frame waits on the owned wait armed with key. */
+int futoin__flow_owned_by(Flow* fl, const void* key);
 /* Takes the cancel handler (ch, data) off fl's top frame if that is its
  * handler: it will not be called. Returns 1 if it was. */
 int futoin__flow_drop_cancel(Flow* fl, FutoInAsyncSteps_cancel_callback ch, void* data);

@@ -298,7 +298,10 @@ static int is_own_flow(FutoInAsyncSteps* bsi)
 static int arm_wait(FutoInAsyncSteps* bsi, SyncNode* n)
 {
     if (is_own_flow(bsi)) {
-        bsi->api->setCancel(bsi, n, sync_cancel);
+        /* Owned: a success() through the interface meant for an earlier
+         * step of the flow must not end the lock wait; only the wake-up
+         * with this node does. */
+        futoin_wait_owned(bsi, sync_cancel, n);
         return 0;
     }
     SyncTicket* t = bsi->api->stack(bsi, sizeof(*t), ticket_cleanup);
@@ -315,13 +318,10 @@ void futoin__sync_wake(SyncNode* n)
 {
     n->state = SN_HOLDER;
     ticket_detach(n);
-    if (n->core->mtx) {
-        /* The waiter may be on another loop: queued there, and quietly
-         * dropped if its cancel handler wins (it hands the slot on). */
-        futoin__complete_any_thread(n->bsi, NULL, NULL);
-        return;
-    }
-    futoin_success(n->bsi);
+    /* The waiter may be on another loop (a shared object): queued there,
+     * and quietly dropped if its cancel handler wins (it hands the slot
+     * on). Another implementation's flow gets success(). */
+    futoin_owned_success(n->bsi, n, NULL);
 }
 
 

@@ -26,13 +26,13 @@
 
 typedef struct {
     Flow* fl;
+    const void* key; /* NULL: through the interface; else the owner's key */
     uint32_t epoch;
-    uint8_t quiet;
     FutoInArgs args;
 } XSuccess;
 
 /* code, a NUL, info, a NUL: inline when short, else on the heap. */
-#define XERROR_INLINE (FUTOIN_XMSG_PAYLOAD - 4 * sizeof(void*) - 8)
+#define XERROR_INLINE (FUTOIN_XMSG_PAYLOAD - 5 * sizeof(void*) - 8)
 
 typedef struct {
     Flow* fl;
@@ -42,8 +42,8 @@ typedef struct {
      * the error applies, and when the message is dropped unrun. */
     FutoInAsyncSteps_cancel_callback take_ch;
     void* take_data;
+    const void* key; /* as XSuccess.key */
     uint32_t epoch;
-    uint8_t quiet;
     uint8_t null_code;
     char buf[XERROR_INLINE];
 } XError;
@@ -63,14 +63,30 @@ static int still_waiting(Flow* fl, uint32_t epoch)
             && atomic_load_explicit(&fl->xepoch, memory_order_relaxed) == epoch;
 }
 
+/* ... and the wait is the caller's to end (see futoin__xflow_success()). */
+static int applies(Flow* fl, uint32_t epoch, const void* key)
+{
+    if (!still_waiting(fl, epoch)) {
+        return 0;
+    }
+    return key ? futoin__flow_owned_by(fl, key) : !futoin__flow_wait_is_owned(fl);
+}
+
 static void report_dropped(Flow* fl, const char* what)
 {
     EngineCtx* ctx = futoin__flow_ctx(fl);
-    char buf[200];
-    snprintf(buf, sizeof(buf),
-            "%s from another thread dropped: the step was no longer waiting when it "
-            "reached the loop thread (timeout, cancel or another completion came first)",
-            what);
+    char buf[240];
+    if (futoin__flow_waits_external(fl) && futoin__flow_wait_is_owned(fl)) {
+        snprintf(buf, sizeof(buf),
+                "%s from another thread refused: the step waits for library code that "
+                "completes it itself (a late completion meant for an earlier step?)",
+                what);
+    } else {
+        snprintf(buf, sizeof(buf),
+                "%s from another thread dropped: the step was no longer waiting when it "
+                "reached the loop thread (timeout, cancel or another completion came first)",
+                what);
+    }
     ctx->misuse(ctx->misuse_data, &fl->iface, buf);
 }
 
@@ -87,12 +103,12 @@ static int xsuccess_run(void* consumer, XMsg* m)
     (void)consumer;
     XSuccess* x = (XSuccess*)(void*)m->u.bytes;
     Flow* fl = x->fl;
-    if (still_waiting(fl, x->epoch)) {
+    if (applies(fl, x->epoch, x->key)) {
         futoin__flow_success(fl, &x->args);
         return 0;
     }
     futoin__args_drop(&x->args);
-    if (!x->quiet) {
+    if (!x->key) {
         report_dropped(fl, "success()");
     }
     return 0;
@@ -103,7 +119,7 @@ static void xsuccess_drop(XMsg* m)
     futoin__args_drop(&((XSuccess*)(void*)m->u.bytes)->args);
 }
 
-void futoin__xflow_success(Flow* fl, FutoInArgs* args, int quiet)
+void futoin__xflow_success(Flow* fl, FutoInArgs* args, const void* key)
 {
     XMsg* m = futoin__loop_xmsg_alloc(fl->loop);
     if (!m) {
@@ -115,8 +131,8 @@ void futoin__xflow_success(Flow* fl, FutoInArgs* args, int quiet)
     }
     XSuccess* x = (XSuccess*)(void*)m->u.bytes;
     x->fl = fl;
+    x->key = key;
     x->epoch = epoch_now(fl);
-    x->quiet = (uint8_t)quiet;
     memset(&x->args, 0, sizeof(x->args));
     if (args) {
         futoin__args_take(&x->args, args);
@@ -138,7 +154,7 @@ static int xerror_run(void* consumer, XMsg* m)
     if (x->null_code) {
         EngineCtx* ctx = futoin__flow_ctx(fl);
         ctx->misuse(ctx->misuse_data, &fl->iface, "error() with a NULL error code (from another thread)");
-    } else if (still_waiting(fl, x->epoch)) {
+    } else if (applies(fl, x->epoch, x->key)) {
         if (x->take_ch && futoin__flow_drop_cancel(fl, x->take_ch, x->take_data)) {
             x->take_ch(&fl->iface, x->take_data);
         }
@@ -146,7 +162,7 @@ static int xerror_run(void* consumer, XMsg* m)
             ++futoin__flow_ctx(fl)->n_sync_rejections; /* only sync objects park this way */
         }
         futoin__flow_error(fl, code, info);
-    } else if (!x->quiet) {
+    } else if (!x->key) {
         report_dropped(fl, "error()");
     }
     /* else the step stopped waiting first: its abort called take_ch. */
@@ -163,15 +179,15 @@ static void xerror_drop(XMsg* m)
     free(x->heap);
 }
 
-static void xflow_error_post(Flow* fl, const char* code, const char* info, int quiet,
+static void xflow_error_post(Flow* fl, const char* code, const char* info, const void* key,
         FutoInAsyncSteps_cancel_callback take_ch, void* take_data);
 
-void futoin__xflow_error(Flow* fl, const char* code, const char* info, int quiet)
+void futoin__xflow_error(Flow* fl, const char* code, const char* info, const void* key)
 {
-    xflow_error_post(fl, code, info, quiet, NULL, NULL);
+    xflow_error_post(fl, code, info, key, NULL, NULL);
 }
 
-static void xflow_error_post(Flow* fl, const char* code, const char* info, int quiet,
+static void xflow_error_post(Flow* fl, const char* code, const char* info, const void* key,
         FutoInAsyncSteps_cancel_callback take_ch, void* take_data)
 {
     XMsg* m = futoin__loop_xmsg_alloc(fl->loop);
@@ -183,8 +199,8 @@ static void xflow_error_post(Flow* fl, const char* code, const char* info, int q
     x->fl = fl;
     x->take_ch = take_ch;
     x->take_data = take_data;
+    x->key = key;
     x->epoch = epoch_now(fl);
-    x->quiet = (uint8_t)quiet;
     x->null_code = code == NULL;
     x->heap = NULL;
     /* The caller's strings may not outlive the call: copy them. */
@@ -265,11 +281,11 @@ int futoin__fail_parked_step(FutoInAsyncSteps* bsi, FutoInAsyncSteps_cancel_call
     }
     if (!futoin__loop_on_thread(fl->loop)) {
         /* Decided on the loop thread, whichever comes first there. */
-        xflow_error_post(fl, code, info, 1, ch, data);
+        xflow_error_post(fl, code, info, data, ch, data);
         return FUTOIN_PARKED_QUEUED;
     }
     futoin__flow_drop_cancel(fl, ch, data);
-    if (still_waiting(fl, atomic_load_explicit(&fl->xepoch, memory_order_relaxed))) {
+    if (applies(fl, atomic_load_explicit(&fl->xepoch, memory_order_relaxed), data)) {
         ++futoin__flow_ctx(fl)->n_sync_rejections;
         futoin__flow_error(fl, code, info);
     }
@@ -281,23 +297,5 @@ void futoin__note_sync_rejection(FutoInAsyncSteps* bsi)
     Flow* fl = futoin__flow_of(bsi);
     if (fl && futoin__loop_on_thread(fl->loop)) {
         ++futoin__flow_ctx(fl)->n_sync_rejections;
-    }
-}
-
-void futoin__complete_any_thread(FutoInAsyncSteps* bsi, const char* code, const char* info)
-{
-    Flow* fl = futoin__flow_of(bsi);
-    if (fl && !futoin__loop_on_thread(fl->loop)) {
-        if (code) {
-            futoin__xflow_error(fl, code, info, 1);
-        } else {
-            futoin__xflow_success(fl, NULL, 1);
-        }
-        return;
-    }
-    if (code) {
-        bsi->api->handle_error(bsi, code, info);
-    } else {
-        futoin_success(bsi);
     }
 }

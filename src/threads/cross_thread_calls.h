@@ -17,10 +17,14 @@
 
 /* success()/error() on a waiting step. Applied only if, when the loop
  * thread gets to it, the step that was current when the call was made is
- * still the one waiting; otherwise dropped (args cleaned up once) and,
- * unless quiet, reported to the loop's misuse handler. */
-void futoin__xflow_success(Flow* fl, FutoInArgs* args, int quiet);
-void futoin__xflow_error(Flow* fl, const char* code, const char* info, int quiet);
+ * still the one waiting, and the wait is the caller's to end: key NULL
+ * (a call through the interface) needs a wait of the step's own code,
+ * a key the owned wait armed with that key (futoin_wait_owned()).
+ * Otherwise dropped (args cleaned up once); a call through the interface
+ * is then reported to the loop's misuse handler, an owner's is quiet
+ * (losing a race with a timeout or cancel is expected there). */
+void futoin__xflow_success(Flow* fl, FutoInArgs* args, const void* key);
+void futoin__xflow_error(Flow* fl, const char* code, const char* info, const void* key);
 /* Root cancel() and free() from another thread. */
 void futoin__xflow_cancel(Flow* fl);
 void futoin__xflow_free(Flow* fl);

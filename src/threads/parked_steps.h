@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Completing steps the library parked itself (the sync objects' waiters),
- * from any thread (src/threads/cross_thread_calls.c). Declared apart from
+ * Rejecting steps the library parked itself (the sync objects' waiters),
+ * from any thread (src/threads/cross_thread_calls.c); they are parked with
+ * futoin_wait_owned() and woken with futoin_owned_success(). Declared apart from
  * cross_thread_calls.h because the sync objects see flows only through the
  * binary interface: this header needs nothing but the public types.
  */
@@ -12,12 +13,6 @@
 
 /* Internal to the library: not exported from the shared object. */
 #pragma GCC visibility push(hidden)
-
-/* For library code that completes steps it parked itself (shared sync
- * objects): success (code NULL) or error on bsi from any thread, through
- * the ABI on the loop thread, quietly queued otherwise, because losing a
- * race with a cancel is expected there and not a misuse. */
-void futoin__complete_any_thread(FutoInAsyncSteps* bsi, const char* code, const char* info);
 
 /* For library code rejecting a step of this library that it parked and gave
  * the cancel handler (ch, data), whose data it wants back exactly once:

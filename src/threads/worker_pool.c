@@ -117,10 +117,10 @@ static int work_done_run(void* consumer, XMsg* m)
      * frame's end then releases the item (W_APPLIED). */
     FutoInAsyncSteps* as = w->as;
     if (w->failed) {
-        as->api->handle_error(as, w->code ? w->code : FUTOIN_INTERNAL_ERROR,
+        futoin_owned_error(as, w, w->code ? w->code : FUTOIN_INTERNAL_ERROR,
                 w->code ? (w->info ? w->info : "") : "futoin_add_work: out of memory");
     } else {
-        as->api->success(as, &w->args);
+        futoin_owned_success(as, w, &w->args);
     }
     return 0;
 }
@@ -304,8 +304,9 @@ static void work_step(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
     list_push_back(&g.queue, w, QUEUE_LINK);
     pthread_cond_signal(&g.work_cond);
     pthread_mutex_unlock(&g.lock);
-    /* The result comes back as a message, run in a later round. */
-    futoin_wait_external(as);
+    /* The result comes back as a message, run in a later round; owned, so
+     * that only that message ends the wait. */
+    futoin_wait_owned(as, NULL, w);
 }
 
 void futoin_add_work(FutoInAsyncSteps* as, FutoInWorkFn fn, void* work_data,
