@@ -78,7 +78,9 @@ FutoInLoop* futoin_asyncsteps_loop(FutoInAsyncSteps* as);
 void futoin_set_burst(FutoInLoop* loop, unsigned steps);
 
 /** Receives reports of API misuse that cannot become a step error because no
- * step of that flow is running. as may be a stale pointer: don't call it. */
+ * step of that flow is running. as may be a stale pointer: don't call it;
+ * it is NULL for misuse of the loop itself (running it from inside one of
+ * its own callbacks). */
 typedef void (*FutoInMisuseHandler)(void* data, FutoInAsyncSteps* as, const char* info);
 /** Sets the loop's misuse handler: cb(data, as, info) receives the reports
  * of FutoInMisuseHandler (NULL: the default, one line on stderr). */

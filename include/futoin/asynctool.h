@@ -116,7 +116,15 @@ uint64_t futoin_loop_now(const FutoInLoop* loop);
  * sleeps. Returns 1 if work remains (callbacks, queued messages or holds),
  * 0 if the loop is empty. If next_delay_ms is not NULL it receives
  * 0 when immediates are pending, the ms until the next timer, or -1 when
- * nothing is pending: use it to sleep in another program's poll(). */
+ * nothing is pending: use it to sleep in another program's poll().
+ *
+ * No round inside a round: futoin_loop_iterate(), futoin_loop_run(),
+ * futoin_loop_run_next() and futoin_loop_advance() called from inside a
+ * callback of the same loop (a step, a handler, a timer or an immediate)
+ * are refused: they run nothing and report to the loop's misuse handler
+ * (futoin_set_misuse_handler(), with as NULL); iterate() and run_next()
+ * return -1. The inner round would run the timeout and cancel handler of
+ * a step whose callback is still on the stack. */
 int futoin_loop_iterate(FutoInLoop* loop, int64_t* next_delay_ms);
 
 /** Runs rounds until no work is left (no callback, nothing queued by other

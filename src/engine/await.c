@@ -296,10 +296,12 @@ int futoin_promise(FutoInAsyncSteps* root, FutoInOutcome* out)
     }
     Flow* fl = futoin__flow_of(root);
     /* Only an idle root that nothing of the loop is running: not inside a
-     * dispatch (the loop cannot be run from within itself), and not one
-     * whose free() is under way (a cleanup that free() runs may call this
-     * for the very root it belongs to). */
-    if (!fl || !out || !futoin__flow_is_idle_root(fl) || futoin__flow_ctx(fl)->dispatching) {
+     * dispatch or any other callback of the loop (the loop cannot be run
+     * from within itself), and not one whose free() is under way (a
+     * cleanup that free() runs may call this for the very root it belongs
+     * to). */
+    if (!fl || !out || !futoin__flow_is_idle_root(fl) || futoin__flow_ctx(fl)->dispatching
+            || futoin__loop_is_driving(fl->loop)) {
         return FUTOIN_PROMISE_MISUSE;
     }
     Root* r = futoin__flow_root(fl);

@@ -65,6 +65,14 @@ static void default_misuse(void* data, FutoInAsyncSteps* as, const char* info)
     fprintf(stderr, "futoin: API misuse: %s\n", info);
 }
 
+/* The loop's own misuse (running it from inside its callbacks) goes to
+ * the same handler as the engine's. */
+static void loop_misuse(FutoInLoop* loop, const char* info)
+{
+    EngineCtx* ctx = *futoin__loop_engine_slot(loop);
+    ctx->misuse(ctx->misuse_data, NULL, info);
+}
+
 EngineCtx* futoin__ctx_create(FutoInLoop* loop)
 {
     void** slot = futoin__loop_engine_slot(loop);
@@ -88,6 +96,7 @@ EngineCtx* futoin__ctx_create(FutoInLoop* loop)
         futoin__pool_init(&ctx->branch_mem, sizeof(Branch), _Alignof(Branch), 32);
         *slot = ctx;
         futoin__loop_set_engine_free(loop, ctx_free);
+        futoin__loop_set_misuse_hook(loop, loop_misuse);
     }
     return *slot;
 }

@@ -575,16 +575,41 @@ size_t futoin_loop_pending(const FutoInLoop* loop)
     return loop ? loop->live_immediates + futoin__timer_heap_size(&loop->timers) : 0;
 }
 
+/* A loop callback asked to run the loop again: refused with a report,
+ * since the inner round would run timers and handlers of the very step
+ * whose callback is still on the C stack. Returns 1 if it was. */
+static int refuse_nested(FutoInLoop* loop, const char* what)
+{
+    if (!FUTOIN_UNLIKELY(loop->driving)) {
+        return 0;
+    }
+    char buf[200];
+    snprintf(buf, sizeof(buf),
+            "%s() called from inside a callback of the same loop: refused "
+            "(the loop is already running that callback)",
+            what);
+    if (loop->misuse_hook) {
+        loop->misuse_hook(loop, buf);
+    } else {
+        fprintf(stderr, "futoin: API misuse: %s\n", buf);
+    }
+    return 1;
+}
+
 int futoin_loop_iterate(FutoInLoop* loop, int64_t* next_delay)
 {
+    if (refuse_nested(loop, "futoin_loop_iterate")) {
+        if (next_delay) {
+            *next_delay = next_delay_ms(loop);
+        }
+        return -1;
+    }
+    loop->driving = 1;
     /* A stop requested outside run() must not cut a later round short. */
-    if (loop->round_depth == 0) {
-        loop->stop_requested = 0;
-    }
+    loop->stop_requested = 0;
     run_round(loop);
-    if (loop->round_depth == 0) {
-        loop->stop_requested = 0;
-    }
+    loop->stop_requested = 0;
+    loop->driving = 0;
     /* The embedder waits on the fd or for the hook until the next call. */
     embed_arm(loop);
     if (next_delay) {
@@ -595,6 +620,10 @@ int futoin_loop_iterate(FutoInLoop* loop, int64_t* next_delay)
 
 void futoin_loop_run(FutoInLoop* loop)
 {
+    if (refuse_nested(loop, "futoin_loop_run")) {
+        return;
+    }
+    loop->driving = 1;
     loop->stop_requested = 0;
     while (!run_round(loop) && has_work(loop)) {
         if (loop->live_immediates == 0) {
@@ -602,6 +631,7 @@ void futoin_loop_run(FutoInLoop* loop)
         }
     }
     loop->stop_requested = 0;
+    loop->driving = 0;
     embed_arm(loop);
 }
 
@@ -625,23 +655,28 @@ void futoin_loop_stop(FutoInLoop* loop)
 
 int futoin_loop_run_next(FutoInLoop* loop)
 {
-    if (!loop->is_virtual) {
+    if (!loop->is_virtual || refuse_nested(loop, "futoin_loop_run_next")) {
         return -1;
     }
-    return run_one_virtual(loop, UINT64_MAX);
+    loop->driving = 1;
+    int ran = run_one_virtual(loop, UINT64_MAX);
+    loop->driving = 0;
+    return ran;
 }
 
 void futoin_loop_advance(FutoInLoop* loop, uint64_t ms)
 {
-    if (!loop->is_virtual) {
+    if (!loop->is_virtual || refuse_nested(loop, "futoin_loop_advance")) {
         return;
     }
+    loop->driving = 1;
     uint64_t target = add_saturating(loop->now_ns, ms_to_ns(ms));
     while (run_one_virtual(loop, target)) {
     }
     if (target > loop->now_ns) {
         loop->now_ns = target;
     }
+    loop->driving = 0;
 }
 
 /* ---- clock & thread queries ---- */
@@ -752,6 +787,16 @@ void futoin_loop_free(FutoInLoop* loop)
 void futoin__loop_set_engine_free(FutoInLoop* loop, void (*destroy)(void* engine_ctx))
 {
     loop->engine_free = destroy;
+}
+
+void futoin__loop_set_misuse_hook(FutoInLoop* loop, void (*hook)(FutoInLoop* loop, const char* info))
+{
+    loop->misuse_hook = hook;
+}
+
+int futoin__loop_is_driving(const FutoInLoop* loop)
+{
+    return loop->driving;
 }
 
 int64_t futoin_loop_next_delay(const FutoInLoop* loop)

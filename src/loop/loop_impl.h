@@ -142,6 +142,14 @@ struct FutoInLoop {
     TimerHeap timers;
 
     void (*engine_free)(void* engine_ctx);
+    /* Where the loop reports misuse (the engine's misuse handler, once the
+     * engine has a context here); NULL: one line on stderr. */
+    void (*misuse_hook)(FutoInLoop* loop, const char* info);
+    /* 1 while iterate(), run(), run_next() or advance() runs callbacks:
+     * none of them may be called again from inside (a round cannot run
+     * inside a round: a step's timeout would run while its callback is
+     * still on the stack). */
+    uint8_t driving;
 
     void* wakeup_data;
 

@@ -74,6 +74,11 @@ static inline void** futoin__loop_engine_slot(FutoInLoop* loop)
     return &((LoopHead*)(void*)loop)->engine_ctx;
 }
 void futoin__loop_set_engine_free(FutoInLoop* loop, void (*destroy)(void* engine_ctx));
+/* Where the loop sends its misuse reports (the engine's misuse handler). */
+void futoin__loop_set_misuse_hook(FutoInLoop* loop, void (*hook)(FutoInLoop* loop, const char* info));
+/* 1 while a call that runs the loop's callbacks (iterate, run, run_next,
+ * advance) is on the stack: running the loop again is refused. */
+int futoin__loop_is_driving(const FutoInLoop* loop);
 
 /* When no immediate is pending: sleeps until the next timer is due (real
  * clock) or moves the virtual clock to it. Lets futoin_promise() drive the
