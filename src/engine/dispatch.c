@@ -528,11 +528,11 @@ static int start_frame(Flow* fl, FutoInAsyncSteps_execute_callback fn, void* dat
         return GO_ON;
     }
     case SK_YIELD:
-        /* Owned: only its immediate ends it, never a success() from outside. */
         f->flags |= FR_WAIT | FR_TIMER;
-        f->wait_owner = WO_OWNER;
         frame_x(fl, f)->timer = futoin__loop_ref(
                 futoin__loop_immediate2(fl->loop, fl, fl->depth, yield_resume));
+        /* Owned: only its immediate ends it, never a success() from outside. */
+        f->xid |= FUTOIN_XID_OWNED;
         fl->state = FS_WAIT;
         return HANDLED;
     default:

@@ -219,8 +219,10 @@ static inline void futoin__rq_push(Flow* fl)
     }
 }
 
+/* id may carry FUTOIN_XID_OWNED. */
 static inline FrameExtra* xslot(EngineCtx* ctx, uint32_t id)
 {
+    id &= ~FUTOIN_XID_OWNED;
     return &ctx->xchunks[id / FUTOIN_XCHUNK][id % FUTOIN_XCHUNK];
 }
 
@@ -283,7 +285,7 @@ static inline void frame_settle(Flow* fl, Frame* f)
 static inline void frame_x_release(EngineCtx* ctx, Frame* f)
 {
     if (f->flags & FR_X) {
-        uint32_t id = f->xid;
+        uint32_t id = f->xid & ~FUTOIN_XID_OWNED;
         FrameExtra* x = xslot(ctx, id);
         StackBlock* stack = x->stack;
         f->flags &= (uint8_t)~FR_X;

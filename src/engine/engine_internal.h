@@ -182,6 +182,23 @@ typedef struct FrameExtra {
 #define FUTOIN_XCHUNK 256
 #define FUTOIN_XNONE UINT32_MAX
 
+/* Who may complete a frame's wait from outside its step.
+ * - The step's own code made it wait (waitExternal(), setTimeout(),
+ *   setCancel() through the interface): success()/error() on the flow from
+ *   outside the step complete it, as the spec has it.
+ * - Owned: library code parked the step with futoin_wait_owned(): a lock
+ *   wait, an await, a work item, a relinquish, an I/O step of the libuv
+ *   backend. Only futoin_owned_success()/futoin_owned_error() with the key
+ *   the wait was armed with (its cancel data) complete it; a success() or
+ *   error() through the interface is a completion meant for a step that is
+ *   gone (the flow's handle is the same for all its steps), and is refused
+ *   as misuse.
+ * An owned wait always has a FrameExtra (its key is the cancel data), so
+ * the mark is the top bit of the frame's extras index: no byte of the
+ * frame, and no store when a frame starts. A loop iteration or frame that
+ * gives its extras back loses the mark with them. */
+#define FUTOIN_XID_OWNED 0x80000000u
+
 /* A frame does not keep its step's execute callback: it is called once,
  * straight from the queued step. Nor the tail of its sub-step queue: steps
  * are only ever appended to the frame whose callback is running (or to an
@@ -206,11 +223,9 @@ struct Frame {
     };
     uint8_t kind;
     uint8_t flags;
-    /* With FR_WAIT: who completes the wait (enum WaitOwner). Written by
-     * the first call that makes the frame wait, so that a frame costs no
-     * store for it when it starts; meaningless without FR_WAIT. */
-    uint8_t wait_owner;
-    uint32_t xid; /* with FR_X: the FrameExtra's index (else stale) */
+    /* With FR_X: the FrameExtra's index (else stale), and in its top bit
+     * (FUTOIN_XID_OWNED) whether the frame's wait is owned. */
+    uint32_t xid;
 #if FUTOIN_TRACING
     /* Kept from the step, which the frame may not keep (see above). */
     void (*fn)(void);
@@ -218,19 +233,6 @@ struct Frame {
     uint32_t line;
 #endif
 };
-
-/* Who may complete a frame's wait from outside its step.
- * - WO_STEP: the step's own code made it wait (waitExternal(), setTimeout(),
- *   setCancel() through the interface): success()/error() on the flow from
- *   outside the step complete it, as the spec has it.
- * - WO_OWNER: library code parked the step with futoin_wait_owned(): a lock
- *   wait, an await, a work item, a relinquish, an I/O step of the libuv
- *   backend. Only futoin_owned_success()/futoin_owned_error() with the key
- *   the wait was armed with (its cancel data) complete it; a success() or
- *   error() through the interface is a completion meant for a step that is
- *   gone (the flow's handle is the same for all its steps), and is refused
- *   as misuse. */
-enum WaitOwner { WO_STEP = 0, WO_OWNER = 1 };
 
 /* Callback context of a flow: which user callback is on the C stack. */
 enum CbContext { CB_NONE = 0, CB_EXEC, CB_ERROR, CB_CANCEL, CB_FINAL };
@@ -502,7 +504,8 @@ static inline int futoin__flow_waits_external(const Flow* fl)
  * futoin_wait_owned(): a completion through the interface is refused. */
 static inline int futoin__flow_wait_is_owned(const Flow* fl)
 {
-    return fl->frames[fl->depth].wait_owner == WO_OWNER;
+    const Frame* f = &fl->frames[fl->depth];
+    return (f->flags & FR_X) && (f->xid & FUTOIN_XID_OWNED);
 }
 
 /* The engine context of a flow's loop, which lives in the loop's head
@@ -673,10 +676,8 @@ void futoin__flow_error(Flow* fl, const char* code, const char* info);
 void futoin__flow_set_timeout(Flow* fl, uint32_t ms);
 void futoin__flow_set_cancel(Flow* fl, void* data, FutoInAsyncSteps_cancel_callback ch);
 void futoin__flow_wait(Flow* fl);
-/* Parks fl's running step on a wait that only its owner completes
- * (futoin_wait_owned()): ch(iface, key) on abort, as setCancel(). */
-void futoin__flow_wait_owned(Flow* fl, FutoInAsyncSteps_cancel_callback ch, void* key);
-/* fl's top frame waits on the owned wait armed with key. */
+/* fl's top frame waits on the owned wait armed with key
+ * (futoin_wait_owned(), engine/owned_wait.c). */
 int futoin__flow_owned_by(Flow* fl, const void* key);
 /* Takes the cancel handler (ch, data) off fl's top frame if that is its
  * handler: it will not be called. Returns 1 if it was. */

@@ -121,25 +121,13 @@ static void on_timeout(void* data, uintptr_t k)
     root_leave(r);
 }
 
-/* The step's own code makes its frame wait: a wait that outside
- * completions may end, unless library code parked it first (a later
- * setTimeout() on an owned wait keeps it owned). */
-static inline void frame_wait_by_step(Frame* f)
-{
-    if (!(f->flags & FR_WAIT)) {
-        f->wait_owner = WO_STEP;
-        f->flags |= FR_WAIT;
-    }
-}
-
 void futoin__flow_set_timeout(Flow* fl, uint32_t ms)
 {
     Frame* f = &fl->frames[fl->depth];
     frame_stop_timer(fl, f);
     frame_x(fl, f)->timer = futoin__loop_ref(
             futoin__loop_deferred2(fl->loop, ms, fl, fl->depth, on_timeout));
-    f->flags |= FR_TIMER;
-    frame_wait_by_step(f);
+    f->flags |= FR_TIMER | FR_WAIT;
 }
 
 void futoin__flow_set_cancel(Flow* fl, void* data, FutoInAsyncSteps_cancel_callback ch)
@@ -148,27 +136,7 @@ void futoin__flow_set_cancel(Flow* fl, void* data, FutoInAsyncSteps_cancel_callb
     FrameExtra* x = frame_x(fl, f);
     x->on_cancel = ch;
     x->cancel_data = data;
-    frame_wait_by_step(f);
-}
-
-void futoin__flow_wait_owned(Flow* fl, FutoInAsyncSteps_cancel_callback ch, void* key)
-{
-    Frame* f = &fl->frames[fl->depth];
-    FrameExtra* x = frame_x(fl, f);
-    x->on_cancel = ch;
-    x->cancel_data = key;
-    f->wait_owner = WO_OWNER;
     f->flags |= FR_WAIT;
-}
-
-int futoin__flow_owned_by(Flow* fl, const void* key)
-{
-    const Frame* f = &fl->frames[fl->depth];
-    if (!(f->flags & FR_WAIT) || f->wait_owner != WO_OWNER) {
-        return 0;
-    }
-    const FrameExtra* x = frame_xp(fl, f);
-    return x && x->cancel_data == key;
 }
 
 int futoin__flow_drop_cancel(Flow* fl, FutoInAsyncSteps_cancel_callback ch, void* data)
@@ -183,7 +151,7 @@ int futoin__flow_drop_cancel(Flow* fl, FutoInAsyncSteps_cancel_callback ch, void
 
 void futoin__flow_wait(Flow* fl)
 {
-    frame_wait_by_step(&fl->frames[fl->depth]);
+    fl->frames[fl->depth].flags |= FR_WAIT;
 }
 
 void futoin__flow_ctl(Flow* fl, uint8_t ctl, const char* label)

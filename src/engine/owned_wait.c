@@ -6,13 +6,40 @@
  * flow, so a success() through it cannot tell which step it was meant
  * for; the key can. abi_table.c refuses interface completions on such a
  * wait, cross_thread_calls.c applies the same rule to queued ones.
+ *
+ * The sync objects park and wake every contended flow through here, so
+ * the common case (a flow of ours, on its loop thread) is kept inline.
  */
-#include "engine/engine_internal.h"
+#include "engine/engine_core.h"
 #include "threads/cross_thread_calls.h"
+
+/* Our flow behind as: the common case costs one comparison. */
+static FUTOIN_ALWAYS_INLINE Flow* flow_of(FutoInAsyncSteps* as)
+{
+    return as->api == &futoin__flow_api ? (Flow*)as : futoin__flow_of(as);
+}
+
+static FUTOIN_ALWAYS_INLINE int owned_by(Flow* fl, const void* key)
+{
+    Frame* f = &fl->frames[fl->depth];
+    return (f->flags & (FR_WAIT | FR_X)) == (FR_WAIT | FR_X) && (f->xid & FUTOIN_XID_OWNED)
+            && xslot(futoin__flow_ctx(fl), f->xid)->cancel_data == key;
+}
+
+int futoin__flow_owned_by(Flow* fl, const void* key)
+{
+    return owned_by(fl, key);
+}
+
+FUTOIN_COLD static void wait_owned_refused(Flow* fl, const void* key)
+{
+    futoin__misuse(fl, key ? "futoin_wait_owned() called outside the step's execute callback"
+                           : "futoin_wait_owned() with a NULL key");
+}
 
 void futoin_wait_owned(FutoInAsyncSteps* as, FutoInAsyncSteps_cancel_callback ch, void* key)
 {
-    Flow* fl = futoin__flow_of(as);
+    Flow* fl = flow_of(as);
     if (!fl) {
         if (ch) {
             as->api->setCancel(as, key, ch);
@@ -21,79 +48,93 @@ void futoin_wait_owned(FutoInAsyncSteps* as, FutoInAsyncSteps_cancel_callback ch
         }
         return;
     }
-    if (!futoin__loop_on_thread(fl->loop) || fl->cb != CB_EXEC) {
-        futoin__misuse(fl, "futoin_wait_owned() called outside the step's execute callback");
+    /* As setCancel(): the step's own execute callback is running. */
+    if (FUTOIN_UNLIKELY(fl->cb != CB_EXEC || !key)) {
+        wait_owned_refused(fl, fl->cb != CB_EXEC ? key : NULL);
         return;
     }
-    if (!key) {
-        futoin__misuse(fl, "futoin_wait_owned() with a NULL key");
-        return;
-    }
-    futoin__flow_wait_owned(fl, ch, key);
+    Frame* f = &fl->frames[fl->depth];
+    FrameExtra* x = frame_x(fl, f);
+    x->on_cancel = ch;
+    x->cancel_data = key;
+    f->xid |= FUTOIN_XID_OWNED;
+    f->flags |= FR_WAIT;
 }
 
-/* The owned wait armed with key is on top of fl: the running step's own
- * (its callback is still on the stack) or a parked one. */
-static int owned_here(Flow* fl, const void* key)
+/* Where the owned wait armed with key is: -1 nowhere (ended first, or
+ * the key is wrong), 0 parked, 1 its own step's callback still runs. */
+static FUTOIN_ALWAYS_INLINE int owned_state(Flow* fl, const void* key)
 {
-    if (!futoin__flow_owned_by(fl, key)) {
-        return 0;
+    if (!key || !owned_by(fl, key)) {
+        return -1;
     }
-    return fl->cb == CB_EXEC || futoin__flow_waits_external(fl);
+    if (fl->cb == CB_EXEC) {
+        return 1;
+    }
+    /* futoin__flow_waits_external(), less what owned_by() saw already. */
+    return fl->cb == CB_NONE && fl->state == FS_WAIT
+                    && futoin__flow_root(fl)->state == RS_RUNNING
+            ? 0
+            : -1;
 }
 
 int futoin_owned_success(FutoInAsyncSteps* as, const void* key, FutoInArgs* args)
 {
-    Flow* fl = futoin__flow_of(as);
+    Flow* fl = flow_of(as);
     if (!fl) {
         if (args) {
             as->api->success(as, args);
         } else {
-            futoin_success(as);
+            futoin_success_empty(as);
         }
         return 0;
     }
-    if (!key) {
-        futoin__args_drop(args);
-        return -1;
-    }
-    if (!futoin__loop_on_thread(fl->loop)) {
+    if (FUTOIN_UNLIKELY(!futoin__loop_on_thread(fl->loop))) {
+        if (!key) {
+            futoin__args_drop(args);
+            return -1;
+        }
         futoin__xflow_success(fl, args, key);
         return 0;
     }
-    if (!owned_here(fl, key)) {
+    switch (owned_state(fl, key)) {
+    case 0:
+        futoin__flow_success(fl, args);
+        return 0;
+    case 1:
+        as->api->success(as, args); /* the step completes itself: usual checks */
+        return 0;
+    default:
         futoin__args_drop(args);
         return -1;
     }
-    if (fl->cb == CB_EXEC) {
-        as->api->success(as, args); /* the step completes itself: usual checks */
-    } else {
-        futoin__flow_success(fl, args);
-    }
-    return 0;
 }
 
 int futoin_owned_error(FutoInAsyncSteps* as, const void* key, const char* code, const char* info)
 {
-    Flow* fl = futoin__flow_of(as);
+    Flow* fl = flow_of(as);
     if (!fl) {
         as->api->handle_error(as, code, info);
         return 0;
     }
-    if (!key || !code) {
+    if (!code) {
         return -1;
     }
-    if (!futoin__loop_on_thread(fl->loop)) {
+    if (FUTOIN_UNLIKELY(!futoin__loop_on_thread(fl->loop))) {
+        if (!key) {
+            return -1;
+        }
         futoin__xflow_error(fl, code, info, key);
         return 0;
     }
-    if (!owned_here(fl, key)) {
+    switch (owned_state(fl, key)) {
+    case 0:
+        futoin__flow_error(fl, code, info);
+        return 0;
+    case 1:
+        as->api->handle_error(as, code, info);
+        return 0;
+    default:
         return -1;
     }
-    if (fl->cb == CB_EXEC) {
-        as->api->handle_error(as, code, info);
-    } else {
-        futoin__flow_error(fl, code, info);
-    }
-    return 0;
 }

@@ -580,7 +580,7 @@ size_t futoin_loop_pending(const FutoInLoop* loop)
  * whose callback is still on the C stack. Returns 1 if it was. */
 static int refuse_nested(FutoInLoop* loop, const char* what)
 {
-    if (!FUTOIN_UNLIKELY(loop->driving)) {
+    if (!FUTOIN_UNLIKELY(loop->round_depth)) {
         return 0;
     }
     char buf[200];
@@ -604,12 +604,10 @@ int futoin_loop_iterate(FutoInLoop* loop, int64_t* next_delay)
         }
         return -1;
     }
-    loop->driving = 1;
     /* A stop requested outside run() must not cut a later round short. */
     loop->stop_requested = 0;
     run_round(loop);
     loop->stop_requested = 0;
-    loop->driving = 0;
     /* The embedder waits on the fd or for the hook until the next call. */
     embed_arm(loop);
     if (next_delay) {
@@ -623,7 +621,6 @@ void futoin_loop_run(FutoInLoop* loop)
     if (refuse_nested(loop, "futoin_loop_run")) {
         return;
     }
-    loop->driving = 1;
     loop->stop_requested = 0;
     while (!run_round(loop) && has_work(loop)) {
         if (loop->live_immediates == 0) {
@@ -631,7 +628,6 @@ void futoin_loop_run(FutoInLoop* loop)
         }
     }
     loop->stop_requested = 0;
-    loop->driving = 0;
     embed_arm(loop);
 }
 
@@ -658,9 +654,9 @@ int futoin_loop_run_next(FutoInLoop* loop)
     if (!loop->is_virtual || refuse_nested(loop, "futoin_loop_run_next")) {
         return -1;
     }
-    loop->driving = 1;
+    ++loop->round_depth;
     int ran = run_one_virtual(loop, UINT64_MAX);
-    loop->driving = 0;
+    --loop->round_depth;
     return ran;
 }
 
@@ -669,14 +665,14 @@ void futoin_loop_advance(FutoInLoop* loop, uint64_t ms)
     if (!loop->is_virtual || refuse_nested(loop, "futoin_loop_advance")) {
         return;
     }
-    loop->driving = 1;
+    ++loop->round_depth;
     uint64_t target = add_saturating(loop->now_ns, ms_to_ns(ms));
     while (run_one_virtual(loop, target)) {
     }
     if (target > loop->now_ns) {
         loop->now_ns = target;
     }
-    loop->driving = 0;
+    --loop->round_depth;
 }
 
 /* ---- clock & thread queries ---- */
@@ -796,7 +792,7 @@ void futoin__loop_set_misuse_hook(FutoInLoop* loop, void (*hook)(FutoInLoop* loo
 
 int futoin__loop_is_driving(const FutoInLoop* loop)
 {
-    return loop->driving;
+    return loop->round_depth > 0;
 }
 
 int64_t futoin_loop_next_delay(const FutoInLoop* loop)

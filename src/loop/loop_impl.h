@@ -123,6 +123,10 @@ struct FutoInLoop {
      * NULL when nobody drives the loop. Written by the loop thread only
      * while no other thread can be calling it (see futoin_loop_set_wakeup). */
     FutoInLoopWakeup wakeup;
+    /* Rounds on the stack: 1 while iterate(), run(), run_next() or
+     * advance() runs callbacks, which may not run the loop again (a round
+     * inside a round would run a step's timeout while its callback is
+     * still on the stack). */
     unsigned round_depth;
     uint8_t stop_requested;
     uint8_t embedded;    /* futoin_loop_wakeup_fd() handed the fd out */
@@ -145,11 +149,6 @@ struct FutoInLoop {
     /* Where the loop reports misuse (the engine's misuse handler, once the
      * engine has a context here); NULL: one line on stderr. */
     void (*misuse_hook)(FutoInLoop* loop, const char* info);
-    /* 1 while iterate(), run(), run_next() or advance() runs callbacks:
-     * none of them may be called again from inside (a round cannot run
-     * inside a round: a step's timeout would run while its callback is
-     * still on the stack). */
-    uint8_t driving;
 
     void* wakeup_data;
 

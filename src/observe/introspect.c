@@ -72,7 +72,8 @@ static FrameExtra* frame_extra(const Flow* fl, const Frame* f)
         return NULL;
     }
     EngineCtx* ctx = futoin__flow_ctx(fl);
-    return &ctx->xchunks[f->xid / FUTOIN_XCHUNK][f->xid % FUTOIN_XCHUNK];
+    uint32_t id = f->xid & ~FUTOIN_XID_OWNED;
+    return &ctx->xchunks[id / FUTOIN_XCHUNK][id % FUTOIN_XCHUNK];
 }
 
 /* The ms left of a frame's timeout, if it has one armed. */
