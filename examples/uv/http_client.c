@@ -71,6 +71,10 @@ typedef struct Req {
     uint64_t body_len;
     char code[32];
     char info[256];
+    /* The info of an error this client raises itself: error_info is a
+     * state of the root, shared by the parallel branches, so another
+     * branch failing in the same loop round could overwrite it. */
+    char own_info[160];
     /* The stream of the attempt in progress: borrowed from the owning
      * step's stack block, valid while that step runs. */
     FutoInUvStream* s;
@@ -114,12 +118,14 @@ static void response_piece(FutoInAsyncSteps* as, void* data, const FutoInArgs* a
      * "Connection: close". */
     http_response_feed(&r->resp, p ? p : "", len);
     if (r->resp.state == HR_ERROR) {
-        futoin_error(as, HTTP_PROTOCOL_ERROR, r->resp.error);
+        snprintf(r->own_info, sizeof(r->own_info), "%s", r->resp.error);
+        futoin_error(as, HTTP_PROTOCOL_ERROR, r->own_info);
         return;
     }
     if (r->resp.head_complete && r->resp.status == 503 && r->attempts < r->opt->attempts) {
         /* The server asks to come back later: retried like an error. */
-        futoin_error(as, HTTP_UNAVAILABLE, "503 Service Unavailable");
+        snprintf(r->own_info, sizeof(r->own_info), "503 Service Unavailable");
+        futoin_error(as, HTTP_UNAVAILABLE, r->own_info);
         return;
     }
     if (r->resp.state == HR_DONE) {
@@ -155,9 +161,8 @@ static void read_response_eh(FutoInAsyncSteps* as, void* data, const char* code)
         futoin_success(as);
         return;
     }
-    char info[160];
-    snprintf(info, sizeof(info), "EOF: %s", r->resp.error);
-    futoin_error(as, FUTOIN_COMM_ERROR, info);
+    snprintf(r->own_info, sizeof(r->own_info), "EOF: %s", r->resp.error);
+    futoin_error(as, FUTOIN_COMM_ERROR, r->own_info);
 }
 
 /* The step that owns the connection for the rest of the attempt. */
@@ -192,7 +197,8 @@ static void attempt_eh(FutoInAsyncSteps* as, void* data, const char* code)
 {
     Req* r = data;
     snprintf(r->code, sizeof(r->code), "%s", code);
-    snprintf(r->info, sizeof(r->info), "%s", futoin_error_info(as));
+    snprintf(r->info, sizeof(r->info), "%s", r->own_info[0] ? r->own_info : futoin_error_info(as));
+    r->own_info[0] = '\0';
     r->s = NULL;
     int retryable = strcmp(code, FUTOIN_TIMEOUT) == 0 || strcmp(code, FUTOIN_CONNECT_ERROR) == 0
             || strcmp(code, FUTOIN_COMM_ERROR) == 0 || strcmp(code, HTTP_UNAVAILABLE) == 0;
