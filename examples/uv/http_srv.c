@@ -167,8 +167,10 @@ struct Conn {
     uint64_t body_total;
     size_t trailer_bytes;
     size_t lingered;
-    char* hbuf;   /* a head that came in pieces, line by line (max_head bytes) */
+    char* hbuf;   /* a head that came in pieces, line by line */
     size_t hlen;
+    size_t hcap;
+    size_t hcharged; /* of hbuf, to the input budget */
     int in_hbuf;  /* the head to parse is in hbuf */
     int scan;     /* HTTP_SCAN_* of the buffered head when the request began */
     size_t scan_n;
@@ -370,6 +372,18 @@ int http_server_parse_args(HttpServerOptions* o, int argc, char** argv, FILE* ou
 
 static void worker_finish(Worker* w);
 
+/* Drops a head buffer and returns its charge. */
+static void head_free(Conn* c)
+{
+    futoin_uv_budget_give(c->w->srv->budget, c->hcharged);
+    free(c->hbuf);
+    c->hbuf = NULL;
+    c->hlen = 0;
+    c->hcap = 0;
+    c->hcharged = 0;
+    c->in_hbuf = 0;
+}
+
 /* Called from inside a callback of c->root or from outside any: freeing
  * the root inside its own callback is safe (released when it returns). */
 static void conn_free(Conn* c)
@@ -386,7 +400,7 @@ static void conn_free(Conn* c)
     atomic_fetch_sub_explicit(&w->srv->active, 1, memory_order_relaxed);
     futoin_asyncsteps_free(c->root);
     futoin_uv_stream_release(c->s);
-    free(c->hbuf);
+    head_free(c);
     free(c);
     if (w->draining && !w->conns) {
         worker_finish(w);
@@ -488,9 +502,7 @@ static void it_idle(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
     c->phase = PH_IDLE;
     c->have_req = 0;
     c->skip = 0;
-    free(c->hbuf); /* left by a request of empty lines only */
-    c->hbuf = NULL;
-    c->in_hbuf = 0;
+    head_free(c); /* left by a request of empty lines only */
     if (c->w->draining) {
         futoin_break(as, NULL);
         return;
@@ -529,21 +541,47 @@ static int head_scan(Conn* c, size_t* n)
     return http_head_scan(p ? p : "", len, c->hlen, c->w->srv->opt.limits.max_head, n);
 }
 
+/* Appends to the head buffer, which grows with what came (a slow head holds
+ * no more memory than its bytes did in the stream's buffer) and is charged
+ * to the input budget like that buffer beyond its first bytes. Returns 0,
+ * -1 when out of memory, -2 when the budget is spent. */
 static int head_append(Conn* c, const char* p, size_t len)
 {
-    size_t max = c->w->srv->opt.limits.max_head;
-    if (!c->hbuf) {
-        c->hbuf = malloc(max);
-        if (!c->hbuf) {
+    size_t need = c->hlen + len; /* <= max_head: the reads are limited to it */
+    if (need > c->hcap) {
+        size_t cap = c->hcap ? c->hcap : 256;
+        while (cap < need) {
+            cap *= 2;
+        }
+        size_t max = c->w->srv->opt.limits.max_head;
+        cap = cap < max ? cap : max;
+        size_t free_bytes = FUTOIN_UV_BUDGET_FREE_BYTES;
+        size_t charge = (cap > free_bytes ? cap - free_bytes : 0) - c->hcharged;
+        if (charge && futoin_uv_budget_take(c->w->srv->budget, charge) != 0) {
+            return -2;
+        }
+        char* b = realloc(c->hbuf, cap);
+        if (!b) {
+            futoin_uv_budget_give(c->w->srv->budget, charge);
             return -1;
         }
-    }
-    if (len > max - c->hlen) {
-        return -1; /* not reached: the reads are limited to what is left */
+        c->hbuf = b;
+        c->hcap = cap;
+        c->hcharged += charge;
     }
     memcpy(c->hbuf + c->hlen, p, len);
     c->hlen += len;
     return 0;
+}
+
+/* A head_append() failure as the step's error. */
+static void head_append_failed(FutoInAsyncSteps* as, Conn* c, int rc)
+{
+    if (rc == -2) {
+        http_error(as, c, HTTP_OVERLOADED);
+    } else {
+        futoin_error(as, FUTOIN_INTERNAL_ERROR, "out of memory for a head");
+    }
 }
 
 static void head_line_got(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
@@ -560,8 +598,9 @@ static void head_line_got(FutoInAsyncSteps* as, void* data, const FutoInArgs* ar
         http_error(as, c, HTTP_BAD_REQUEST);
         return;
     }
-    if (head_append(c, line, len) != 0) {
-        futoin_error(as, FUTOIN_INTERNAL_ERROR, "out of memory for a head");
+    int rc = head_append(c, line, len);
+    if (rc != 0) {
+        head_append_failed(as, c, rc);
         return;
     }
     if (scan == HTTP_SCAN_DONE) {
@@ -574,8 +613,9 @@ static void head_rest_got(FutoInAsyncSteps* as, void* data, const FutoInArgs* ar
     Conn* c = data;
     size_t len = 0;
     const char* rest = futoin_uv_arg_bytes(args, 0, &len);
-    if (head_append(c, rest ? rest : "", len) != 0) {
-        futoin_error(as, FUTOIN_INTERNAL_ERROR, "out of memory for a head");
+    int rc = head_append(c, rest ? rest : "", len);
+    if (rc != 0) {
+        head_append_failed(as, c, rc);
         return;
     }
     futoin_break(as, NULL);
@@ -845,11 +885,7 @@ static void rq_parse(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
     const HttpServerOptions* o = &c->w->srv->opt;
     http_parse_head(head, len, &o->limits, &c->req);
     c->have_req = 1;
-    /* A slowly sent head held max_head bytes: not kept while the request
-     * is handled. */
-    free(c->hbuf);
-    c->hbuf = NULL;
-    c->in_hbuf = 0;
+    head_free(c); /* not kept while the request is handled */
     HttpRequest* r = &c->req;
     if (r->close || (!r->chunked && r->content_length == 0)) {
         return;

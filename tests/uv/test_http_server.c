@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -383,7 +384,9 @@ static void test_framing(void** state)
  * where it should), after an error it must not be (the connection closes
  * right after the error response). split > 0: the bytes go in two sends
  * with a pause between, so that the server sees a partial head or body
- * (whatever it sees, the outcome must be the same). */
+ * (whatever it sees, the outcome must be the same); split BYTEWISE: one
+ * byte per send, with a pause after each. */
+#define BYTEWISE ((size_t)-1)
 typedef struct FramingCase {
     const char* what;
     const char* request;
@@ -415,6 +418,10 @@ static const FramingCase g_framing[] = {
     {"leading empty line", "\r\nGET / HTTP/1.1\r\nHost: t\r\n\r\n", 200, HELLO_BODY, 0, 0},
     {"Content-Length", "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello", 200,
             "received 5 bytes\n", 0, 0},
+    {"leading empty line, byte by byte", "\r\nGET / HTTP/1.1\r\nHost: t\r\n\r\n", 200, HELLO_BODY, 0,
+            BYTEWISE},
+    {"chunked with a trailer, byte by byte", POSTC "5;a=\"b\"\r\nhello\r\n0\r\nX-T: 1\r\n\r\n", 200,
+            "received 5 bytes\n", 0, BYTEWISE},
 
     /* a bare LF ending a line of the chunked body */
     {"bare LF after chunk size", POSTC "5\nhello\r\n0\r\n\r\n", 400, NULL, 0, 0},
@@ -426,6 +433,9 @@ static const FramingCase g_framing[] = {
     {"bare LF after trailer lines", POSTC "5\r\nhello\r\n0\r\nX-T: 1\r\n\n", 400, NULL, 0, 0},
     {"bare LF after chunk size, in pieces", POSTC "5\nhello\r\n0\r\n\r\n", 400, NULL, 0,
             sizeof(POSTC) - 1},
+    {"bare LF after chunk data, byte by byte", POSTC "5\r\nhello\n0\r\n\r\n", 400, NULL, 0,
+            BYTEWISE},
+    {"bare LF in a trailer, byte by byte", POSTC "0\r\nX-T: 1\n\r\n", 400, NULL, 0, BYTEWISE},
     /* a bare CR */
     {"bare CR after chunk size", POSTC "5\rhello\r\n0\r\n\r\n", 400, NULL, 0, 0},
     {"bare CR after chunk data", POSTC "5\r\nhello\r0\r\n\r\n", 400, NULL, 0, 0},
@@ -436,6 +446,9 @@ static const FramingCase g_framing[] = {
     /* heads: 400 at once (the read timeout is 30 s: a 408 cannot come) */
     {"head of bare LFs", "GET / HTTP/1.1\nHost: t\n\n", 400, NULL, 1, 0},
     {"head of bare LFs, in pieces", "GET / HTTP/1.1\nHost: t\n\n", 400, NULL, 1, 8},
+    {"head of bare LFs, byte by byte", "GET / HTTP/1.1\nHost: t\n\n", 400, NULL, 1, BYTEWISE},
+    {"bare CR in a field, byte by byte", "GET / HTTP/1.1\r\nHost: t\rX: y\r\n\r\n", 400, NULL, 1,
+            BYTEWISE},
     {"head with CRLF then bare LFs, in pieces", "GET / HTTP/1.1\r\nHost: t\n\n", 400, NULL, 1, 16},
     {"bare LF ending a field", "GET / HTTP/1.1\r\nHost: t\n\r\n", 400, NULL, 1, 0},
     {"bare LF as the empty line", "GET / HTTP/1.1\r\nHost: t\r\n\n", 400, NULL, 1, 0},
@@ -480,7 +493,18 @@ static void framing_case(const FramingCase* k)
     size_t total = strlen(bytes);
     int fd = conn();
     size_t split = k->split < total ? k->split : 0;
-    assert_int_equal(send_all(fd, bytes, split ? split : total), 0);
+    if (k->split == BYTEWISE) {
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        for (size_t i = 0; i < total; ++i) {
+            if (send_all(fd, bytes + i, 1) != 0) {
+                break; /* the server answered and closed already */
+            }
+            sleep_ms(1);
+        }
+    } else {
+        assert_int_equal(send_all(fd, bytes, split ? split : total), 0);
+    }
     if (split) {
         sleep_ms(30);
         assert_int_equal(send_all(fd, bytes + split, total - split), 0);
