@@ -207,7 +207,8 @@ static inline void http_response_head_end(HttpResponse* r)
     if (r->status < 200) {
         /* An interim response: the final one follows. */
         if (++r->interim > HTTP_RESPONSE_MAX_INTERIM) {
-            http_response_fail(r, "more than %d interim (1xx) responses", HTTP_RESPONSE_MAX_INTERIM);
+            http_response_fail(r, "more than %d interim (1xx) responses",
+                    HTTP_RESPONSE_MAX_INTERIM);
             return;
         }
         r->lines = 0;

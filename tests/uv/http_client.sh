@@ -95,9 +95,11 @@ start_server main
 URL="http://127.0.0.1:$PORT_main"
 
 echo "== 1. parallel requests, all settled"
-client parallel 1 -t 300 -b 20 "$URL/" "$URL/sleep?ms=1200" "$URL/bytes?n=100000" "$URL/nope"
+# The attempt timeout is long enough for a first request under valgrind on a
+# loaded machine; the sleep outlasts all three attempts and their back-off.
+client parallel 1 -t 2000 -b 20 "$URL/" "$URL/sleep?ms=10000" "$URL/bytes?n=100000" "$URL/nope"
 expect_line parallel "^1\. $URL/ -> 200 OK, 22 bytes \(1 attempt\)$"
-expect_line parallel "^2\. $URL/sleep\?ms=1200 -> Timeout: read 127\.0\.0\.1:$PORT_main \(3 attempts\)$"
+expect_line parallel "^2\. $URL/sleep\?ms=10000 -> Timeout: read 127\.0\.0\.1:$PORT_main \(3 attempts\)$"
 expect_line parallel "^3\. $URL/bytes\?n=100000 -> 200 OK, 100000 bytes \(1 attempt\)$"
 expect_line parallel "^4\. $URL/nope -> 404 Not Found, 10 bytes \(1 attempt\)$"
 expect_line parallel "^all settled: 3 answered, 1 failed$"
@@ -147,7 +149,7 @@ for _ in $(seq 1 100); do
 done
 [ -n "$PORT_canned" ] || fail "the canned server did not start"
 C="http://127.0.0.1:$PORT_canned"
-client raw 1 -t 5000 -a 2 -b 10 "$C/1" "$C/2" "$C/3" "$C/4" "$C/5" "$C/6" "$C/7" "$C/8" "$C/9" "$C/10"
+client raw 1 -t 30000 -a 2 -b 10 "$C/1" "$C/2" "$C/3" "$C/4" "$C/5" "$C/6" "$C/7" "$C/8" "$C/9" "$C/10"
 expect_line raw "^1\. $C/1 -> 200 OK, 5 bytes \(1 attempt\)$"
 expect_line raw "^2\. $C/2 -> ProtocolError: malformed chunk-size line \(1 attempt\)$"
 expect_line raw "^3\. $C/3 -> 200 OK, 2 bytes \(1 attempt\)$"
