@@ -3,10 +3,10 @@
  * The response parser of the example client (examples/uv/http_response.h),
  * fed raw response bytes in-process. Each row is one response as it would
  * come from a server, and what the client must make of it: the status and
- * the decoded body, or the error it reports. Every row runs three times:
- * the bytes in one piece, one byte at a time and 7 at a time, with the same
- * expected outcome (where a read happens to split a response must not
- * matter).
+ * the decoded body, or the error it reports. Every row runs with the bytes
+ * in one piece, one byte at a time, 7 at a time and in 8 fixed sequences of
+ * pieces of 1..16 bytes, with the same expected outcome (where a read
+ * happens to split a response must not matter).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -229,10 +229,12 @@ static const RespCase g_cases[] = {
             "connection closed in the response head", 1},
 };
 
-/* Feeds a case whole (step 0) or `step` bytes at a time, then the EOF if
- * the case has one. Returns 1 when the outcome matches. */
-static int run_case(const RespCase* k, size_t step)
+/* Feeds a case whole (step 0), `step` bytes at a time, or (seed > 0) in
+ * pieces of 1..16 bytes drawn from a fixed pseudo-random sequence, then the
+ * EOF if the case has one. Returns 1 when the outcome matches. */
+static int run_case_seeded(const RespCase* k, size_t step, uint32_t seed)
 {
+    const uint32_t seed0 = seed;
     size_t len = k->len ? k->len : strlen(k->bytes);
     HttpResponse* r = malloc(sizeof(*r));
     Sink* sink = calloc(1, sizeof(*sink));
@@ -241,7 +243,12 @@ static int run_case(const RespCase* k, size_t step)
     http_response_init(r, MAX_BODY_T, sink_body, sink);
     size_t used = 0;
     for (size_t off = 0; off < len && r->state != HR_DONE && r->state != HR_ERROR;) {
-        size_t n = step && len - off > step ? step : len - off;
+        size_t piece = step;
+        if (seed) {
+            seed = seed * 1103515245u + 12345u;
+            piece = 1 + (seed >> 16) % 16;
+        }
+        size_t n = piece && len - off > piece ? piece : len - off;
         size_t k_used = http_response_feed(r, k->bytes + off, n);
         used += k_used;
         off += n;
@@ -261,14 +268,19 @@ static int run_case(const RespCase* k, size_t step)
                 && r->truncated == k->truncated;
     }
     if (!ok) {
-        print_error("case \"%s\" (pieces of %zu bytes): state %d status %d body \"%.*s\" "
-                    "error \"%s\"\n",
-                k->what, step ? step : len, r->state, r->status, (int)sink->len, sink->buf,
+        print_error("case \"%s\" (pieces of %zu bytes, seed %u): state %d status %d body "
+                    "\"%.*s\" error \"%s\"\n",
+                k->what, step ? step : len, (unsigned)seed0, r->state, r->status, (int)sink->len, sink->buf,
                 r->error);
     }
     free(r);
     free(sink);
     return ok;
+}
+
+static int run_case(const RespCase* k, size_t step)
+{
+    return run_case_seeded(k, step, 0);
 }
 
 static void test_response_table(void** state)
@@ -279,6 +291,9 @@ static void test_response_table(void** state)
         failed += !run_case(&g_cases[i], 0);
         failed += !run_case(&g_cases[i], 1);
         failed += !run_case(&g_cases[i], 7);
+        for (uint32_t seed = 1; seed <= 8; ++seed) {
+            failed += !run_case_seeded(&g_cases[i], 0, seed);
+        }
     }
     assert_int_equal(failed, 0);
 }
