@@ -12,7 +12,9 @@
  * -t: timeout of one attempt, connect to last body byte (2000 ms);
  * -a: attempts per URL (3); -b: delay before the first retry (100 ms),
  * doubled before each further one (at most 5000 ms). Retried: Timeout,
- * ConnectError, CommError and 503 answers. Prints one line per URL (status
+ * ConnectError, CommError (a response cut short included) and 503 answers;
+ * a response that breaks HTTP/1.1 framing is a ProtocolError, not retried
+ * (the rules: http_response.h). Prints one line per URL (status
  * and body size, or the last error and its error_info, which names the
  * operation and the peer that timed out), then a summary. Exit status 0
  * when every URL got an HTTP answer that is not 5xx, 1 otherwise, 2 on a
@@ -21,7 +23,7 @@
  * The connection is owned by a step: the step that receives the stream from
  * futoin_uv_tcp_connect() takes a reference and keeps it in a stack() block
  * whose cleanup drops it. The stream then lives exactly as long as that
- * step and its sub-steps (write, read head, read body), however they end:
+ * step and its sub-steps (write, read the response), however they end:
  * success, an error, the attempt's timeout, or the root being cancelled.
  * No other code releases it.
  */
@@ -38,11 +40,15 @@
 #include <strings.h>
 #include <unistd.h>
 
-#define MAX_HEAD 16384u
+#include "http_response.h"
+
 #define MAX_BODY (64u * 1024u * 1024u)
 #define MAX_BACKOFF_MS 5000u
 /* The error code of an answer that is worth retrying (503). */
 #define HTTP_UNAVAILABLE "HttpUnavailable"
+/* The error code of a response that breaks HTTP/1.1 framing: not retried,
+ * the same server would send the same bytes again. */
+#define HTTP_PROTOCOL_ERROR "ProtocolError"
 
 typedef struct Options {
     uint32_t timeout_ms;
@@ -63,13 +69,16 @@ typedef struct Req {
     int status;
     char reason[64];
     uint64_t body_len;
-    uint64_t content_length;
-    int has_length;
     char code[32];
     char info[256];
+    /* The info of an error this client raises itself: error_info is a
+     * state of the root, shared by the parallel branches, so another
+     * branch failing in the same loop round could overwrite it. */
+    char own_info[160];
     /* The stream of the attempt in progress: borrowed from the owning
      * step's stack block, valid while that step runs. */
     FutoInUvStream* s;
+    HttpResponse resp; /* the response of the attempt in progress */
 } Req;
 
 /* ------------------------------------------------------------------------ */
@@ -89,111 +98,71 @@ static void hold_cleanup(void* p)
 /* ------------------------------------------------------------------------ */
 /* One attempt: connect, exchange                                            */
 
-static void got_body(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+/* The response is complete: the outcome of the request. */
+static void settle_response(Req* r)
 {
-    (void)as;
-    Req* r = data;
-    size_t len = 0;
-    futoin_uv_arg_bytes(args, 0, &len);
-    r->body_len += len;
+    r->status = r->resp.status;
+    snprintf(r->reason, sizeof(r->reason), "%s", r->resp.reason);
+    r->body_len = r->resp.body_len;
     r->code[0] = '\0';
     r->info[0] = '\0';
     r->settled = 1;
 }
 
-static void eof_piece(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+static void response_piece(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     Req* r = data;
     size_t len = 0;
-    futoin_uv_arg_bytes(args, 0, &len);
-    r->body_len += len;
-    if (r->body_len > MAX_BODY) {
-        futoin_error(as, FUTOIN_COMM_ERROR, "ENOBUFS: response body too large");
+    const char* p = futoin_uv_arg_bytes(args, 0, &len);
+    /* Bytes after a complete response are dropped: the request asked for
+     * "Connection: close". */
+    http_response_feed(&r->resp, p ? p : "", len);
+    if (r->resp.state == HR_ERROR) {
+        snprintf(r->own_info, sizeof(r->own_info), "%s", r->resp.error);
+        futoin_error(as, HTTP_PROTOCOL_ERROR, r->own_info);
+        return;
+    }
+    if (r->resp.head_complete && r->resp.status == 503 && r->attempts < r->opt->attempts) {
+        /* The server asks to come back later: retried like an error. */
+        snprintf(r->own_info, sizeof(r->own_info), "503 Service Unavailable");
+        futoin_error(as, HTTP_UNAVAILABLE, r->own_info);
+        return;
+    }
+    if (r->resp.state == HR_DONE) {
+        settle_response(r);
+        futoin_break(as, NULL);
     }
 }
 
-static void eof_iter(FutoInAsyncSteps* as, void* data)
+static void response_iter(FutoInAsyncSteps* as, void* data)
 {
     Req* r = data;
     futoin_uv_read_some(as, r->s, 65536);
-    futoin_add(as, eof_piece, NULL, r);
+    futoin_add(as, response_piece, NULL, r);
 }
 
-/* Without a Content-Length the body ends when the server closes. */
-static void read_to_eof(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+static void read_response(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    futoin_loop(as, eof_iter, data, NULL);
+    futoin_loop(as, response_iter, data, NULL);
 }
 
-static void read_to_eof_eh(FutoInAsyncSteps* as, void* data, const char* code)
+/* The server closed: the end of a body without a length, or a response cut
+ * short (a CommError like a reset: retried). */
+static void read_response_eh(FutoInAsyncSteps* as, void* data, const char* code)
 {
     Req* r = data;
-    if (strcmp(code, FUTOIN_COMM_ERROR) == 0 && strncmp(futoin_error_info(as), "EOF:", 4) == 0) {
-        r->settled = 1;
-        r->code[0] = '\0';
-        r->info[0] = '\0';
+    if (strcmp(code, FUTOIN_COMM_ERROR) != 0 || strncmp(futoin_error_info(as), "EOF:", 4) != 0) {
+        return;
+    }
+    http_response_eof(&r->resp);
+    if (r->resp.state == HR_DONE) {
+        settle_response(r);
         futoin_success(as);
-    }
-}
-
-/* Status line and the fields this client needs. */
-static int parse_head(Req* r, const char* head, size_t len)
-{
-    r->has_length = 0;
-    r->content_length = 0;
-    int minor = 0, status = 0, n = 0;
-    if (sscanf(head, "HTTP/1.%1d %3d %n", &minor, &status, &n) < 2 || status < 100) {
-        return -1;
-    }
-    const char* eol = memchr(head, '\r', len);
-    size_t rlen = eol && eol > head + n ? (size_t)(eol - head - n) : 0;
-    snprintf(r->reason, sizeof(r->reason), "%.*s", (int)(rlen < 63 ? rlen : 63), head + n);
-    r->status = status;
-    for (const char* p = eol; p && p < head + len;) {
-        p += 2;
-        if (strncasecmp(p, "content-length:", 15) == 0) {
-            char* end = NULL;
-            const char* v = p + 15;
-            while (*v == ' ') {
-                ++v;
-            }
-            if (*v < '0' || *v > '9') {
-                return -1;
-            }
-            r->content_length = strtoull(v, &end, 10);
-            r->has_length = 1;
-        }
-        p = strstr(p, "\r\n");
-    }
-    return 0;
-}
-
-static void got_head(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
-{
-    Req* r = data;
-    size_t len = 0;
-    const char* head = futoin_uv_arg_bytes(args, 0, &len);
-    if (!head || parse_head(r, head, len) != 0) {
-        futoin_error(as, FUTOIN_COMM_ERROR, "EPROTO: not an HTTP/1.x response");
         return;
     }
-    if (r->status == 503 && r->attempts < r->opt->attempts) {
-        /* The server asks to come back later: retried like an error. */
-        futoin_error(as, HTTP_UNAVAILABLE, "503 Service Unavailable");
-        return;
-    }
-    r->body_len = 0;
-    if (r->has_length) {
-        if (r->content_length > MAX_BODY) {
-            futoin_error(as, FUTOIN_COMM_ERROR, "ENOBUFS: response body too large");
-            return;
-        }
-        futoin_uv_read_exact(as, r->s, (size_t)r->content_length);
-        futoin_add(as, got_body, NULL, r);
-    } else {
-        futoin_add(as, read_to_eof, read_to_eof_eh, r);
-    }
+    snprintf(r->own_info, sizeof(r->own_info), "EOF: %s", r->resp.error);
+    futoin_error(as, FUTOIN_COMM_ERROR, r->own_info);
 }
 
 /* The step that owns the connection for the rest of the attempt. */
@@ -208,8 +177,8 @@ static void exchange(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
     h->s = futoin_uv_stream_ref(futoin_uv_arg_stream(args, 0));
     r->s = h->s;
     futoin_uv_write(as, r->s, r->request, r->request_len);
-    futoin_uv_read_until(as, r->s, "\r\n\r\n", MAX_HEAD);
-    futoin_add(as, got_head, NULL, r);
+    http_response_init(&r->resp, MAX_BODY, NULL, NULL);
+    futoin_add(as, read_response, read_response_eh, r);
 }
 
 static void attempt(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
@@ -228,7 +197,8 @@ static void attempt_eh(FutoInAsyncSteps* as, void* data, const char* code)
 {
     Req* r = data;
     snprintf(r->code, sizeof(r->code), "%s", code);
-    snprintf(r->info, sizeof(r->info), "%s", futoin_error_info(as));
+    snprintf(r->info, sizeof(r->info), "%s", r->own_info[0] ? r->own_info : futoin_error_info(as));
+    r->own_info[0] = '\0';
     r->s = NULL;
     int retryable = strcmp(code, FUTOIN_TIMEOUT) == 0 || strcmp(code, FUTOIN_CONNECT_ERROR) == 0
             || strcmp(code, FUTOIN_COMM_ERROR) == 0 || strcmp(code, HTTP_UNAVAILABLE) == 0;

@@ -24,7 +24,13 @@
  *  - Expect: "100-continue" is answered with 100 Continue before the body
  *    is read (not for HTTP/1.0 requests, RFC 9110 10.1.1); another
  *    expectation: 417;
- *  - Connection: the tokens "close" and "keep-alive" (a list, any case).
+ *  - Connection: the tokens "close" and "keep-alive" (a list, any case);
+ *  - every line ends in CRLF: a bare CR or LF anywhere in the head: 400.
+ * A chunked body (http_srv.c, with http_syntax.h): chunk-size lines of
+ * exactly RFC 9112 7.1 (http_parse_chunk_size()), CRLF after each chunk's
+ * data, trailer field lines like header fields; else 400; chunks adding up
+ * to more than max_body (a size beyond 64 bits included): 413; a trailer
+ * section above max_head: 431.
  * Every error response closes the connection (the request's framing cannot
  * be trusted any more); 404/405 keep it open (the body is read first).
  */
@@ -36,6 +42,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "http_syntax.h"
 
 #define HTTP_HELLO "Hello from AsyncSteps\n"
 /* The longest /sleep?ms= accepted, the largest /bytes?n=. */
@@ -92,48 +100,6 @@ typedef struct HttpRequest {
     const char* allow; /* 405: the Allow field value */
 } HttpRequest;
 
-static inline int http_lower(int c)
-{
-    return c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c;
-}
-
-/* Case-insensitive comparison of [s, s + n) with a lower-case literal. */
-static inline int http_ieq(const char* s, size_t n, const char* lower)
-{
-    size_t i = 0;
-    for (; i < n && lower[i]; ++i) {
-        if (http_lower((unsigned char)s[i]) != lower[i]) {
-            return 0;
-        }
-    }
-    return i == n && lower[i] == '\0';
-}
-
-/* RFC 9110 tchar. */
-static inline int http_tchar(unsigned char c)
-{
-    if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) {
-        return 1;
-    }
-    return c != 0 && strchr("!#$%&'*+-.^_`|~", c) != NULL;
-}
-
-/* Field value characters: HTAB, SP, VCHAR, obs-text. */
-static inline int http_vchar_or_blank(unsigned char c)
-{
-    return c == '\t' || (c >= 0x20 && c != 0x7f);
-}
-
-static inline void http_trim(const char** s, const char** e)
-{
-    while (*s < *e && (**s == ' ' || **s == '\t')) {
-        ++*s;
-    }
-    while (*e > *s && ((*e)[-1] == ' ' || (*e)[-1] == '\t')) {
-        --*e;
-    }
-}
-
 /* Calls the token check on each comma-separated element of [s, e): sets
  * bits 1 (close) and 2 (keep-alive). */
 static inline int http_connection_tokens(const char* s, const char* e)
@@ -160,24 +126,6 @@ static inline void http_fail(HttpRequest* r, int route)
     r->route = route;
     r->close = 1;
     r->keep_alive = 0;
-}
-
-/* Digits only; returns 0 and the value (saturated at UINT64_MAX), or -1. */
-static inline int http_digits(const char* s, const char* e, uint64_t* out)
-{
-    if (s == e) {
-        return -1;
-    }
-    uint64_t v = 0;
-    for (; s < e; ++s) {
-        if (*s < '0' || *s > '9') {
-            return -1;
-        }
-        unsigned d = (unsigned)(*s - '0');
-        v = v > (UINT64_MAX - d) / 10 ? UINT64_MAX : v * 10 + d;
-    }
-    *out = v;
-    return 0;
 }
 
 /* The route of a valid request: method and path. */
@@ -418,47 +366,6 @@ static inline void http_parse_head(const char* head, size_t len, const HttpLimit
         r->expect_continue = 0; /* no body to wait for */
     }
     http_route(r, target, (size_t)(sp2 - target));
-}
-
-/* A chunk-size line without its CRLF: 1*HEXDIG, then optional blanks and
- * extensions (";..."). Returns 0 and the size, or -1 when malformed or
- * above 2^60. */
-static inline int http_parse_chunk_size(const char* s, size_t len, uint64_t* out)
-{
-    const char* e = s + len;
-    uint64_t v = 0;
-    const char* p = s;
-    for (; p < e; ++p) {
-        int c = http_lower((unsigned char)*p);
-        unsigned d;
-        if (c >= '0' && c <= '9') {
-            d = (unsigned)(c - '0');
-        } else if (c >= 'a' && c <= 'f') {
-            d = (unsigned)(c - 'a' + 10);
-        } else {
-            break;
-        }
-        if (v >> 60) {
-            return -1;
-        }
-        v = v * 16 + d;
-    }
-    if (p == s) {
-        return -1;
-    }
-    while (p < e && (*p == ' ' || *p == '\t')) {
-        ++p;
-    }
-    if (p < e && *p != ';') {
-        return -1;
-    }
-    for (; p < e; ++p) {
-        if (!http_vchar_or_blank((unsigned char)*p)) {
-            return -1;
-        }
-    }
-    *out = v;
-    return 0;
 }
 
 /* ---- responses ---- */

@@ -167,6 +167,13 @@ struct Conn {
     uint64_t body_total;
     size_t trailer_bytes;
     size_t lingered;
+    char* hbuf;   /* a head that came in pieces, line by line */
+    size_t hlen;
+    size_t hcap;
+    size_t hcharged; /* of hbuf, to the input budget */
+    int in_hbuf;  /* the head to parse is in hbuf */
+    int scan;     /* HTTP_SCAN_* of the buffered head when the request began */
+    size_t scan_n;
     HttpRequest req;
     char dyn[900]; /* a dynamic response */
 };
@@ -365,6 +372,18 @@ int http_server_parse_args(HttpServerOptions* o, int argc, char** argv, FILE* ou
 
 static void worker_finish(Worker* w);
 
+/* Drops a head buffer and returns its charge. */
+static void head_free(Conn* c)
+{
+    futoin_uv_budget_give(c->w->srv->budget, c->hcharged);
+    free(c->hbuf);
+    c->hbuf = NULL;
+    c->hlen = 0;
+    c->hcap = 0;
+    c->hcharged = 0;
+    c->in_hbuf = 0;
+}
+
 /* Called from inside a callback of c->root or from outside any: freeing
  * the root inside its own callback is safe (released when it returns). */
 static void conn_free(Conn* c)
@@ -381,6 +400,7 @@ static void conn_free(Conn* c)
     atomic_fetch_sub_explicit(&w->srv->active, 1, memory_order_relaxed);
     futoin_asyncsteps_free(c->root);
     futoin_uv_stream_release(c->s);
+    head_free(c);
     free(c);
     if (w->draining && !w->conns) {
         worker_finish(w);
@@ -482,6 +502,7 @@ static void it_idle(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
     c->phase = PH_IDLE;
     c->have_req = 0;
     c->skip = 0;
+    head_free(c); /* left by a request of empty lines only */
     if (c->w->draining) {
         futoin_break(as, NULL);
         return;
@@ -493,16 +514,159 @@ static void it_idle(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
     futoin_uv_read_wait(as, c->s);
 }
 
+/* What does not fit max_head: 414 while the request line is not complete
+ * within max_line, 431 otherwise. */
+static int too_large_route(Conn* c)
+{
+    if (c->in_hbuf) {
+        for (size_t i = 0; i < c->hlen; ++i) {
+            if (c->hbuf[i] != '\r' && c->hbuf[i] != '\n') {
+                return HTTP_HEAD_TOO_LARGE; /* the request line is in already */
+            }
+        }
+    }
+    size_t len = 0;
+    const char* p = futoin_uv_stream_peek(c->s, &len);
+    size_t max_line = c->w->srv->opt.limits.max_line;
+    size_t scan = len < max_line + 2 ? len : max_line + 2;
+    const char* cr = p ? memchr(p, '\r', scan) : NULL;
+    return cr && (size_t)(cr - p) <= max_line ? HTTP_HEAD_TOO_LARGE : HTTP_URI_TOO_LONG;
+}
+
+/* Scans what is buffered of the head (after the c->hlen bytes taken). */
+static int head_scan(Conn* c, size_t* n)
+{
+    size_t len = 0;
+    const char* p = futoin_uv_stream_peek(c->s, &len);
+    return http_head_scan(p ? p : "", len, c->hlen, c->w->srv->opt.limits.max_head, n);
+}
+
+/* Appends to the head buffer, which grows with what came (a slow head holds
+ * no more memory than its bytes did in the stream's buffer) and is charged
+ * to the input budget like that buffer beyond its first bytes. Returns 0,
+ * -1 when out of memory, -2 when the budget is spent. */
+static int head_append(Conn* c, const char* p, size_t len)
+{
+    size_t need = c->hlen + len; /* <= max_head: the reads are limited to it */
+    if (need > c->hcap) {
+        size_t cap = c->hcap ? c->hcap : 256;
+        while (cap < need) {
+            cap *= 2;
+        }
+        size_t max = c->w->srv->opt.limits.max_head;
+        cap = cap < max ? cap : max;
+        size_t free_bytes = FUTOIN_UV_BUDGET_FREE_BYTES;
+        size_t charge = (cap > free_bytes ? cap - free_bytes : 0) - c->hcharged;
+        if (charge && futoin_uv_budget_take(c->w->srv->budget, charge) != 0) {
+            return -2;
+        }
+        char* b = realloc(c->hbuf, cap);
+        if (!b) {
+            futoin_uv_budget_give(c->w->srv->budget, charge);
+            return -1;
+        }
+        c->hbuf = b;
+        c->hcap = cap;
+        c->hcharged += charge;
+    }
+    memcpy(c->hbuf + c->hlen, p, len);
+    c->hlen += len;
+    return 0;
+}
+
+/* A head_append() failure as the step's error. */
+static void head_append_failed(FutoInAsyncSteps* as, Conn* c, int rc)
+{
+    if (rc == -2) {
+        http_error(as, c, HTTP_OVERLOADED);
+    } else {
+        futoin_error(as, FUTOIN_INTERNAL_ERROR, "out of memory for a head");
+    }
+}
+
+static void head_line_got(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    Conn* c = data;
+    size_t len = 0;
+    const char* line = futoin_uv_arg_bytes(args, 0, &len);
+    size_t n = 0;
+    size_t before = c->hlen;
+    int scan = http_head_scan(line ? line : "", len, before, c->w->srv->opt.limits.max_head, &n);
+    /* A line ends at its LF: it is either well-formed (MORE, or DONE when
+     * it is the empty line) or holds a bare CR or ends in a bare LF. */
+    if (scan == HTTP_SCAN_BAD || (scan == HTTP_SCAN_MORE && n != len)) {
+        http_error(as, c, HTTP_BAD_REQUEST);
+        return;
+    }
+    int rc = head_append(c, line, len);
+    if (rc != 0) {
+        head_append_failed(as, c, rc);
+        return;
+    }
+    if (scan == HTTP_SCAN_DONE) {
+        futoin_break(as, NULL);
+    }
+}
+
+static void head_rest_got(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    Conn* c = data;
+    size_t len = 0;
+    const char* rest = futoin_uv_arg_bytes(args, 0, &len);
+    int rc = head_append(c, rest ? rest : "", len);
+    if (rc != 0) {
+        head_append_failed(as, c, rc);
+        return;
+    }
+    futoin_break(as, NULL);
+}
+
+/* A head that is not all here: taken line by line, each line checked as it
+ * comes, so that a bare CR or LF is answered at once (a head whose lines end
+ * in bare LFs never brings the CRLFCRLF a delimited read would wait for). */
+static void head_iter(FutoInAsyncSteps* as, void* data)
+{
+    Conn* c = data;
+    size_t n = 0;
+    switch (head_scan(c, &n)) {
+    case HTTP_SCAN_DONE:
+        futoin_uv_read_exact(as, c->s, n);
+        futoin_add(as, head_rest_got, NULL, c);
+        break;
+    case HTTP_SCAN_BAD: http_error(as, c, HTTP_BAD_REQUEST); break;
+    case HTTP_SCAN_FULL: http_error(as, c, too_large_route(c)); break;
+    default:
+        futoin_uv_read_until(as, c->s, "\n", c->w->srv->opt.limits.max_head - c->hlen);
+        futoin_add(as, head_line_got, NULL, c);
+        break;
+    }
+}
+
 static void rq_head_read(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
     Conn* c = data;
     c->phase = PH_HEAD;
-    futoin_uv_read_until(as, c->s, "\r\n\r\n", c->w->srv->opt.limits.max_head);
+    c->hlen = 0;
+    c->in_hbuf = 0;
+    /* A verdict of head_buffered() stands: more bytes cannot change it. */
+    size_t n = c->scan_n;
+    int scan = c->scan != HTTP_SCAN_MORE ? c->scan : head_scan(c, &n);
+    switch (scan) {
+    case HTTP_SCAN_DONE:
+        /* The common case: the whole head is here, read without a copy. */
+        futoin_uv_read_exact(as, c->s, n);
+        break;
+    case HTTP_SCAN_BAD: set_error(c, HTTP_BAD_REQUEST); break;
+    case HTTP_SCAN_FULL: set_error(c, too_large_route(c)); break;
+    default:
+        c->in_hbuf = 1;
+        futoin_loop(as, head_iter, c, NULL);
+        break;
+    }
 }
 
-/* The head does not fit max_head: 414 if its request line is too long
- * already, 431 otherwise. */
+/* A line that does not fit max_head: 414 or 431. */
 static void rq_head_eh(FutoInAsyncSteps* as, void* data, const char* code)
 {
     Conn* c = data;
@@ -510,12 +674,7 @@ static void rq_head_eh(FutoInAsyncSteps* as, void* data, const char* code)
             || strncmp(futoin_error_info(as), "ENOBUFS: read: delimiter", 24) != 0) {
         return;
     }
-    size_t len = 0;
-    const char* p = futoin_uv_stream_peek(c->s, &len);
-    size_t max_line = c->w->srv->opt.limits.max_line;
-    size_t scan = len < max_line + 2 ? len : max_line + 2;
-    const char* cr = p ? memchr(p, '\r', scan) : NULL;
-    set_error(c, cr && (size_t)(cr - p) <= max_line ? HTTP_HEAD_TOO_LARGE : HTTP_URI_TOO_LONG);
+    set_error(c, too_large_route(c));
     futoin_success(as);
 }
 
@@ -550,13 +709,38 @@ static void body_cl_iter(FutoInAsyncSteps* as, void* data)
     read_body_piece(as, c);
 }
 
+/* A line read up to its LF: its length without the CRLF, or -1 when it does
+ * not end in CRLF or holds another CR. */
+static long crlf_line(const char* line, size_t len)
+{
+    if (!line || len < 2 || line[len - 2] != '\r' || memchr(line, '\r', len - 2)) {
+        return -1;
+    }
+    return (long)(len - 2);
+}
+
+/* 1 when the first line of what is buffered has a bare CR or LF already:
+ * answered now rather than after the line limit or the read timeout. */
+static int buffered_line_bad(Conn* c)
+{
+    size_t len = 0;
+    const char* p = futoin_uv_stream_peek(c->s, &len);
+    const char* lf = p ? memchr(p, '\n', len) : NULL;
+    size_t n = 0;
+    if (lf) {
+        len = (size_t)(lf - p) + 1;
+    }
+    return p && http_head_scan(p, len, 1, SIZE_MAX, &n) == HTTP_SCAN_BAD;
+}
+
 static void chunk_size_got(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     Conn* c = data;
     size_t len = 0;
     const char* line = futoin_uv_arg_bytes(args, 0, &len);
+    long n = crlf_line(line, len);
     uint64_t size;
-    if (!line || http_parse_chunk_size(line, len, &size) != 0) {
+    if (n < 0 || http_parse_chunk_size(line, (size_t)n, &size) != 0) {
         http_error(as, c, HTTP_BAD_REQUEST);
         return;
     }
@@ -576,8 +760,8 @@ static void chunk_end_got(FutoInAsyncSteps* as, void* data, const FutoInArgs* ar
 {
     Conn* c = data;
     size_t len = 0;
-    futoin_uv_arg_bytes(args, 0, &len);
-    if (len != 0) {
+    const char* crlf = futoin_uv_arg_bytes(args, 0, &len);
+    if (crlf_line(crlf, len) != 0) {
         http_error(as, c, HTTP_BAD_REQUEST);
         return;
     }
@@ -589,18 +773,38 @@ static void trailer_got(FutoInAsyncSteps* as, void* data, const FutoInArgs* args
     Conn* c = data;
     size_t len = 0;
     const char* line = futoin_uv_arg_bytes(args, 0, &len);
-    if (len == 0) {
+    long n = crlf_line(line, len);
+    if (n < 0) {
+        http_error(as, c, HTTP_BAD_REQUEST);
+        return;
+    }
+    c->trailer_bytes += len;
+    if (n == 0) {
         c->chunk_state = CH_DONE;
         return;
     }
-    c->trailer_bytes += len + 2;
-    if (c->trailer_bytes > c->w->srv->opt.limits.max_head) {
-        http_error(as, c, HTTP_HEAD_TOO_LARGE);
-        return;
-    }
-    if (!line || !memchr(line, ':', len) || line[0] == ' ' || line[0] == '\t') {
+    const char *colon, *vs, *ve;
+    if (http_field_line(line, (size_t)n, &colon, &vs, &ve) != 0) {
         http_error(as, c, HTTP_BAD_REQUEST);
     }
+}
+
+/* The trailer section (its lines and the empty line that ends it) is
+ * limited by max_head like a head: 431 above. */
+static void read_trailer_line(FutoInAsyncSteps* as, Conn* c)
+{
+    size_t max = c->w->srv->opt.limits.max_head;
+    size_t len = 0;
+    const char* p = futoin_uv_stream_peek(c->s, &len);
+    size_t n = 0;
+    /* before + 1: an empty first line ends a trailer section */
+    switch (http_head_scan(p ? p : "", len, c->trailer_bytes + 1, max + 1, &n)) {
+    case HTTP_SCAN_BAD: http_error(as, c, HTTP_BAD_REQUEST); return;
+    case HTTP_SCAN_FULL: http_error(as, c, HTTP_HEAD_TOO_LARGE); return;
+    default: break;
+    }
+    futoin_uv_read_until(as, c->s, "\n", max - c->trailer_bytes);
+    futoin_add(as, trailer_got, NULL, c);
 }
 
 static void body_chunked_iter(FutoInAsyncSteps* as, void* data)
@@ -608,7 +812,11 @@ static void body_chunked_iter(FutoInAsyncSteps* as, void* data)
     Conn* c = data;
     switch (c->chunk_state) {
     case CH_SIZE:
-        futoin_uv_read_line(as, c->s, MAX_CHUNK_LINE);
+        if (buffered_line_bad(c)) {
+            http_error(as, c, HTTP_BAD_REQUEST);
+            return;
+        }
+        futoin_uv_read_until(as, c->s, "\n", MAX_CHUNK_LINE);
         futoin_add(as, chunk_size_got, NULL, c);
         break;
     case CH_DATA:
@@ -616,16 +824,16 @@ static void body_chunked_iter(FutoInAsyncSteps* as, void* data)
             read_body_piece(as, c);
         } else {
             c->chunk_state = CH_DATA_END;
-            futoin_uv_read_line(as, c->s, 2); /* the CRLF after the data */
+            if (buffered_line_bad(c)) {
+                http_error(as, c, HTTP_BAD_REQUEST);
+                return;
+            }
+            /* Exactly CRLF: anything else overflows the 2 bytes (400). */
+            futoin_uv_read_until(as, c->s, "\n", 2);
             futoin_add(as, chunk_end_got, NULL, c);
         }
         break;
-    case CH_TRAILER: {
-        size_t max = c->w->srv->opt.limits.max_head;
-        futoin_uv_read_line(as, c->s, max - (c->trailer_bytes < max ? c->trailer_bytes : max) + 2);
-        futoin_add(as, trailer_got, NULL, c);
-        break;
-    }
+    case CH_TRAILER: read_trailer_line(as, c); break;
     default: futoin_break(as, NULL); break;
     }
 }
@@ -658,7 +866,10 @@ static void rq_parse(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
         return;
     }
     size_t len = 0;
-    const char* head = futoin_uv_arg_bytes(args, 0, &len);
+    const char* head = c->in_hbuf ? c->hbuf : futoin_uv_arg_bytes(args, 0, &len);
+    if (c->in_hbuf) {
+        len = c->hlen;
+    }
     if (!head) {
         head = "";
     }
@@ -674,6 +885,7 @@ static void rq_parse(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
     const HttpServerOptions* o = &c->w->srv->opt;
     http_parse_head(head, len, &o->limits, &c->req);
     c->have_req = 1;
+    head_free(c); /* not kept while the request is handled */
     HttpRequest* r = &c->req;
     if (r->close || (!r->chunked && r->content_length == 0)) {
         return;
@@ -701,27 +913,15 @@ static void rq_parse(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
     }
 }
 
-/* 1 when the whole head is buffered already (the common case: a request
- * arrives in one packet), so that reading it cannot wait. */
+/* 1 when what is buffered decides the head already (the common case: a
+ * request arrives in one packet), so that reading it cannot wait. */
 static int head_buffered(Conn* c)
 {
-    size_t len = 0;
-    const char* p = futoin_uv_stream_peek(c->s, &len);
-    size_t max = c->w->srv->opt.limits.max_head;
-    if (len > max) {
-        len = max;
-    }
-    for (const char* end = p + len; p && p + 4 <= end;) {
-        const char* cr = memchr(p, '\r', (size_t)(end - p) - 3);
-        if (!cr) {
-            return 0;
-        }
-        if (memcmp(cr, "\r\n\r\n", 4) == 0) {
-            return 1;
-        }
-        p = cr + 1;
-    }
-    return 0;
+    c->hlen = 0;
+    c->in_hbuf = 0;
+    c->scan_n = 0;
+    c->scan = head_scan(c, &c->scan_n);
+    return c->scan != HTTP_SCAN_MORE;
 }
 
 static void it_request(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
@@ -758,7 +958,11 @@ static void it_request_eh(FutoInAsyncSteps* as, void* data, const char* code)
             && strncmp(info, "ENOBUFS: read: input budget", 27) == 0) {
         set_error(c, HTTP_OVERLOADED);
     } else if (strcmp(code, FUTOIN_COMM_ERROR) == 0 && strncmp(info, "ENOBUFS:", 8) == 0) {
-        set_error(c, HTTP_BAD_REQUEST); /* a chunk line too long */
+        /* A line that does not fit: a trailer line is part of the trailer
+         * section, limited like a head; a chunk-size line or the CRLF after
+         * chunk data is malformed. */
+        set_error(c, c->phase == PH_BODY && c->chunk_state == CH_TRAILER ? HTTP_HEAD_TOO_LARGE
+                                                                         : HTTP_BAD_REQUEST);
     } else {
         return;
     }

@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -372,6 +373,243 @@ static void test_framing(void** state)
     HttpStats st = stats();
     assert_int_equal(st.errors, 0);
     assert_true(st.client_errors >= 17);
+    stop();
+}
+
+/* ---- strict framing, table-driven ---- */
+
+/* One request as raw bytes and what the server must answer. Unless
+ * `alone`, a pipelined "GET / ... Connection: close" follows the bytes in
+ * the same send: after a 2xx it must be answered too (the framing ended
+ * where it should), after an error it must not be (the connection closes
+ * right after the error response). split > 0: the bytes go in two sends
+ * with a pause between, so that the server sees a partial head or body
+ * (whatever it sees, the outcome must be the same); split BYTEWISE: one
+ * byte per send, with a pause after each. */
+#define BYTEWISE ((size_t)-1)
+typedef struct FramingCase {
+    const char* what;
+    const char* request;
+    int status;
+    const char* body; /* NULL: not checked */
+    int alone;
+    size_t split;
+} FramingCase;
+
+#define POSTC "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+#define HELLO_BODY "Hello from AsyncSteps\n"
+
+static const FramingCase g_framing[] = {
+    /* well-framed: answered, and the pipelined request after them too */
+    {"chunked", POSTC "5\r\nhello\r\n0\r\n\r\n", 200, "received 5 bytes\n", 0, 0},
+    {"two chunks", POSTC "5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n", 200, "received 11 bytes\n", 0, 0},
+    {"extension", POSTC "5;a=b\r\nhello\r\n0\r\n\r\n", 200, "received 5 bytes\n", 0, 0},
+    {"BWS before ;", POSTC "5 ;a\r\nhello\r\n0\r\n\r\n", 200, "received 5 bytes\n", 0, 0},
+    {"BWS around =, quoted", POSTC "5; a = \"x y\"\r\nhello\r\n0\r\n\r\n", 200, "received 5 bytes\n", 0, 0},
+    {"leading zeros", POSTC "000005\r\nhello\r\n0\r\n\r\n", 200, "received 5 bytes\n", 0, 0},
+    {"upper-case hex", POSTC "A\r\n0123456789\r\n0\r\n\r\n", 200, "received 10 bytes\n", 0, 0},
+    {"last-chunk extension", POSTC "5\r\nhello\r\n0;end\r\n\r\n", 200, "received 5 bytes\n", 0, 0},
+    {"trailers", POSTC "5\r\nhello\r\n0\r\nX-T: 1\r\nY-T: two words\r\n\r\n", 200, "received 5 bytes\n", 0, 0},
+    {"empty chunked body", POSTC "0\r\n\r\n", 200, "received 0 bytes\n", 0, 0},
+    {"chunked in pieces", POSTC "5\r\nhello\r\n0\r\nX-T: 1\r\n\r\n", 200, "received 5 bytes\n", 0,
+            sizeof(POSTC) + 4},
+    {"head in pieces", "GET / HTTP/1.1\r\nHost: t\r\n\r\n", 200, HELLO_BODY, 0, 16},
+    {"head split in a CRLF", "GET / HTTP/1.1\r\nHost: t\r\n\r\n", 200, HELLO_BODY, 0, 15},
+    {"leading empty line", "\r\nGET / HTTP/1.1\r\nHost: t\r\n\r\n", 200, HELLO_BODY, 0, 0},
+    {"Content-Length", "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello", 200,
+            "received 5 bytes\n", 0, 0},
+    {"leading empty line, byte by byte", "\r\nGET / HTTP/1.1\r\nHost: t\r\n\r\n", 200, HELLO_BODY, 0,
+            BYTEWISE},
+    {"chunked with a trailer, byte by byte", POSTC "5;a=\"b\"\r\nhello\r\n0\r\nX-T: 1\r\n\r\n", 200,
+            "received 5 bytes\n", 0, BYTEWISE},
+
+    /* a bare LF ending a line of the chunked body */
+    {"bare LF after chunk size", POSTC "5\nhello\r\n0\r\n\r\n", 400, NULL, 0, 0},
+    {"bare LF after chunk data", POSTC "5\r\nhello\n0\r\n\r\n", 400, NULL, 0, 0},
+    {"bare LF after chunk data, alone", POSTC "5\r\nhello\n", 400, NULL, 1, 0},
+    {"bare LF after last chunk", POSTC "5\r\nhello\r\n0\n\r\n", 400, NULL, 0, 0},
+    {"bare LF ending the trailer", POSTC "5\r\nhello\r\n0\r\n\n", 400, NULL, 0, 0},
+    {"bare LF after a trailer line", POSTC "5\r\nhello\r\n0\r\nX-T: 1\n\r\n", 400, NULL, 0, 0},
+    {"bare LF after trailer lines", POSTC "5\r\nhello\r\n0\r\nX-T: 1\r\n\n", 400, NULL, 0, 0},
+    {"bare LF after chunk size, in pieces", POSTC "5\nhello\r\n0\r\n\r\n", 400, NULL, 0,
+            sizeof(POSTC) - 1},
+    {"bare LF after chunk data, byte by byte", POSTC "5\r\nhello\n0\r\n\r\n", 400, NULL, 0,
+            BYTEWISE},
+    {"bare LF in a trailer, byte by byte", POSTC "0\r\nX-T: 1\n\r\n", 400, NULL, 0, BYTEWISE},
+    /* a bare CR */
+    {"bare CR after chunk size", POSTC "5\rhello\r\n0\r\n\r\n", 400, NULL, 0, 0},
+    {"bare CR after chunk data", POSTC "5\r\nhello\r0\r\n\r\n", 400, NULL, 0, 0},
+    {"bare CR after last chunk", POSTC "5\r\nhello\r\n0\r\r\n\r\n", 400, NULL, 0, 0},
+    {"bare CR in a trailer line", POSTC "5\r\nhello\r\n0\r\nX-T: a\rb\r\n\r\n", 400, NULL, 0, 0},
+    {"bare CR ending a trailer line", POSTC "5\r\nhello\r\n0\r\nX-T: 1\r\r\n\r\n", 400, NULL, 0, 0},
+    {"chunk data longer than its size", POSTC "5\r\nhelloXX\r\n0\r\n\r\n", 400, NULL, 0, 0},
+    /* heads: 400 at once (the read timeout is 30 s: a 408 cannot come) */
+    {"head of bare LFs", "GET / HTTP/1.1\nHost: t\n\n", 400, NULL, 1, 0},
+    {"head of bare LFs, in pieces", "GET / HTTP/1.1\nHost: t\n\n", 400, NULL, 1, 8},
+    {"head of bare LFs, byte by byte", "GET / HTTP/1.1\nHost: t\n\n", 400, NULL, 1, BYTEWISE},
+    {"bare CR in a field, byte by byte", "GET / HTTP/1.1\r\nHost: t\rX: y\r\n\r\n", 400, NULL, 1,
+            BYTEWISE},
+    {"head with CRLF then bare LFs, in pieces", "GET / HTTP/1.1\r\nHost: t\n\n", 400, NULL, 1, 16},
+    {"bare LF ending a field", "GET / HTTP/1.1\r\nHost: t\n\r\n", 400, NULL, 1, 0},
+    {"bare LF as the empty line", "GET / HTTP/1.1\r\nHost: t\r\n\n", 400, NULL, 1, 0},
+    {"bare LF as the empty line, pipelined", "GET / HTTP/1.1\r\nHost: t\r\n\n", 400, NULL, 0, 0},
+    {"bare CR after the request line", "GET / HTTP/1.1\rHost: t\r\n\r\n", 400, NULL, 0, 0},
+    {"bare CR in a field", "GET / HTTP/1.1\r\nHost: t\rX: y\r\n\r\n", 400, NULL, 0, 0},
+    {"bare CR, no LF after it", "GET / HTTP/1.1\r\nHost: t\rX", 400, NULL, 1, 0},
+    /* chunk-size syntax (RFC 9112 7.1) */
+    {"blank after chunk size", POSTC "5 \r\nhello\r\n0\r\n\r\n", 400, NULL, 0, 0},
+    {"tab after chunk size", POSTC "5\t\r\nhello\r\n0\r\n\r\n", 400, NULL, 0, 0},
+    {"blank before chunk size", POSTC " 5\r\nhello\r\n0\r\n\r\n", 400, NULL, 0, 0},
+    {"plus sign", POSTC "+5\r\nhello\r\n0\r\n\r\n", 400, NULL, 0, 0},
+    {"minus sign", POSTC "-5\r\nhello\r\n0\r\n\r\n", 400, NULL, 0, 0},
+    {"0x prefix", POSTC "0x5\r\nhello\r\n0\r\n\r\n", 400, NULL, 0, 0},
+    {"empty chunk size", POSTC "\r\nhello\r\n0\r\n\r\n", 400, NULL, 0, 0},
+    {"not hex", POSTC "zz\r\n", 400, NULL, 0, 0},
+    {"';' without a name", POSTC "5;\r\nhello\r\n0\r\n\r\n", 400, NULL, 0, 0},
+    {"blank after an extension", POSTC "5;a \r\nhello\r\n0\r\n\r\n", 400, NULL, 0, 0},
+    {"'=' without a value", POSTC "5;a=\r\nhello\r\n0\r\n\r\n", 400, NULL, 0, 0},
+    {"unterminated quoted-string", POSTC "5;a=\"x\r\nhello\r\n0\r\n\r\n", 400, NULL, 0, 0},
+    {"two names without ';'", POSTC "5;a b\r\nhello\r\n0\r\n\r\n", 400, NULL, 0, 0},
+    {"a control in an extension", POSTC "5;a=\x01\r\nhello\r\n0\r\n\r\n", 400, NULL, 0, 0},
+    {"size above max_body", POSTC "3e9\r\n", 413, NULL, 0, 0},
+    {"size of 64 bits", POSTC "ffffffffffffffff\r\n", 413, NULL, 0, 0},
+    {"size overflowing 64 bits", POSTC "10000000000000000\r\nhello\r\n", 413, NULL, 0, 0},
+    /* trailer section syntax */
+    {"folded trailer line", POSTC "0\r\nX-T: 1\r\n folded\r\n\r\n", 400, NULL, 0, 0},
+    {"trailer line without a colon", POSTC "0\r\nNoColon\r\n\r\n", 400, NULL, 0, 0},
+    {"blank before a trailer colon", POSTC "0\r\nX-T : 1\r\n\r\n", 400, NULL, 0, 0},
+};
+
+/* Sends a case's bytes and checks the answer, the pipelined request's and
+ * the close. */
+static void framing_case(const FramingCase* k)
+{
+    size_t len = strlen(k->request);
+    const char* tail = k->alone ? "" : GET_CLOSE("/");
+    char* bytes = malloc(len + strlen(tail) + 1);
+    assert_non_null(bytes);
+    memcpy(bytes, k->request, len);
+    strcpy(bytes + len, tail);
+    size_t total = strlen(bytes);
+    int fd = conn();
+    size_t split = k->split < total ? k->split : 0;
+    if (k->split == BYTEWISE) {
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        for (size_t i = 0; i < total; ++i) {
+            if (send_all(fd, bytes + i, 1) != 0) {
+                break; /* the server answered and closed already */
+            }
+            sleep_ms(1);
+        }
+    } else {
+        assert_int_equal(send_all(fd, bytes, split ? split : total), 0);
+    }
+    if (split) {
+        sleep_ms(30);
+        assert_int_equal(send_all(fd, bytes + split, total - split), 0);
+    }
+    Resp r;
+    int status = read_resp(fd, &r);
+    int ok = status == k->status && (!k->body || strcmp(r.body, k->body) == 0);
+    if (ok && status >= 300) {
+        ok = r.close && at_eof(fd); /* and the pipelined request is not answered */
+    } else if (ok && !k->alone) {
+        Resp next;
+        ok = !r.close && read_resp(fd, &next) == 200 && next.close && at_eof(fd);
+    }
+    if (!ok) {
+        print_error("case \"%s\": status %d close %d body \"%s\" (expected %d%s%s)\nhead: %s\n",
+                k->what, status, r.close, r.body, k->status, k->body ? " and " : "",
+                k->body ? k->body : "", r.head);
+    }
+    close(fd);
+    free(bytes);
+    if (!ok) {
+        fail();
+    }
+}
+
+/* A trailer section (after "0\r\n") of `lines` lines "N: aaa...", each
+ * `line_len` bytes with its CRLF, then the empty line. */
+static char* trailer_case(size_t lines, size_t line_len)
+{
+    size_t head = strlen(POSTC "0\r\n");
+    char* s = malloc(head + lines * line_len + 3);
+    assert_non_null(s);
+    memcpy(s, POSTC "0\r\n", head);
+    char* p = s + head;
+    for (size_t i = 0; i < lines; ++i) {
+        memset(p, 'a', line_len - 2);
+        p[0] = (char)('A' + i % 26);
+        p[1] = ':';
+        p[2] = ' ';
+        memcpy(p + line_len - 2, "\r\n", 2);
+        p += line_len;
+    }
+    memcpy(p, "\r\n", 3);
+    return s;
+}
+
+static void test_strict_framing(void** state)
+{
+    (void)state;
+    HttpServerOptions o;
+    test_options(&o);
+    o.limits.max_line = 100;
+    o.limits.max_head = 512;
+    o.limits.max_body = 1000;
+    /* Long: an answer that waited for more bytes would be a 408 after 30 s
+     * (and the client gives up after CLIENT_TIMEOUT_MS); a 400 comes only
+     * from the parser. */
+    o.read_timeout_ms = 30000;
+    o.idle_timeout_ms = 30000;
+    start(&o);
+    size_t n = sizeof(g_framing) / sizeof(g_framing[0]);
+    for (size_t i = 0; i < n; ++i) {
+        framing_case(&g_framing[i]);
+    }
+
+    /* Built at run time: limits. The trailer section (its lines and the
+     * empty line) is limited by max_head (512) like a head. */
+    char* exact = trailer_case(1, 510); /* 510 + 2: exactly max_head */
+    char* over_by_one = trailer_case(1, 511); /* the limit falls on the empty line */
+    char* in_line = trailer_case(1, 600);     /* ... inside the only line */
+    char* second = trailer_case(2, 300);      /* ... inside the second line */
+    char* many = trailer_case(40, 20);        /* ... after many short lines */
+    char big_head[1024];
+    snprintf(big_head, sizeof(big_head), "GET / HTTP/1.1\r\nHost: t\r\nX-Big: %0600d\r\n\r\n", 0);
+    char long_line[1024];
+    snprintf(long_line, sizeof(long_line), "GET /%0300d HTTP/1.1\r\nHost: t\r\n\r\n", 0);
+    char sum_over[1200];
+    snprintf(sum_over, sizeof(sum_over), POSTC "3e8\r\n%01000d\r\n1\r\nx\r\n0\r\n\r\n", 0);
+    char sum_exact[1200];
+    snprintf(sum_exact, sizeof(sum_exact), POSTC "3e7\r\n%0999d\r\n1\r\nx\r\n0\r\n\r\n", 0);
+    const FramingCase built[] = {
+        {"trailer of exactly max_head", exact, 200, "received 0 bytes\n", 0, 0},
+        {"trailer over max_head by its empty line", over_by_one, 431, NULL, 0, 0},
+        {"trailer over max_head inside a line", in_line, 431, NULL, 0, 0},
+        {"trailer over max_head inside a line, in pieces", in_line, 431, NULL, 0, 100},
+        {"trailer over max_head inside the second line", second, 431, NULL, 0, 0},
+        {"trailer over max_head after many lines", many, 431, NULL, 0, 0},
+        {"head over max_head", big_head, 431, NULL, 0, 0},
+        {"head over max_head, in pieces", big_head, 431, NULL, 0, 30},
+        {"request line over max_line, in pieces", long_line, 414, NULL, 0, 10},
+        {"chunks adding up to max_body", sum_exact, 200, "received 1000 bytes\n", 0, 0},
+        {"chunks adding up to more than max_body", sum_over, 413, NULL, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof(built) / sizeof(built[0]); ++i) {
+        framing_case(&built[i]);
+    }
+    free(exact);
+    free(over_by_one);
+    free(in_line);
+    free(second);
+    free(many);
+
+    HttpStats st = stats();
+    assert_int_equal(st.read_timeouts, 0);
+    assert_int_equal(st.errors, 0);
     stop();
 }
 
@@ -902,6 +1140,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_args),
         cmocka_unit_test(test_framing),
+        cmocka_unit_test(test_strict_framing),
         cmocka_unit_test(test_idle_and_read_timeouts),
         cmocka_unit_test(test_max_requests),
         cmocka_unit_test(test_pipelined_readers_that_never_read),
