@@ -282,6 +282,13 @@ void futoin__misuse(Flow* fl, const char* fmt, ...)
     vsnprintf(buf, sizeof(buf), fmt, ap);
     va_end(ap);
     if (fl && futoin__flow_in_step(fl)) {
+        /* A call of the step that failed for memory cannot tell the step,
+         * which goes on with calls that are misuse only because of it:
+         * that failure stays the step's error. */
+        if (fl->out == OUT_ERROR
+                && strstr(futoin__root_info(futoin__flow_root(fl)), "out of memory") != NULL) {
+            return;
+        }
         fail_running_step(fl, buf);
         return;
     }
