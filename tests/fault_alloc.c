@@ -1,0 +1,246 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The fault-injecting allocator of fault_alloc.h. The executable's own
+ * definitions of the allocation functions win over the C library's (and
+ * over the weak ones of AddressSanitizer's runtime) for every caller in
+ * the process. They forward to the allocator they replace: ASan's when it
+ * is linked in (its memory must go back to its free()), else the next
+ * definition in lookup order, found with dlsym(RTLD_NEXT). dlsym() itself
+ * may allocate before the real functions are known: those few requests
+ * are served from a static buffer that free() recognises and ignores.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "fault_alloc.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* AddressSanitizer's entry points (absent without it). */
+extern void* __interceptor_malloc(size_t size) __attribute__((weak));
+extern void* __interceptor_calloc(size_t n, size_t size) __attribute__((weak));
+extern void* __interceptor_realloc(void* p, size_t size) __attribute__((weak));
+extern void __interceptor_free(void* p) __attribute__((weak));
+extern void* __interceptor_aligned_alloc(size_t align, size_t size) __attribute__((weak));
+extern int __interceptor_posix_memalign(void** out, size_t align, size_t size)
+        __attribute__((weak));
+
+typedef struct {
+    void* (*malloc)(size_t);
+    void* (*calloc)(size_t, size_t);
+    void* (*realloc)(void*, size_t);
+    void (*free)(void*);
+    void* (*aligned_alloc)(size_t, size_t);
+    int (*posix_memalign)(void**, size_t, size_t);
+} RealAlloc;
+
+static RealAlloc real;
+static int resolving;
+
+static _Alignas(max_align_t) unsigned char boot_buf[8192];
+static size_t boot_used;
+
+static _Atomic int armed;
+static _Atomic unsigned long counted;
+static _Atomic unsigned long injected;
+static FaultMode fault_mode;
+static unsigned long fault_n;
+
+static void* boot_alloc(size_t size)
+{
+    size_t a = _Alignof(max_align_t);
+    size = (size + a - 1) / a * a;
+    if (size > sizeof(boot_buf) - boot_used) {
+        return NULL;
+    }
+    void* p = boot_buf + boot_used;
+    boot_used += size;
+    memset(p, 0, size);
+    return p;
+}
+
+static int is_boot(const void* p)
+{
+    return (const unsigned char*)p >= boot_buf && (const unsigned char*)p < boot_buf + sizeof(boot_buf);
+}
+
+static void resolve(void)
+{
+    if (real.malloc || resolving) {
+        return;
+    }
+    if (__interceptor_malloc) {
+        real.calloc = __interceptor_calloc;
+        real.realloc = __interceptor_realloc;
+        real.free = __interceptor_free;
+        real.aligned_alloc = __interceptor_aligned_alloc;
+        real.posix_memalign = __interceptor_posix_memalign;
+        real.malloc = __interceptor_malloc;
+        return;
+    }
+    resolving = 1;
+    /* Through an object pointer: ISO C has no function pointer casts from
+     * void*, POSIX guarantees the representation. */
+    void* sym;
+    sym = dlsym(RTLD_NEXT, "calloc");
+    memcpy(&real.calloc, &sym, sizeof(sym));
+    sym = dlsym(RTLD_NEXT, "realloc");
+    memcpy(&real.realloc, &sym, sizeof(sym));
+    sym = dlsym(RTLD_NEXT, "free");
+    memcpy(&real.free, &sym, sizeof(sym));
+    sym = dlsym(RTLD_NEXT, "aligned_alloc");
+    memcpy(&real.aligned_alloc, &sym, sizeof(sym));
+    sym = dlsym(RTLD_NEXT, "posix_memalign");
+    memcpy(&real.posix_memalign, &sym, sizeof(sym));
+    sym = dlsym(RTLD_NEXT, "malloc");
+    memcpy(&real.malloc, &sym, sizeof(sym));
+    resolving = 0;
+}
+
+__attribute__((constructor)) static void fault_init(void)
+{
+    resolve();
+}
+
+/* Counts an allocation while armed; 1 when it must fail. */
+static int inject(void)
+{
+    if (!atomic_load_explicit(&armed, memory_order_acquire)) {
+        return 0;
+    }
+    unsigned long k = atomic_fetch_add(&counted, 1) + 1;
+    int fail = fault_mode == FAULT_ONCE ? k == fault_n : fault_mode == FAULT_FROM ? k >= fault_n : 0;
+    if (fail) {
+        atomic_fetch_add(&injected, 1);
+        errno = ENOMEM;
+    }
+    return fail;
+}
+
+void fault_arm(FaultMode mode, unsigned long n)
+{
+    atomic_store(&armed, 0);
+    fault_mode = mode;
+    fault_n = n;
+    atomic_store(&counted, 0);
+    atomic_store(&injected, 0);
+    atomic_store_explicit(&armed, 1, memory_order_release);
+}
+
+void fault_disarm(void)
+{
+    atomic_store(&armed, 0);
+}
+
+unsigned long fault_count(void)
+{
+    return atomic_load(&counted);
+}
+
+unsigned long fault_injected(void)
+{
+    return atomic_load(&injected);
+}
+
+int fault_works(void)
+{
+    /* Through a volatile pointer: the compiler may not pair and drop the
+     * malloc()/free() below. */
+    void* (*volatile m)(size_t) = malloc;
+    fault_arm(FAULT_ONCE, 1);
+    void* p = m(32);
+    fault_disarm();
+    free(p);
+    return p == NULL && fault_injected() == 1;
+}
+
+void* malloc(size_t size)
+{
+    resolve();
+    if (!real.malloc) {
+        return boot_alloc(size);
+    }
+    return inject() ? NULL : real.malloc(size);
+}
+
+void* calloc(size_t n, size_t size)
+{
+    resolve();
+    if (!real.calloc) {
+        return n && size > SIZE_MAX / n ? NULL : boot_alloc(n * size);
+    }
+    return inject() ? NULL : real.calloc(n, size);
+}
+
+void* realloc(void* p, size_t size)
+{
+    resolve();
+    if (p && is_boot(p)) {
+        void* n = malloc(size);
+        if (n) {
+            memcpy(n, p, size < sizeof(boot_buf) - (size_t)((unsigned char*)p - boot_buf)
+                            ? size
+                            : sizeof(boot_buf) - (size_t)((unsigned char*)p - boot_buf));
+        }
+        return n;
+    }
+    /* realloc(p, 0) frees: not an allocation that can fail. */
+    if (size == 0 && p) {
+        return real.realloc(p, size);
+    }
+    return inject() ? NULL : real.realloc(p, size);
+}
+
+void free(void* p)
+{
+    if (!p || is_boot(p)) {
+        return;
+    }
+    resolve();
+    real.free(p);
+}
+
+void* aligned_alloc(size_t align, size_t size)
+{
+    resolve();
+    return inject() ? NULL : real.aligned_alloc(align, size);
+}
+
+int posix_memalign(void** out, size_t align, size_t size)
+{
+    resolve();
+    return inject() ? ENOMEM : real.posix_memalign(out, align, size);
+}
+
+void* memalign(size_t align, size_t size)
+{
+    void* p = NULL;
+    return posix_memalign(&p, align < sizeof(void*) ? sizeof(void*) : align, size) == 0 ? p : NULL;
+}
+
+char* strdup(const char* s)
+{
+    size_t n = strlen(s) + 1;
+    char* p = malloc(n);
+    if (p) {
+        memcpy(p, s, n);
+    }
+    return p;
+}
+
+char* strndup(const char* s, size_t max)
+{
+    size_t n = strnlen(s, max);
+    char* p = malloc(n + 1);
+    if (p) {
+        memcpy(p, s, n);
+        p[n] = '\0';
+    }
+    return p;
+}
