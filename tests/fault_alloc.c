@@ -16,11 +16,13 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <execinfo.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* AddressSanitizer's entry points (absent without it). */
 extern void* __interceptor_malloc(size_t size) __attribute__((weak));
@@ -47,6 +49,7 @@ static _Alignas(max_align_t) unsigned char boot_buf[8192];
 static size_t boot_used;
 
 static _Atomic int armed;
+static int quiet; /* fault_works(): no backtrace */
 static _Atomic unsigned long counted;
 static _Atomic unsigned long injected;
 static FaultMode fault_mode;
@@ -108,8 +111,10 @@ __attribute__((constructor)) static void fault_init(void)
     resolve();
 }
 
-/* Counts an allocation while armed; 1 when it must fail. */
-static int inject(void)
+/* Counts an allocation while armed; 1 when it must fail. Inlined into
+ * each allocation function, so that the backtrace's first frame is that
+ * function and the second its caller. */
+static inline __attribute__((always_inline)) int inject(void)
 {
     if (!atomic_load_explicit(&armed, memory_order_acquire)) {
         return 0;
@@ -117,7 +122,18 @@ static int inject(void)
     unsigned long k = atomic_fetch_add(&counted, 1) + 1;
     int fail = fault_mode == FAULT_ONCE ? k == fault_n : fault_mode == FAULT_FROM ? k >= fault_n : 0;
     if (fail) {
-        atomic_fetch_add(&injected, 1);
+        /* Where the first failure struck, for the report of a run that
+         * goes wrong (backtrace_symbols_fd() does not allocate). */
+        if (atomic_fetch_add(&injected, 1) == 0 && !quiet) {
+            void* frames[24];
+            int n = backtrace(frames, 24);
+            static const char head[] = "fault_alloc: failed allocation called from:\n";
+            ssize_t w = write(2, head, sizeof(head) - 1);
+            (void)w;
+            if (n > 1) {
+                backtrace_symbols_fd(frames + 1, n - 1, 2);
+            }
+        }
         errno = ENOMEM;
     }
     return fail;
@@ -125,6 +141,9 @@ static int inject(void)
 
 void fault_arm(FaultMode mode, unsigned long n)
 {
+    /* backtrace() loads its unwinder on first use, which allocates. */
+    void* frame;
+    (void)backtrace(&frame, 1);
     atomic_store(&armed, 0);
     fault_mode = mode;
     fault_n = n;
@@ -153,9 +172,11 @@ int fault_works(void)
     /* Through a volatile pointer: the compiler may not pair and drop the
      * malloc()/free() below. */
     void* (*volatile m)(size_t) = malloc;
+    quiet = 1;
     fault_arm(FAULT_ONCE, 1);
     void* p = m(32);
     fault_disarm();
+    quiet = 0;
     free(p);
     return p == NULL && fault_injected() == 1;
 }
