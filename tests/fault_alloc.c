@@ -24,6 +24,11 @@
 #include <string.h>
 #include <unistd.h>
 
+/* The allocation functions run before AddressSanitizer has set up its
+ * shadow memory (its own start-up allocates): they must not be
+ * instrumented. */
+#define FAULT_RAW __attribute__((no_sanitize("address", "undefined")))
+
 /* AddressSanitizer's entry points (absent without it). */
 extern void* __interceptor_malloc(size_t size) __attribute__((weak));
 extern void* __interceptor_calloc(size_t n, size_t size) __attribute__((weak));
@@ -32,6 +37,24 @@ extern void __interceptor_free(void* p) __attribute__((weak));
 extern void* __interceptor_aligned_alloc(size_t align, size_t size) __attribute__((weak));
 extern int __interceptor_posix_memalign(void** out, size_t align, size_t size)
         __attribute__((weak));
+
+/* LeakSanitizer takes what the dynamic loader allocates for backtrace()
+ * for a leak once its caller is this file's malloc(): such allocations are
+ * made with it disabled. */
+extern void __lsan_disable(void) __attribute__((weak));
+extern void __lsan_enable(void) __attribute__((weak));
+
+FAULT_RAW static int backtrace_unleaked(void** frames, int max)
+{
+    if (__lsan_disable) {
+        __lsan_disable();
+    }
+    int n = backtrace(frames, max);
+    if (__lsan_enable) {
+        __lsan_enable();
+    }
+    return n;
+}
 
 typedef struct {
     void* (*malloc)(size_t);
@@ -55,7 +78,7 @@ static _Atomic unsigned long injected;
 static FaultMode fault_mode;
 static unsigned long fault_n;
 
-static void* boot_alloc(size_t size)
+FAULT_RAW static void* boot_alloc(size_t size)
 {
     size_t a = _Alignof(max_align_t);
     size = (size + a - 1) / a * a;
@@ -68,12 +91,12 @@ static void* boot_alloc(size_t size)
     return p;
 }
 
-static int is_boot(const void* p)
+FAULT_RAW static int is_boot(const void* p)
 {
     return (const unsigned char*)p >= boot_buf && (const unsigned char*)p < boot_buf + sizeof(boot_buf);
 }
 
-static void resolve(void)
+FAULT_RAW static void resolve(void)
 {
     if (real.malloc || resolving) {
         return;
@@ -111,12 +134,37 @@ __attribute__((constructor)) static void fault_init(void)
     resolve();
 }
 
+/* AddressSanitizer's start of a thread needs pthread_getattr_np(), which
+ * allocates (through helpers of the C library), to succeed: those
+ * allocations are not the program's. */
+FAULT_RAW static int sanitizer_needs(void)
+{
+    /* backtrace() may allocate (its first call loads the unwinder). */
+    static _Thread_local int inside;
+    if (inside) {
+        return 1;
+    }
+    inside = 1;
+    void* frames[12];
+    int n = backtrace_unleaked(frames, 12);
+    inside = 0;
+    for (int i = 1; i < n; ++i) {
+        Dl_info info;
+        if (dladdr(frames[i], &info) && info.dli_sname
+                && strcmp(info.dli_sname, "pthread_getattr_np") == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* Counts an allocation while armed; 1 when it must fail. Inlined into
  * each allocation function, so that the backtrace's first frame is that
  * function and the second its caller. */
-static inline __attribute__((always_inline)) int inject(void)
+static inline __attribute__((always_inline)) FAULT_RAW int inject(void)
 {
-    if (!atomic_load_explicit(&armed, memory_order_acquire)) {
+    if (!atomic_load_explicit(&armed, memory_order_acquire)
+            || (__interceptor_malloc && sanitizer_needs())) {
         return 0;
     }
     unsigned long k = atomic_fetch_add(&counted, 1) + 1;
@@ -141,9 +189,13 @@ static inline __attribute__((always_inline)) int inject(void)
 
 void fault_arm(FaultMode mode, unsigned long n)
 {
-    /* backtrace() loads its unwinder on first use, which allocates. */
-    void* frame;
-    (void)backtrace(&frame, 1);
+    /* backtrace() loads its unwinder on first use, which allocates (in
+     * the child that runs the program: the dynamic loader's memory is
+     * then never reported as a leak of the test). */
+    if (!quiet) {
+        void* frame;
+        (void)backtrace_unleaked(&frame, 1);
+    }
     atomic_store(&armed, 0);
     fault_mode = mode;
     fault_n = n;
@@ -181,7 +233,7 @@ int fault_works(void)
     return p == NULL && fault_injected() == 1;
 }
 
-void* malloc(size_t size)
+FAULT_RAW void* malloc(size_t size)
 {
     resolve();
     if (!real.malloc) {
@@ -190,7 +242,7 @@ void* malloc(size_t size)
     return inject() ? NULL : real.malloc(size);
 }
 
-void* calloc(size_t n, size_t size)
+FAULT_RAW void* calloc(size_t n, size_t size)
 {
     resolve();
     if (!real.calloc) {
@@ -199,7 +251,7 @@ void* calloc(size_t n, size_t size)
     return inject() ? NULL : real.calloc(n, size);
 }
 
-void* realloc(void* p, size_t size)
+FAULT_RAW void* realloc(void* p, size_t size)
 {
     resolve();
     if (p && is_boot(p)) {
@@ -218,7 +270,7 @@ void* realloc(void* p, size_t size)
     return inject() ? NULL : real.realloc(p, size);
 }
 
-void free(void* p)
+FAULT_RAW void free(void* p)
 {
     if (!p || is_boot(p)) {
         return;
@@ -227,25 +279,25 @@ void free(void* p)
     real.free(p);
 }
 
-void* aligned_alloc(size_t align, size_t size)
+FAULT_RAW void* aligned_alloc(size_t align, size_t size)
 {
     resolve();
     return inject() ? NULL : real.aligned_alloc(align, size);
 }
 
-int posix_memalign(void** out, size_t align, size_t size)
+FAULT_RAW int posix_memalign(void** out, size_t align, size_t size)
 {
     resolve();
     return inject() ? ENOMEM : real.posix_memalign(out, align, size);
 }
 
-void* memalign(size_t align, size_t size)
+FAULT_RAW void* memalign(size_t align, size_t size)
 {
     void* p = NULL;
     return posix_memalign(&p, align < sizeof(void*) ? sizeof(void*) : align, size) == 0 ? p : NULL;
 }
 
-char* strdup(const char* s)
+FAULT_RAW char* strdup(const char* s)
 {
     size_t n = strlen(s) + 1;
     char* p = malloc(n);
@@ -255,7 +307,7 @@ char* strdup(const char* s)
     return p;
 }
 
-char* strndup(const char* s, size_t max)
+FAULT_RAW char* strndup(const char* s, size_t max)
 {
     size_t n = strnlen(s, max);
     char* p = malloc(n + 1);

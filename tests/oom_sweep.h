@@ -112,8 +112,9 @@ enum {
 };
 
 /* 1 when the failure fault_alloc.c reported in text was an allocation of
- * libuv itself: the first caller outside the C library and the dynamic
- * linker (pthread_create() allocates for libuv's threads) is libuv. */
+ * libuv itself: the first caller outside the allocation functions, the C
+ * library and the dynamic linker (pthread_create() allocates for libuv's
+ * threads) is libuv. */
 static inline int oom_failed_in_libuv(const char* text)
 {
     const char* p = strstr(text, "fault_alloc: failed allocation called from:\n");
@@ -126,7 +127,14 @@ static inline int oom_failed_in_libuv(const char* text)
         size_t len = end ? (size_t)(end - p) : strlen(p);
         char line[256];
         snprintf(line, sizeof(line), "%.*s", (int)len, p);
-        if (!strstr(line, "/libc.so") && !strstr(line, "/ld-linux")) {
+        static const char* const skip[] = { "/libc.so", "/ld-linux", "(malloc+", "(calloc+",
+            "(realloc+", "(aligned_alloc+", "(posix_memalign+", "(memalign+", "(strdup+",
+            "(strndup+", "(pthread_create+" /* AddressSanitizer's interceptor */ };
+        int skipped = 0;
+        for (size_t i = 0; i < sizeof(skip) / sizeof(skip[0]); ++i) {
+            skipped |= strstr(line, skip[i]) != NULL;
+        }
+        if (!skipped) {
             return strstr(line, "/libuv.so") != NULL;
         }
         if (!end) {
