@@ -163,12 +163,15 @@ FAULT_RAW static int sanitizer_needs(void)
  * function and the second its caller. */
 static inline __attribute__((always_inline)) FAULT_RAW int inject(void)
 {
-    if (!atomic_load_explicit(&armed, memory_order_acquire)
-            || (__interceptor_malloc && sanitizer_needs())) {
+    if (!atomic_load_explicit(&armed, memory_order_acquire)) {
         return 0;
     }
     unsigned long k = atomic_fetch_add(&counted, 1) + 1;
     int fail = fault_mode == FAULT_ONCE ? k == fault_n : fault_mode == FAULT_FROM ? k >= fault_n : 0;
+    /* Asked only of an allocation about to fail: it walks the stack. */
+    if (fail && __interceptor_malloc && sanitizer_needs()) {
+        fail = 0;
+    }
     if (fail) {
         /* Where the first failure struck, for the report of a run that
          * goes wrong (backtrace_symbols_fd() does not allocate). */
