@@ -16,7 +16,6 @@
 
 #include "common/slab_pool.h"
 
-
 #define XDRAIN_MAX 1024u
 
 typedef struct {
