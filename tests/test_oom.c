@@ -247,6 +247,8 @@ static OomResult engine_program(char* why, size_t size)
             break;
         }
         roots[i] = as;
+        /* All roots yield in the same burst: the loop's ring must grow. */
+        futoin_relinquish(as);
         futoin_add(as, nested, nested_eh, r);
         futoin_add(as, wait_timeout, timeout_eh, r);
         futoin_add(as, run_parallel, NULL, r);
