@@ -61,7 +61,7 @@ extern "C" {
 /** @name Construction */
 /** @{ */
 
-/** A new root AsyncSteps on loop. Returns NULL on allocation failure. */
+/** A new root AsyncSteps on loop. Out of memory: returns NULL. */
 FutoInAsyncSteps* futoin_asyncsteps_new(FutoInLoop* loop);
 
 /** Frees a root (cancelling it first if it runs: cancel handlers are called).
@@ -164,7 +164,8 @@ static inline FutoInBinaryValue futoin_val_cstr(const char* s)
     return r;
 }
 /** A heap copy of s, freed by the value's cleanup (exactly once, by the
- * engine, after the receiving step returns). Type NULL if out of memory. */
+ * engine, after the receiving step returns). Out of memory: a value of type
+ * NULL (no value). */
 FutoInBinaryValue futoin_val_strdup(const char* s);
 /** A custom object: the cleanup of type (may be NULL) is called with the value. */
 FutoInBinaryValue futoin_val_custom(const FutoInType* type, void* object);
@@ -241,7 +242,10 @@ static inline void* futoin_arg_custom(const FutoInArgs* args, int i)
 /** @name Common API (spec 2.2.1) */
 /** @{ */
 
-/** Adds a step (f, optional error handler eh); data is passed to both. */
+/** Adds a step (f, optional error handler eh); data is passed to both.
+ * Out of memory (a new slab of step nodes): the process aborts with
+ * "futoin: out of memory" on stderr, as for all of the engine's
+ * bookkeeping (docs/SEMANTICS.md "Memory"). */
 static inline void futoin_add(FutoInAsyncSteps* as, FutoInAsyncSteps_execute_callback f,
         FutoInAsyncSteps_error_callback eh, void* data)
 {
@@ -249,7 +253,8 @@ static inline void futoin_add(FutoInAsyncSteps* as, FutoInAsyncSteps_execute_cal
 }
 /** Adds a parallel step; add steps to the returned interface to make branches.
  * The returned interface is valid until the current callback returns (or,
- * on a root that has not started, until execute()). */
+ * on a root that has not started, until execute()). Out of memory: the
+ * process aborts with the message (engine bookkeeping). */
 static inline FutoInAsyncSteps* futoin_parallel(
         FutoInAsyncSteps* as, FutoInAsyncSteps_error_callback eh, void* data)
 {
@@ -262,7 +267,10 @@ static inline FutoInAsyncSteps* futoin_parallel(
  * its variable recorded, and cleaned up with the others. Once the root's
  * free() has been called (also from a cleanup run while it is freed) no
  * variable is created: NULL, allocate() is not called, and the misuse
- * handler is told; existing variables can still be looked up. */
+ * handler is told; existing variables can still be looked up. Out of
+ * memory: what allocate() returns (NULL if it failed) is returned and
+ * recorded; the engine's own table of variables aborts the process with
+ * the message. */
 static inline void* futoin_state(FutoInAsyncSteps* as, const char* name,
         void* (*allocate)(void* data), void (*cleanup)(void* data, void* value), void* data)
 {
@@ -288,19 +296,24 @@ static inline void futoin_stack_no_cleanup_(void* value)
 /** Memory that lives until the current step is destroyed; cleanup (optional)
  * runs first. Zero-filled, aligned for any type. size: 0 to PTRDIFF_MAX
  * less a small header; a larger size, or memory that cannot be had, gives
- * NULL (no cleanup is registered, the step goes on). */
+ * NULL (no cleanup is registered, the step goes on). Out of memory: NULL for
+ * a block larger than the pooled size; a new slab of pooled blocks aborts
+ * the process with the message. */
 static inline void* futoin_stack(FutoInAsyncSteps* as, size_t size, void (*cleanup)(void* value))
 {
     /* Other implementations may call the cleanup without a NULL check. */
     return as->api->stack(as, size, cleanup ? cleanup : futoin_stack_no_cleanup_);
 }
-/** Adds a step synchronized on a FutoInSync object (Mutex, Throttle, ...). */
+/** Adds a step synchronized on a FutoInSync object (Mutex, Throttle, ...).
+ * Out of memory: a wait record that cannot be had fails the step with
+ * InternalError "sync object: out of memory"; a Throttle window timer that
+ * cannot be armed aborts the process with the message. */
 static inline void futoin_add_sync(FutoInAsyncSteps* as, FutoInSync* sync,
         FutoInAsyncSteps_execute_callback f, FutoInAsyncSteps_error_callback eh, void* data)
 {
     as->api->addSync(as, sync, data, f, eh);
 }
-/** A new independent root on the same loop. */
+/** A new independent root on the same loop. Out of memory: NULL. */
 static inline FutoInAsyncSteps* futoin_new_instance(FutoInAsyncSteps* as)
 {
     return as->api->newInstance(as);
@@ -323,12 +336,18 @@ static inline ptrdiff_t futoin_root_id(FutoInAsyncSteps* as)
  * result injection after sub-steps. Ownership of the values passes to the
  * engine, which cleans them up exactly once. Works on any implementation
  * of the interface: there, values of a step that never runs are cleaned
- * up when the root is freed (docs/INTEROP.md). */
+ * up when the root is freed (docs/INTEROP.md). Out of memory: on another
+ * implementation the step fails with InternalError "successStep(): out of
+ * memory" (the values are cleaned up); the engine's own records abort the
+ * process with the message. */
 void futoin_success_step(FutoInAsyncSteps* as, FutoInArgs* args);
 
 /** Adds a step that yields to the loop once (spec 1.15 relinquish()): other
  * flows and loop callbacks run before the flow continues. Any
- * implementation: elsewhere the step waits for sched_immediate(). */
+ * implementation: elsewhere the step waits for sched_immediate(). Out of
+ * memory: when the loop cannot queue the trip, the flow goes through the
+ * ready queue instead (other flows and loop work still run first); a new
+ * step node aborts the process with the message. */
 void futoin_relinquish(FutoInAsyncSteps* as);
 
 /** Copies the model's top-level steps into as (the root's queue before
@@ -337,7 +356,8 @@ void futoin_relinquish(FutoInAsyncSteps* as);
  * (spec 1.5; deprecated upstream). A model must not have been executed.
  * Values with a cleanup in a model's successStep cannot be copied:
  * InternalError. Both as and model must be objects of this library: another
- * implementation's object gets InternalError (on as), nothing is copied. */
+ * implementation's object gets InternalError (on as), nothing is copied.
+ * Out of memory: the process aborts with the message. */
 void futoin_copy_from(FutoInAsyncSteps* as, FutoInAsyncSteps* model);
 
 /** @} */
@@ -355,7 +375,8 @@ static inline void futoin_success(FutoInAsyncSteps* as)
     futoin_success_empty(as);
 }
 /** Completes the step with up to four values (args NULL: none); ownership
- * passes to the engine. */
+ * passes to the engine. Out of memory (a box for the values): the process
+ * aborts with the message, as for futoin_success1() to futoin_success4(). */
 static inline void futoin_success_args(FutoInAsyncSteps* as, FutoInArgs* args)
 {
     if (!args) {
@@ -405,20 +426,24 @@ static inline void futoin_success4(FutoInAsyncSteps* as, FutoInBinaryValue a0,
     as->api->success(as, &a);
 }
 /** Fails the step with code (one of FUTOIN_* or your own) and optional info,
- * which becomes error_info. Return from the callback right after. */
+ * which becomes error_info. Return from the callback right after. Out of
+ * memory (copies of code and info): the process aborts with the message. */
 static inline void futoin_error(FutoInAsyncSteps* as, const char* code, const char* info)
 {
     as->api->handle_error(as, code, info);
 }
 /** Fails the step with Timeout unless it completes within timeout_ms
  * (covers its sub-steps too; any uint32_t, see futoin_loop_deferred()).
- * A second call replaces the first. */
+ * A second call replaces the first. Out of memory: the timer cannot be
+ * armed and the step fails with InternalError "setTimeout(): out of
+ * memory" (it never waits without its timeout). */
 static inline void futoin_set_timeout(FutoInAsyncSteps* as, uint32_t timeout_ms)
 {
     as->api->setTimeout(as, timeout_ms);
 }
 /** ch(as, data) runs if the step is aborted (root cancel, timeout, a sibling
- * branch failing, break/continue out of it) before it completes. */
+ * branch failing, break/continue out of it) before it completes. Out of
+ * memory (the frame's side record): the process aborts with the message. */
 static inline void futoin_set_cancel(
         FutoInAsyncSteps* as, FutoInAsyncSteps_cancel_callback ch, void* data)
 {
@@ -474,13 +499,15 @@ int futoin_owned_error(FutoInAsyncSteps* as, const void* key, const char* code, 
 /** @name Loops (spec 2.2.4): inside an execute callback */
 /** @{ */
 
-/** Runs f until futoin_break(); label (may be NULL) names the loop. */
+/** Runs f until futoin_break(); label (may be NULL) names the loop. Out of
+ * memory: the process aborts with the message (engine bookkeeping). */
 static inline void futoin_loop(FutoInAsyncSteps* as,
         void (*f)(FutoInAsyncSteps* as, void* data), void* data, const char* label)
 {
     as->api->loop(as, data, f, label);
 }
-/** Runs f(as, data, i) for i = 0 .. count-1; label (may be NULL) names the loop. */
+/** Runs f(as, data, i) for i = 0 .. count-1; label (may be NULL) names the loop.
+ * Out of memory: the process aborts with the message (engine bookkeeping). */
 static inline void futoin_repeat(FutoInAsyncSteps* as, size_t count,
         void (*f)(FutoInAsyncSteps* as, void* data, size_t i), void* data, const char* label)
 {
@@ -505,7 +532,8 @@ typedef void (*FutoInForEachArrayFn)(FutoInAsyncSteps* as, void* data, size_t i,
  * count > 0, elem_size >= 1, count * elem_size must fit in size_t and the
  * array must not wrap around the address space; otherwise the step fails
  * with InternalError naming the value (misuse report where no step runs)
- * and no loop is added. */
+ * and no loop is added. Out of memory: the process aborts with the message
+ * (engine bookkeeping), as for futoin_foreach_pairs(). */
 void futoin_foreach_array(FutoInAsyncSteps* as, const void* base, size_t count, size_t elem_size,
         FutoInForEachArrayFn f, void* data, const char* label);
 
@@ -519,7 +547,7 @@ typedef void (*FutoInForEachPairFn)(
         FutoInAsyncSteps* as, void* data, const char* key, const FutoInBinaryValue* value);
 /** forEach over key/value pairs, in array order. count * sizeof(FutoInKeyValue)
  * must fit in size_t without wrapping the address space (else InternalError,
- * as for futoin_foreach_array). */
+ * as for futoin_foreach_array). Out of memory: as futoin_foreach_array(). */
 void futoin_foreach_pairs(FutoInAsyncSteps* as, const FutoInKeyValue* pairs, size_t count,
         FutoInForEachPairFn f, void* data, const char* label);
 
@@ -530,7 +558,10 @@ void futoin_foreach_pairs(FutoInAsyncSteps* as, const FutoInKeyValue* pairs, siz
 /** @{ */
 
 /** Starts the root; unhandled_error(as, data, code) is called if an error
- * escapes every handler (NULL: reported to the misuse handler). */
+ * escapes every handler (NULL: reported to the misuse handler). Out of
+ * memory: starting never needs memory (the loop keeps room for the engine's
+ * dispatcher); a step that needs more frames than the flow has aborts the
+ * process with the message. */
 static inline void futoin_execute(FutoInAsyncSteps* root,
         FutoInAsyncSteps_error_callback unhandled_error, void* data)
 {
@@ -552,7 +583,7 @@ static inline void futoin_cancel(FutoInAsyncSteps* root)
 /** A completion: resolved or rejected once, awaited by one step at a time (opaque). */
 typedef struct FutoInCompletion FutoInCompletion;
 
-/** A new completion, neither resolved nor rejected. Returns NULL on allocation failure. */
+/** A new completion, neither resolved nor rejected. Out of memory: NULL. */
 FutoInCompletion* futoin_completion_new(void);
 /** Resolves with args (may be NULL; ownership passes on). Returns 0, or -1 if
  * the completion was already resolved or rejected (args are then cleaned up). */
@@ -565,7 +596,9 @@ void futoin_completion_free(FutoInCompletion* c);
  * error; cancelling the step detaches it from c. One awaiting step at a time;
  * a second one fails with InternalError. Any implementation of the
  * interface; there, a registration whose step never runs is released when
- * the root is freed (until then c cannot be awaited again). */
+ * the root is freed (until then c cannot be awaited again). Out of memory:
+ * on another implementation the step fails with InternalError "await(): out
+ * of memory"; the engine's own records abort the process with the message. */
 void futoin_await(FutoInAsyncSteps* as, FutoInCompletion* c,
         FutoInAsyncSteps_error_callback eh, void* data);
 
@@ -599,7 +632,9 @@ enum {
 };
 
 /** Executes root and runs its loop until the root completes. Returns a
- * FUTOIN_PROMISE_* value; out receives the outcome. */
+ * FUTOIN_PROMISE_* value; out receives the outcome. Out of memory: as
+ * futoin_execute() and the root's steps (a step's InternalError is
+ * FUTOIN_PROMISE_ERROR). */
 int futoin_promise(FutoInAsyncSteps* root, FutoInOutcome* out);
 /** Releases the values held in an outcome. */
 void futoin_outcome_reset(FutoInOutcome* out);

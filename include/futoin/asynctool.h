@@ -39,10 +39,11 @@ typedef struct FutoInLoop FutoInLoop;
 /** A loop callback: immediate or deferred, called with its data. */
 typedef void (*FutoInLoopCallback)(void* data);
 
-/** Creates a loop on the real monotonic clock. Returns NULL on allocation failure. */
+/** Creates a loop on the real monotonic clock. Out of memory: NULL. */
 FutoInLoop* futoin_loop_new(void);
 
-/** Creates a loop on a virtual clock starting at 0 ms (the test variant). */
+/** Creates a loop on a virtual clock starting at 0 ms (the test variant).
+ * Out of memory: NULL. */
 FutoInLoop* futoin_loop_new_virtual(void);
 
 /** Frees the loop. Pending callbacks are dropped without being called.
@@ -51,7 +52,10 @@ void futoin_loop_free(FutoInLoop* loop);
 
 /** Queues cb(data) to run on the next round, after what is already queued.
  * Any thread; from another thread the returned handle is a cross-thread
- * handle (see futoin_loop_try_cancel). */
+ * handle (see futoin_loop_try_cancel). Out of memory: a zeroed handle, and
+ * cb never runs; a schedule another thread was given a handle for but the
+ * loop thread cannot queue aborts the process with "futoin: out of memory"
+ * on stderr. */
 FutoInHandle futoin_loop_immediate(FutoInLoop* loop, void* data, FutoInLoopCallback cb);
 
 /** Queues cb(data) to run once delay_ms have passed (0 is allowed: it runs on
@@ -60,13 +64,15 @@ FutoInHandle futoin_loop_immediate(FutoInLoop* loop, void* data, FutoInLoopCallb
  * saturate at the clock's end (UINT64_MAX ns, about 584 years) instead of
  * wrapping. Timers due at the same time run in the order they were scheduled. Any thread; from another
  * thread the delay counts from the call (real clock) or from when the loop
- * thread receives it (virtual clock). */
+ * thread receives it (virtual clock). Out of memory: as
+ * futoin_loop_immediate(). */
 FutoInHandle futoin_loop_deferred(
         FutoInLoop* loop, uint32_t delay_ms, void* data, FutoInLoopCallback cb);
 
 /** Cancels a pending callback and zeroes *handle. A no-op for a zeroed handle,
  * a handle whose callback already ran or was cancelled, or NULL. Any
- * thread: same as futoin_loop_try_cancel without the answer. */
+ * thread: same as futoin_loop_try_cancel without the answer. Out of memory:
+ * as futoin_loop_try_cancel(). */
 void futoin_loop_cancel(FutoInLoop* loop, FutoInHandle* handle);
 
 /** futoin_loop_cancel that reports the outcome (and zeroes *handle):
@@ -79,7 +85,9 @@ void futoin_loop_cancel(FutoInLoop* loop, FutoInHandle* handle);
  * Cross-thread handles (made by a schedule call from another thread) are
  * decided on the spot from any thread: the cancel and the loop thread
  * starting the callback race on one atomic word, so exactly one of them
- * wins; 1 means the callback never runs, 0 means it runs (or ran). */
+ * wins; 1 means the callback never runs, 0 means it runs (or ran).
+ * Out of memory (only a queued cancel needs memory): the process aborts
+ * with the message, since a lost cancel would let the callback run. */
 int futoin_loop_try_cancel(FutoInLoop* loop, FutoInHandle* handle);
 
 /** 1 while the callback behind handle is still pending, else 0. From
@@ -204,7 +212,9 @@ int64_t futoin_loop_next_delay(const FutoInLoop* loop);
 
 /** Makes run() return after the current callback. Any thread: from another
  * thread run() returns when the request reaches the loop thread (before
- * the next callback it would have run). */
+ * the next callback it would have run). Out of memory (a stop from another
+ * thread is queued): the process aborts with the message, since a lost stop
+ * would leave the loop running. */
 void futoin_loop_stop(FutoInLoop* loop);
 
 /** Number of pending callbacks (immediate + deferred). */

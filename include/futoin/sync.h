@@ -101,7 +101,9 @@ enum {
  * spec's default; 0: no waiting, a busy mutex rejects at once).
  * Spec defaults: max = 1, max_queue = unlimited. A Mutex does not use the
  * loop (it may be NULL).
- * Returns NULL when max is 0 or on allocation failure. */
+ * Returns NULL when max is 0. Out of memory: NULL. A flow that must wait
+ * when its wait record cannot be had fails with InternalError "sync object:
+ * out of memory". */
 FutoInSync* futoin_mutex_new(FutoInLoop* loop, uint32_t max, uint32_t max_queue);
 
 /* ------------------------------------------------------------------------ */
@@ -129,7 +131,10 @@ FutoInSync* futoin_mutex_new(FutoInLoop* loop, uint32_t max, uint32_t max_queue)
  * An admission counts as an entry even if the flow is cancelled before its
  * critical section starts (the place is not given back).
  * Spec defaults: period_ms = 1000, max_queue = unlimited.
- * Returns NULL when max or period_ms is 0, or on allocation failure. */
+ * Returns NULL when max or period_ms is 0. Out of memory: NULL; a flow's wait
+ * record as for futoin_mutex_new(); a window timer that cannot be armed
+ * (it admits the waiting flows) aborts the process with "futoin: out of
+ * memory" on stderr. */
 FutoInSync* futoin_throttle_new(
         FutoInLoop* loop, uint32_t max, uint32_t period_ms, uint32_t max_queue);
 
@@ -161,7 +166,8 @@ void futoin_limiter_options_init(FutoInLimiterOptions* opts);
  * rejected while one is inside, and a second entry within the same second
  * is rejected too.
  * opts NULL means all defaults. Returns NULL when concurrent, rate or
- * period_ms is 0, or on allocation failure. */
+ * period_ms is 0. Out of memory: as futoin_mutex_new() and
+ * futoin_throttle_new(). */
 FutoInSync* futoin_limiter_new(FutoInLoop* loop, const FutoInLimiterOptions* opts);
 
 /* ------------------------------------------------------------------------ */
@@ -195,7 +201,8 @@ int futoin_sync_free(FutoInSync* sync);
  *    window timer is still finishing on its loop: retry later.
  * Free them with futoin_sync_free() once no flow uses them. */
 /** @{ */
-/** A shared Mutex: futoin_mutex_new() for flows on any loops. */
+/** A shared Mutex: futoin_mutex_new() for flows on any loops (out of
+ * memory: the same outcomes, as for the two below). */
 FutoInSync* futoin_mutex_new_shared(uint32_t max, uint32_t max_queue);
 /** A shared Throttle: futoin_throttle_new() for flows on any loops. */
 FutoInSync* futoin_throttle_new_shared(uint32_t max, uint32_t period_ms, uint32_t max_queue);

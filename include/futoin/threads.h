@@ -49,7 +49,8 @@ typedef struct FutoInLoopThreadHooks {
 
 /** Starts a thread running a new real-clock loop (created on that thread, so
  * futoin_loop_is_same_thread() is true there). Returns once the loop exists,
- * NULL on failure. hooks may be NULL; it is copied. */
+ * NULL on failure. hooks may be NULL; it is copied. Out of memory (the
+ * thread, its loop): NULL. */
 FutoInLoopThread* futoin_loop_thread_start(const FutoInLoopThreadHooks* hooks);
 
 /** The thread's loop: valid until futoin_loop_thread_join() returns. */
@@ -93,7 +94,8 @@ typedef struct FutoInLoopPool FutoInLoopPool;
 
 /** n loops on n threads, n = 0..FUTOIN_THREADS_MAX; 0: one per online CPU
  * (sysconf, at most FUTOIN_THREADS_MAX). NULL on failure; n above
- * FUTOIN_THREADS_MAX: NULL with errno EINVAL, no thread started. */
+ * FUTOIN_THREADS_MAX: NULL with errno EINVAL, no thread started. Out of
+ * memory: NULL. */
 FutoInLoopPool* futoin_loop_pool_new(unsigned n);
 /** The number of loops (threads) of the pool. */
 unsigned futoin_loop_pool_size(const FutoInLoopPool* pool);
@@ -117,7 +119,10 @@ typedef void (*FutoInPoolDone)(void* data, const char* code);
 /** Places a new root on the least-loaded loop (ties: the next loop after the
  * last choice): counts it there, creates it on that loop's thread, runs
  * setup(root, data), executes it and frees it when it ends (after done).
- * Any thread. Returns the loop index, or -1 (pool stopping, no memory). */
+ * Any thread. Returns the loop index, or -1 (pool stopping, no memory).
+ * Out of memory: -1 when the record or the message to the loop cannot be
+ * had (nothing runs); once accepted, a root that cannot be made on the
+ * loop thread gets done(data, "InternalError") at once, without setup. */
 int futoin_loop_pool_spawn(FutoInLoopPool* pool, FutoInPoolSetup setup,
         FutoInPoolDone done, void* data);
 
@@ -159,7 +164,11 @@ typedef void (*FutoInWorkRelease)(void* work_data);
  *  - release(work_data) runs once in every case, on the loop thread.
  * The loop is held while the work is outstanding, so run() waits for it.
  * as must be an object of this library: another implementation's object
- * gets InternalError (its handle_error()) and release(work_data) at once. */
+ * gets InternalError (its handle_error()) and release(work_data) at once.
+ * Out of memory: the step fails with InternalError ("futoin_add_work():
+ * out of memory", or "... cannot start worker threads (out of memory or
+ * threads)"), release(work_data) runs; the step node aborts the process
+ * with "futoin: out of memory". */
 void futoin_add_work(FutoInAsyncSteps* as, FutoInWorkFn fn, void* work_data,
         FutoInWorkRelease release);
 

@@ -150,7 +150,14 @@ typedef struct FutoInUvServer FutoInUvServer;
 /* Backend                                                                   */
 
 /** A new backend on uv_loop (NULL: the backend creates and owns a loop).
- * Creates the FutoInLoop too. Returns NULL on failure. */
+ * Creates the FutoInLoop too. Returns NULL on failure. Out of memory: NULL
+ * (libuv itself aborts when it cannot allocate some of its own structures:
+ * its loop's watcher array, its thread pool).
+ *
+ * Out of memory in a step of this backend (connect, accept, read, write,
+ * shutdown, close): the step fails with InternalError and an error_info that ends in
+ * ": out of memory" (e.g. "ENOMEM: read: out of memory"), never with a
+ * CommError or ConnectError. */
 FutoInUv* futoin_uv_new(uv_loop_t* uv_loop);
 
 /** Frees the backend and its FutoInLoop. Every AsyncSteps root of the loop
@@ -417,7 +424,8 @@ void futoin_uv_close(FutoInAsyncSteps* as, FutoInUvStream* s, int graceful);
  * host: a numeric IPv4/IPv6 address; NULL or "": 127.0.0.1.
  * port: 0..65535, 0 picks a free port (see futoin_uv_server_port()).
  * backlog: 1..INT_MAX (the kernel caps it at SOMAXCONN), 0: 511. A port or
- * backlog out of range, or a NULL uv: NULL with UV_EINVAL, nothing bound. */
+ * backlog out of range, or a NULL uv: NULL with UV_EINVAL, nothing bound.
+ * Out of memory: NULL with UV_ENOMEM. */
 FutoInUvServer* futoin_uv_server_new(FutoInUv* uv, const char* host, unsigned port,
         int backlog, int* uv_error);
 /** Flags of futoin_uv_server_new_ex(). */
@@ -438,7 +446,8 @@ enum {
  * @param backlog  1..INT_MAX, 0: 511
  * @param flags    0 or FUTOIN_UV_SERVER_REUSEPORT; other bits: UV_EINVAL
  * @param uv_error receives the libuv error on failure (may be NULL)
- * @return the listening server with one reference, or NULL
+ * @return the listening server with one reference, or NULL (out of memory:
+ *         NULL with UV_ENOMEM)
  */
 FutoInUvServer* futoin_uv_server_new_ex(FutoInUv* uv, const char* host, unsigned port,
         int backlog, unsigned flags, int* uv_error);

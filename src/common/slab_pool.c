@@ -92,6 +92,12 @@ static void out_of_memory(size_t size)
     abort();
 }
 
+void futoin__out_of_memory(const char* what)
+{
+    fprintf(stderr, "futoin: out of memory: %s\n", what);
+    abort();
+}
+
 void* futoin__xmalloc(size_t size)
 {
     void* p = malloc(size ? size : 1);

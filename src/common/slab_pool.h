@@ -52,6 +52,11 @@ void* futoin__pool_first_slab(const SlabPool* pool);
 void* futoin__pool_next_slab(const void* slab);
 void* futoin__pool_slab_elem(const SlabPool* pool, void* slab, size_t i);
 
+/* Writes "futoin: out of memory: <what>" to stderr and aborts: for the
+ * allocations whose failure nobody could be told of (docs/SEMANTICS.md,
+ * "Memory"). */
+_Noreturn void futoin__out_of_memory(const char* what);
+
 /* malloc/realloc that abort with a message instead of returning NULL. */
 void* futoin__xmalloc(size_t size);
 void* futoin__xrealloc(void* p, size_t size);

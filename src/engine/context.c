@@ -261,6 +261,28 @@ uint8_t futoin__args_take(FutoInArgs* dst, FutoInArgs* src)
     return n;
 }
 
+/* The running step fails: the spec's InternalError. */
+static void fail_running_step(Flow* fl, const char* info)
+{
+    futoin__trace_capture(fl, fl->depth);
+    futoin__flow_set_code(fl, FUTOIN_INTERNAL_ERROR);
+    futoin__set_info(futoin__flow_root(fl), info);
+    ++futoin__flow_ctx(fl)->n_errors;
+    fl->out = OUT_ERROR;
+    fl->add_fr = NULL;
+    fl->ctl = CTL_NONE;
+}
+
+void futoin__step_out_of_memory(Flow* fl, const char* what)
+{
+    if (!futoin__flow_in_step(fl)) {
+        futoin__out_of_memory(what);
+    }
+    char buf[128];
+    snprintf(buf, sizeof(buf), "%s: out of memory", what);
+    fail_running_step(fl, buf);
+}
+
 void futoin__misuse(Flow* fl, const char* fmt, ...)
 {
     char buf[256];
@@ -269,14 +291,14 @@ void futoin__misuse(Flow* fl, const char* fmt, ...)
     vsnprintf(buf, sizeof(buf), fmt, ap);
     va_end(ap);
     if (fl && futoin__flow_in_step(fl)) {
-        /* The running step fails: the spec's InternalError. */
-        futoin__trace_capture(fl, fl->depth);
-        futoin__flow_set_code(fl, FUTOIN_INTERNAL_ERROR);
-        futoin__set_info(futoin__flow_root(fl), buf);
-        ++futoin__flow_ctx(fl)->n_errors;
-        fl->out = OUT_ERROR;
-        fl->add_fr = NULL;
-        fl->ctl = CTL_NONE;
+        /* A call of the step that failed for memory cannot tell the step,
+         * which goes on with calls that are misuse only because of it:
+         * that failure stays the step's error. */
+        if (fl->out == OUT_ERROR
+                && strstr(futoin__root_info(futoin__flow_root(fl)), "out of memory") != NULL) {
+            return;
+        }
+        fail_running_step(fl, buf);
         return;
     }
     if (fl) {

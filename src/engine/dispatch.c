@@ -527,14 +527,22 @@ static int start_frame(Flow* fl, FutoInAsyncSteps_execute_callback fn, void* dat
         }
         return GO_ON;
     }
-    case SK_YIELD:
+    case SK_YIELD: {
+        FutoInHandle h = futoin__loop_immediate2(fl->loop, fl, fl->depth, yield_resume);
+        if (FUTOIN_UNLIKELY(!h.data1)) {
+            /* No memory for the trip through the loop: the ready queue
+             * still lets the loop's other work run before the flow goes
+             * on (the dispatcher's immediate never fails). */
+            futoin__rq_push(fl);
+            return HANDLED;
+        }
         f->flags |= FR_WAIT | FR_TIMER;
-        frame_x(fl, f)->timer = futoin__loop_ref(
-                futoin__loop_immediate2(fl->loop, fl, fl->depth, yield_resume));
+        frame_x(fl, f)->timer = futoin__loop_ref(h);
         /* Owned: only its immediate ends it, never a success() from outside. */
         f->xid |= FUTOIN_XID_OWNED;
         fl->state = FS_WAIT;
         return HANDLED;
+    }
     default:
         return GO_ON;
     }

@@ -44,6 +44,10 @@ struct StackBlock {
 /* ---- context.c ---- */
 /* Releases the flow's code buffer: it reads as "" again. */
 void futoin__flow_code_release(Flow* fl);
+/* An allocation the running step asked for failed: the step fails with
+ * InternalError, error_info "<what>: out of memory". Outside a step there
+ * is nobody to tell: the process aborts with the message. */
+FUTOIN_COLD void futoin__step_out_of_memory(Flow* fl, const char* what);
 
 /* ---- steps.c ---- */
 /* Releases a chain of steps that never started (user cleanups run). */

@@ -14,7 +14,7 @@
  */
 #include "loop/loop_impl.h"
 
-#include <stdio.h>
+#include "common/slab_pool.h"
 
 #define XDRAIN_MAX 1024u
 
@@ -101,8 +101,10 @@ static void xsched_fire(void* data, uintptr_t aux)
     }
 }
 
-/* Loop thread: schedules the carrier. Returns 1 (slot kept) when armed. */
-static int xsched_arm_now(FutoInLoop* loop, XMsg* m)
+/* Loop thread: schedules the carrier. Returns 1 (slot kept) when armed,
+ * 0 when cancelled already or (for the loop thread's own schedule, which
+ * reports it) out of memory. */
+static int xsched_arm_now(FutoInLoop* loop, XMsg* m, int own)
 {
     XSched* x = xsched_of(m);
     if (futoin__xq_st(atomic_load_explicit(&m->state, memory_order_acquire)) != XS_PENDING) {
@@ -116,13 +118,11 @@ static int xsched_arm_now(FutoInLoop* loop, XMsg* m)
         x->carrier = futoin__loop_schedule_call(loop, &carrier);
     }
     if (!x->carrier.data1) {
-        /* Out of memory: the callback cannot run, so resolve the handle
-         * as cancelled (unless a cancel already did). */
-        uint64_t st = atomic_load_explicit(&m->state, memory_order_acquire);
-        if (futoin__xq_st(st) == XS_PENDING) {
-            atomic_compare_exchange_strong(&m->state, &st, (st & ~UINT64_C(3)) | XS_CANCELLED);
+        if (!own) {
+            /* Another thread was handed a handle for it: dropping the
+             * callback would lose work nobody hears of. */
+            futoin__out_of_memory("a cross-thread schedule");
         }
-        fputs("futoin: out of memory: a cross-thread schedule was dropped\n", stderr);
         return 0;
     }
     x->armed = 1;
@@ -131,7 +131,7 @@ static int xsched_arm_now(FutoInLoop* loop, XMsg* m)
 
 static int xsched_run(void* consumer, XMsg* m)
 {
-    return xsched_arm_now(consumer, m);
+    return xsched_arm_now(consumer, m, 0);
 }
 
 /* Fills a slot for cb; deferred with delay_ms if deferred. */
@@ -192,7 +192,7 @@ FutoInHandle futoin__loop_deferred2_x(FutoInLoop* loop, uint32_t delay_ms,
         return handle_none();
     }
     FutoInHandle h = xhandle_make(loop, m);
-    if (!xsched_arm_now(loop, m)) {
+    if (!xsched_arm_now(loop, m, 1)) {
         futoin__xq_free(&loop->xq, m);
         return handle_none();
     }

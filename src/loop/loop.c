@@ -21,6 +21,8 @@
  */
 #include "loop/loop_impl.h"
 
+#include "common/slab_pool.h"
+
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -141,7 +143,7 @@ static ImmSlot* imm_lookup(const FutoInLoop* loop, const FutoInHandle* handle)
     if (ahead >= loop->imm_tail - loop->imm_head) {
         return NULL;
     }
-    ImmSlot* slot = &loop->ring[(loop->imm_head + ahead) & (loop->ring_capacity - 1)];
+    ImmSlot* slot = &loop->ring[(loop->imm_head + ahead) & loop->ring_mask];
     return slot->kind != IMM_DEAD ? slot : NULL;
 }
 
@@ -149,8 +151,8 @@ static ImmSlot* imm_lookup(const FutoInLoop* loop, const FutoInHandle* handle)
  * depends on the capacity). Kept out of line: the push stays small. */
 static FUTOIN_NOINLINE int ring_grow(FutoInLoop* loop)
 {
-    size_t old = loop->ring_capacity;
-    size_t capacity = old ? old * 2 : MIN_POOL;
+    size_t old = loop->ring_mask + 1;
+    size_t capacity = old * 2;
     if (capacity <= old || capacity > SIZE_MAX / sizeof(ImmSlot)) {
         return -1;
     }
@@ -163,7 +165,7 @@ static FUTOIN_NOINLINE int ring_grow(FutoInLoop* loop)
     }
     free(loop->ring);
     loop->ring = ring;
-    loop->ring_capacity = capacity;
+    loop->ring_mask = capacity - 1;
     return 0;
 }
 
@@ -172,7 +174,7 @@ static FUTOIN_NOINLINE int ring_grow(FutoInLoop* loop)
 static FUTOIN_ALWAYS_INLINE void imm_store(
         FutoInLoop* loop, uint64_t seq, LoopFn fn, void* data, uintptr_t aux, uintptr_t kind)
 {
-    ImmSlot* slot = &loop->ring[seq & (loop->ring_capacity - 1)];
+    ImmSlot* slot = &loop->ring[seq & loop->ring_mask];
     slot->fn = fn;
     slot->data = data;
     slot->aux = aux;
@@ -182,12 +184,14 @@ static FUTOIN_ALWAYS_INLINE void imm_store(
 }
 
 /* schedule_immediate() when the ring is full or the driver must hear of
- * it. Out of line so that the common case needs no stack frame. */
-static FUTOIN_NOINLINE FutoInHandle schedule_immediate_slow(
-        FutoInLoop* loop, LoopFn fn, void* data, uintptr_t aux, uintptr_t kind)
+ * it. Out of line so that the common case needs no stack frame. spare is
+ * 1 for ordinary immediates (the last slot is the dispatcher's), 0 for the
+ * dispatcher. */
+static FUTOIN_NOINLINE FutoInHandle schedule_immediate_slow(FutoInLoop* loop, LoopFn fn,
+        void* data, uintptr_t aux, uintptr_t kind, size_t spare)
 {
     uint64_t seq = loop->imm_tail;
-    if (seq - loop->imm_head == loop->ring_capacity && ring_grow(loop) != 0) {
+    if (seq - loop->imm_head + spare > loop->ring_mask && ring_grow(loop) != 0) {
         return handle_none();
     }
     imm_store(loop, seq, fn, data, aux, kind);
@@ -204,9 +208,9 @@ static FUTOIN_ALWAYS_INLINE FutoInHandle schedule_immediate(
         FutoInLoop* loop, LoopFn fn, void* data, uintptr_t aux, uintptr_t kind)
 {
     uint64_t seq = loop->imm_tail;
-    if (FUTOIN_UNLIKELY(seq - loop->imm_head == loop->ring_capacity
+    if (FUTOIN_UNLIKELY(seq - loop->imm_head >= loop->ring_mask
                 || (loop->wakeup != NULL && loop->live_immediates == 0))) {
-        return schedule_immediate_slow(loop, fn, data, aux, kind);
+        return schedule_immediate_slow(loop, fn, data, aux, kind, 1);
     }
     imm_store(loop, seq, fn, data, aux, kind);
     return imm_handle(loop, seq);
@@ -224,7 +228,7 @@ FutoInHandle futoin__loop_schedule_call(FutoInLoop* loop, const LoopCall* call)
 static FUTOIN_ALWAYS_INLINE int run_ring_slot(FutoInLoop* loop)
 {
     uint64_t seq = loop->imm_head;
-    const ImmSlot* slot = &loop->ring[seq & (loop->ring_capacity - 1)];
+    const ImmSlot* slot = &loop->ring[seq & loop->ring_mask];
     loop->imm_head = seq + 1;
     uintptr_t kind = slot->kind;
     if (kind == IMM_DEAD) {
@@ -309,7 +313,17 @@ void futoin__loop_post_local(FutoInLoop* loop, void* data, FutoInLoopCallback cb
 {
     LoopFn fn;
     fn.plain = cb;
-    (void)schedule_immediate(loop, fn, data, 0, IMM_PLAIN);
+    uint64_t seq = loop->imm_tail;
+    if (FUTOIN_UNLIKELY(seq - loop->imm_head > loop->ring_mask
+                || (loop->wakeup != NULL && loop->live_immediates == 0))) {
+        /* The ring's spare slot is ours: this cannot fail unless a second
+         * post is pending, which the engine never makes. */
+        if (!schedule_immediate_slow(loop, fn, data, 0, IMM_PLAIN, 0).data1) {
+            futoin__out_of_memory("the dispatcher's immediate");
+        }
+        return;
+    }
+    imm_store(loop, seq, fn, data, 0, IMM_PLAIN);
 }
 
 FutoInHandle futoin__loop_immediate2(
@@ -390,7 +404,9 @@ int futoin_loop_try_cancel(FutoInLoop* loop, FutoInHandle* handle)
             m->run = futoin__loop_xcancel_record_run;
             futoin__loop_xmsg_post(loop, m);
         } else {
-            fputs("futoin: out of memory: a cross-thread cancel was dropped\n", stderr);
+            /* -1 also means "queued": a dropped cancel would let the
+             * callback run behind the caller's back. */
+            futoin__out_of_memory("a cross-thread cancel");
         }
     }
     *handle = handle_none();
@@ -642,8 +658,8 @@ void futoin_loop_stop(FutoInLoop* loop)
     }
     XMsg* m = futoin__xq_alloc(&loop->xq);
     if (!m) {
-        fputs("futoin: out of memory: a cross-thread stop was dropped\n", stderr);
-        return;
+        /* Nobody to tell, and a lost stop leaves the loop running. */
+        futoin__out_of_memory("a cross-thread stop");
     }
     m->run = futoin__loop_xstop_run;
     futoin__loop_xmsg_post(loop, m);
@@ -703,6 +719,12 @@ static FutoInLoop* loop_create(int is_virtual)
         return NULL;
     }
     memset(loop, 0, size);
+    loop->ring = malloc(MIN_POOL * sizeof(*loop->ring));
+    if (!loop->ring) {
+        free(loop);
+        return NULL;
+    }
+    loop->ring_mask = MIN_POOL - 1;
     loop->free_head = NO_RECORD;
     futoin__timer_heap_init(&loop->timers);
     loop->is_virtual = (uint8_t)is_virtual;

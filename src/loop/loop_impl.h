@@ -110,13 +110,19 @@ struct FutoInLoop {
 
     /* ---- hot: what an immediate and a round touch, one cache line ----
      * Every immediate gets the next sequence number; the one numbered seq
-     * sits in ring[seq & (ring_capacity - 1)] while imm_head <= seq <
-     * imm_tail. Numbers are never reused, so the handle of an immediate
-     * that ran or was cancelled never names a later one. */
-    ImmSlot* ring;         /* capacity is a power of two */
+     * sits in ring[seq & ring_mask] while imm_head <= seq < imm_tail.
+     * Numbers are never reused, so the handle of an immediate that ran or
+     * was cancelled never names a later one.
+     *
+     * The ring exists from the loop's creation and ordinary immediates
+     * leave its last slot free: it is the engine's dispatcher's (at most
+     * one is pending per loop), which therefore never needs memory. Its
+     * failure would leave every root of the loop waiting for a dispatch
+     * that never comes, with nobody to tell. */
+    ImmSlot* ring;         /* ring_mask + 1 slots, a power of two */
     uint64_t imm_head;     /* sequence number of the oldest slot */
     uint64_t imm_tail;     /* sequence number the next immediate gets */
-    size_t ring_capacity;
+    size_t ring_mask;
     size_t live_immediates; /* slots that are not IMM_DEAD */
     /* futoin_loop_set_wakeup(): lets an outer event loop (the libuv
      * backend, say) learn that it must wake up earlier than it planned;

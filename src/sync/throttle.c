@@ -11,6 +11,8 @@
  */
 #include "sync/sync_internal.h"
 
+#include "common/slab_pool.h"
+
 #include <futoin/asyncsteps.h>
 
 static void window_end(void* data);
@@ -39,10 +41,13 @@ static void shared_arm_timer(SyncCore* c)
     FutoInLoop* loop = futoin_asyncsteps_loop(futoin__sync_queue_first(&c->rate_q)->bsi);
     uint32_t seq = ++c->timer_seq;
     c->win_timer = futoin__loop_deferred2_x(loop, delay_to_window_end(c), c, seq, shared_window_end);
-    if (c->win_timer.data1) {
-        c->timer_loop = loop;
-        c->timer_armed = 1;
+    if (!c->win_timer.data1) {
+        /* Without it the queued flows are never admitted, and the flow
+         * whose lock() queued it may not be the one running. */
+        futoin__out_of_memory("a throttle's window timer");
     }
+    c->timer_loop = loop;
+    c->timer_armed = 1;
 }
 
 static void shared_cancel_timer(SyncCore* c)
@@ -69,6 +74,9 @@ static void arm_timer(SyncCore* c)
         return;
     }
     c->win_timer = futoin_loop_deferred(c->loop, delay_to_window_end(c), c, window_end);
+    if (!c->win_timer.data1) {
+        futoin__out_of_memory("a throttle's window timer");
+    }
 }
 
 void futoin__sync_rate_arm_timer(SyncCore* c)

@@ -18,6 +18,7 @@
 
 #include "common/list.h"
 #include "engine/engine_internal.h"
+#include "loop/loop_internal.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -98,6 +99,33 @@ static void spawn_run(void* data)
     pr->setup(as, pr->data);
     futoin__root_on_done(futoin__flow_root(futoin__flow_of(as)), root_done_hook, pr);
     futoin_execute(as, NULL, NULL);
+}
+
+/* What the spawn message carries to the loop thread. */
+typedef struct {
+    PoolSlot* slot;
+    PoolRoot* pr;
+} SpawnMsg;
+
+/* Loop thread, draining the queue. A message rather than a cross-thread
+ * immediate: the latter needs a ring slot on the loop thread, where a
+ * failed allocation could no longer be reported to the caller, who was
+ * told the spawn was accepted. */
+static int spawn_msg_run(void* consumer, XMsg* m)
+{
+    (void)consumer;
+    const SpawnMsg* sm = (const SpawnMsg*)(const void*)m->u.bytes;
+    PoolSlot* s = sm->slot;
+    pthread_mutex_lock(&s->lock);
+    int closed = s->closed;
+    pthread_mutex_unlock(&s->lock);
+    /* Once closed, slot_on_stop() gave every placed root its done() and
+     * freed the record: a message that arrives during the settle after it
+     * has nothing left to do. */
+    if (!closed) {
+        spawn_run(sm->pr);
+    }
+    return 0;
 }
 
 static void slot_on_stop(FutoInLoop* loop, void* data)
@@ -208,23 +236,23 @@ int futoin_loop_pool_spawn(FutoInLoopPool* pool, FutoInPoolSetup setup,
     pr->done = done;
     pr->data = data;
     pthread_mutex_lock(&s->lock);
-    if (s->closed) {
+    /* Under the lock: the loop cannot reach on_stop (and be freed) while
+     * the message is being allocated and posted. */
+    FutoInLoop* loop = s->closed ? NULL : futoin_loop_thread_loop(s->thread);
+    XMsg* m = loop ? futoin__loop_xmsg_alloc(loop) : NULL;
+    if (!m) {
         pthread_mutex_unlock(&s->lock);
         free(pr);
         return -1;
     }
     list_push_front(&s->roots, pr, ROOT_LINK);
     atomic_fetch_add(&s->load, 1);
-    /* Under the lock: the loop cannot reach on_stop (and be freed) while
-     * the message is being posted. */
-    FutoInHandle h = futoin_loop_immediate(futoin_loop_thread_loop(s->thread), pr, spawn_run);
-    if (!h.data1) {
-        unlink_root(s, pr);
-        atomic_fetch_sub(&s->load, 1);
-        pthread_mutex_unlock(&s->lock);
-        free(pr);
-        return -1;
-    }
+    SpawnMsg* sm = (SpawnMsg*)(void*)m->u.bytes;
+    sm->slot = s;
+    sm->pr = pr;
+    m->run = spawn_msg_run;
+    m->drop = NULL;
+    futoin__loop_xmsg_post(loop, m);
     pthread_mutex_unlock(&s->lock);
     return (int)best;
 }

@@ -66,6 +66,7 @@ struct FutoInUvStream {
     FutoInUvBudget* budget;
     size_t charged;
     uint8_t budget_blocked; /* on_alloc refused to grow for the budget */
+    uint8_t alloc_failed;   /* on_alloc could not grow the buffer */
     /* "host:port" of the peer for wait descriptions ("read 10.0.0.1:80"):
      * the connect target, or the accepted peer's address on first use. */
     char peer[112];

@@ -288,6 +288,14 @@ FutoInUv* futoin__uv_require(FutoInAsyncSteps* as, const char* what)
 void futoin__uv_fail(FutoInAsyncSteps* as, const char* code, int err, const char* what)
 {
     char info[256];
+    if (err == UV_ENOMEM) {
+        /* Whoever failed to allocate (libuv, the backend), it is the
+         * library's out-of-memory report, not an I/O error of the peer:
+         * docs/SEMANTICS.md "Memory". */
+        snprintf(info, sizeof(info), "%s: %s: out of memory", uv_err_name(err), what);
+        futoin_error(as, FUTOIN_INTERNAL_ERROR, info);
+        return;
+    }
     snprintf(info, sizeof(info), "%s: %s", uv_err_name(err), what);
     futoin_error(as, code, info);
 }

@@ -229,7 +229,9 @@ static void on_alloc(uv_handle_t* h, size_t suggested, uv_buf_t* buf)
             char* nb = realloc(s->buf, cap);
             if (!nb) {
                 futoin__uv_stream_charge(s, s->cap);
-                /* libuv turns an empty buffer into UV_ENOBUFS. */
+                /* libuv turns an empty buffer into UV_ENOBUFS, which
+                 * on_read() reports as the out of memory it is. */
+                s->alloc_failed = 1;
                 *buf = uv_buf_init(NULL, 0);
                 return;
             }
@@ -284,6 +286,12 @@ static void on_read(uv_stream_t* h, ssize_t nread, const uv_buf_t* buf)
         s->budget_blocked = 0;
         futoin__uv_stream_stop_reading(s);
         futoin__uv_stream_fail_reader(s, UV_ENOBUFS, "read: input budget spent");
+        return;
+    } else if (nread == UV_ENOBUFS && s->alloc_failed) {
+        /* Not sticky either: memory may be back for the next read step. */
+        s->alloc_failed = 0;
+        futoin__uv_stream_stop_reading(s);
+        futoin__uv_stream_fail_reader(s, UV_ENOMEM, "read");
         return;
     } else if (nread < 0) {
         if (nread == UV_EOF) {
