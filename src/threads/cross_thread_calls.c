@@ -123,11 +123,9 @@ void futoin__xflow_success(Flow* fl, FutoInArgs* args, const void* key)
 {
     XMsg* m = futoin__loop_xmsg_alloc(fl->loop);
     if (!m) {
-        if (args) {
-            futoin__args_drop(args);
-        }
-        fputs("futoin: out of memory: a cross-thread success() was dropped\n", stderr);
-        return;
+        /* Dropped, the step would wait for good, and the caller, on
+         * another thread, has no way to hear of it (SEMANTICS.md "Memory"). */
+        futoin__out_of_memory("a cross-thread success() cannot be queued");
     }
     XSuccess* x = (XSuccess*)(void*)m->u.bytes;
     x->fl = fl;
@@ -192,8 +190,7 @@ static void xflow_error_post(Flow* fl, const char* code, const char* info, const
 {
     XMsg* m = futoin__loop_xmsg_alloc(fl->loop);
     if (!m) {
-        fputs("futoin: out of memory: a cross-thread error() was dropped\n", stderr);
-        return;
+        futoin__out_of_memory("a cross-thread error() cannot be queued");
     }
     XError* x = (XError*)(void*)m->u.bytes;
     x->fl = fl;
@@ -254,8 +251,9 @@ static void post_root_op(Flow* fl, FutoInXRun run, const char* what)
 {
     XMsg* m = futoin__loop_xmsg_alloc(fl->loop);
     if (!m) {
-        fprintf(stderr, "futoin: out of memory: a cross-thread %s was dropped\n", what);
-        return;
+        char buf[64];
+        snprintf(buf, sizeof(buf), "a cross-thread %s cannot be queued", what);
+        futoin__out_of_memory(buf);
     }
     ((XRootOp*)(void*)m->u.bytes)->fl = fl;
     m->run = run;

@@ -52,6 +52,10 @@ struct WorkItem {
     FutoInArgs args;
     char* code;
     char* info;
+    /* The message that brings the result back, reserved when the step
+     * starts waiting: a worker that could not get one would have no way
+     * to report it. Owned by the item until the worker posts it. */
+    XMsg* msg;
 };
 
 static struct {
@@ -85,6 +89,9 @@ static void work_finish(WorkItem* w)
 {
     if (w->release) {
         w->release(w->data);
+    }
+    if (w->msg) {
+        futoin__loop_xmsg_free(w->loop, w->msg); /* never posted */
     }
     if (w->submitted) {
         futoin_loop_release(w->loop);
@@ -129,13 +136,8 @@ static int work_done_run(void* consumer, XMsg* m)
 
 static void post_result(WorkItem* w)
 {
-    XMsg* m;
-    /* Out of memory here would lose the item and its hold for good: wait
-     * for memory instead (the loop frees message slots as it runs). */
-    while ((m = futoin__loop_xmsg_alloc(w->loop)) == NULL) {
-        struct timespec ms = { 0, 1000000 };
-        nanosleep(&ms, NULL);
-    }
+    XMsg* m = w->msg;
+    w->msg = NULL; /* the message is the loop's from here on */
     *(WorkItem**)(void*)m->u.bytes = w;
     m->run = work_done_run;
     futoin__loop_xmsg_post(w->loop, m);
@@ -292,6 +294,11 @@ static void work_step(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
     WorkItem* w = data;
     w->as = as;
     w->loop = futoin_asyncsteps_loop(as);
+    w->msg = futoin__loop_xmsg_alloc(w->loop);
+    if (!w->msg) {
+        futoin_error(as, FUTOIN_INTERNAL_ERROR, "futoin_add_work(): out of memory");
+        return;
+    }
     pthread_mutex_lock(&g.lock);
     if (ensure_started() != 0) {
         pthread_mutex_unlock(&g.lock);
