@@ -486,8 +486,10 @@ void futoin_wait_owned(FutoInAsyncSteps* as, FutoInAsyncSteps_cancel_callback ch
  * queued, -1 if as waits on no owned wait with this key (it ended first by
  * a timeout or cancel, or the key is wrong): the values of args are then
  * cleaned up, and nothing is reported, since losing such a race is the
- * owner's normal case. On another implementation's object it is
- * success(). */
+ * owner's normal case. Called from inside the step's own execute callback
+ * or error handler (an operation that finished at once), it is that
+ * step's success(), with the key unchecked. On another implementation's
+ * object it is success(). */
 int futoin_owned_success(FutoInAsyncSteps* as, const void* key, FutoInArgs* args);
 /** Ends the owned wait armed with key by error(code, info); as
  * futoin_owned_success() otherwise. code must not be NULL (-1). */

@@ -61,15 +61,19 @@ void futoin_wait_owned(FutoInAsyncSteps* as, FutoInAsyncSteps_cancel_callback ch
     f->flags |= FR_WAIT;
 }
 
-/* Where the owned wait armed with key is: -1 nowhere (ended first, or
- * the key is wrong), 0 parked, 1 its own step's callback still runs. */
+/* 1: a step (or error handler) of fl runs, and this is its own
+ * completion: owner code called from it, say an I/O call that finished at
+ * once (a loop callback, where late completions come from, never runs
+ * under a step, and a call from another thread is queued). 0: the owned
+ * wait armed with key is parked. -1: no such wait (it ended first, or the
+ * key is wrong). */
 static FUTOIN_ALWAYS_INLINE int owned_state(Flow* fl, const void* key)
 {
+    if (futoin__flow_in_step(fl)) {
+        return 1;
+    }
     if (!key || !owned_by(fl, key)) {
         return -1;
-    }
-    if (fl->cb == CB_EXEC) {
-        return 1;
     }
     /* futoin__flow_waits_external(), less what owned_by() saw already. */
     return fl->cb == CB_NONE && fl->state == FS_WAIT

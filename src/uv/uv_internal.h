@@ -101,6 +101,11 @@ FutoInUv* futoin__uv_require(FutoInAsyncSteps* as, const char* what);
 /* Fails the step (inside its callback or from a libuv callback) with code
  * and the info "<uv_err_name(err)>: <what>". */
 void futoin__uv_fail(FutoInAsyncSteps* as, const char* code, int err, const char* what);
+/* The same for a step parked with futoin_wait_owned(as, ch, key): from a
+ * libuv callback it ends only that wait (a late callback of a step that
+ * is gone changes nothing); inside the step's callback it is error(). */
+void futoin__uv_fail_owned(FutoInAsyncSteps* as, const void* key, const char* code, int err,
+        const char* what);
 /* Same with a printf-style context. */
 void futoin__uv_failf(FutoInAsyncSteps* as, const char* code, int err, const char* fmt, ...)
 #if defined(__GNUC__)

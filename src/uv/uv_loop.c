@@ -285,19 +285,33 @@ FutoInUv* futoin__uv_require(FutoInAsyncSteps* as, const char* what)
     return u;
 }
 
-void futoin__uv_fail(FutoInAsyncSteps* as, const char* code, int err, const char* what)
+/* The error a libuv failure becomes: its code, and info in buf. */
+static const char* fail_text(char* buf, size_t size, const char* code, int err, const char* what)
 {
-    char info[256];
     if (err == UV_ENOMEM) {
         /* Whoever failed to allocate (libuv, the backend), it is the
          * library's out-of-memory report, not an I/O error of the peer:
          * docs/SEMANTICS.md "Memory". */
-        snprintf(info, sizeof(info), "%s: %s: out of memory", uv_err_name(err), what);
-        futoin_error(as, FUTOIN_INTERNAL_ERROR, info);
-        return;
+        snprintf(buf, size, "%s: %s: out of memory", uv_err_name(err), what);
+        return FUTOIN_INTERNAL_ERROR;
     }
-    snprintf(info, sizeof(info), "%s: %s", uv_err_name(err), what);
+    snprintf(buf, size, "%s: %s", uv_err_name(err), what);
+    return code;
+}
+
+void futoin__uv_fail(FutoInAsyncSteps* as, const char* code, int err, const char* what)
+{
+    char info[256];
+    code = fail_text(info, sizeof(info), code, err, what);
     futoin_error(as, code, info);
+}
+
+void futoin__uv_fail_owned(FutoInAsyncSteps* as, const void* key, const char* code, int err,
+        const char* what)
+{
+    char info[256];
+    code = fail_text(info, sizeof(info), code, err, what);
+    futoin_owned_error(as, key, code, info);
 }
 
 void futoin__uv_failf(FutoInAsyncSteps* as, const char* code, int err, const char* fmt, ...)
@@ -433,15 +447,22 @@ const char* futoin_uv_arg_bytes(const FutoInArgs* args, int i, size_t* len)
 /* ------------------------------------------------------------------------ */
 /* sleep: an AsyncTool timer, reached through the ABI                       */
 
+/* The sleep's handle (in the step's stack) is its owned wait's key: what
+ * the timer gets, with the flow next to it. */
+typedef struct SleepWait {
+    FutoInHandle h;
+    FutoInAsyncSteps* as;
+} SleepWait;
+
 static void sleep_done(void* data)
 {
-    FutoInAsyncSteps* as = data;
-    futoin_success(as);
+    SleepWait* w = data;
+    futoin_owned_success(w->as, w, NULL);
 }
 
 static void sleep_cancel(FutoInAsyncSteps* as, void* data)
 {
-    as->api->sched_cancel(as, (FutoInHandle*)data);
+    as->api->sched_cancel(as, &((SleepWait*)data)->h);
 }
 
 static void sleep_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
@@ -449,14 +470,19 @@ static void sleep_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* args
     (void)args;
     uint32_t ms = (uint32_t)(uintptr_t)data;
     /* The handle lives in this step's own stack, which outlasts its cancel
-     * handler; the timer callback needs nothing but the flow. */
-    FutoInHandle* h = futoin_stack(as, sizeof(*h), NULL);
-    if (!h) {
+     * handler (which stops the timer): the timer never sees it freed. */
+    SleepWait* w = futoin_stack(as, sizeof(*w), NULL);
+    if (!w) {
         futoin_error(as, FUTOIN_INTERNAL_ERROR, "sleep: out of memory");
         return;
     }
-    *h = as->api->sched_deferred(as, ms, as, sleep_done);
-    futoin_set_cancel(as, sleep_cancel, h);
+    w->as = as;
+    w->h = as->api->sched_deferred(as, ms, w, sleep_done);
+    if (!as->api->sched_is_valid(as, &w->h)) {
+        futoin_error(as, FUTOIN_INTERNAL_ERROR, "sleep: out of memory");
+        return;
+    }
+    futoin_wait_owned(as, sleep_cancel, w);
     char what[32];
     snprintf(what, sizeof(what), "%lu ms", (unsigned long)ms);
     futoin__uv_wait_info(as, "sleep", what);

@@ -269,9 +269,9 @@ static void serve_reader(FutoInUvStream* s)
         FutoInArgs args;
         memset(&args, 0, sizeof(args));
         args.arg0 = v;
-        as->api->success(as, &args);
+        futoin_owned_success(as, s, &args);
     } else {
-        futoin__uv_fail(as, FUTOIN_COMM_ERROR, err, what);
+        futoin__uv_fail_owned(as, s, FUTOIN_COMM_ERROR, err, what);
     }
 }
 
@@ -358,7 +358,8 @@ static void read_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
         s->reading = 1;
     }
     s->rd_as = as;
-    futoin_set_cancel(as, read_cancel, s);
+    /* Owned by the stream: only its reads end the wait. */
+    futoin_wait_owned(as, read_cancel, s);
     futoin__uv_wait_info(as, "read", futoin__uv_stream_peer(s));
 }
 

@@ -40,7 +40,7 @@ static void fail_acceptor(FutoInUvServer* srv, int err, const char* what)
     FutoInAsyncSteps* as = srv->acc_as;
     if (as) {
         srv->acc_as = NULL;
-        futoin__uv_fail(as, FUTOIN_COMM_ERROR, err, what);
+        futoin__uv_fail_owned(as, srv, FUTOIN_COMM_ERROR, err, what);
     }
 }
 
@@ -147,11 +147,11 @@ static void on_connection(uv_stream_t* h, int status)
     FutoInUvStream* s = NULL;
     int err = accept_one(srv, &s);
     if (err) {
-        futoin__uv_fail(as, FUTOIN_COMM_ERROR, err, "accept");
+        futoin__uv_fail_owned(as, srv, FUTOIN_COMM_ERROR, err, "accept");
         return;
     }
     FutoInArgs args = stream_args(s);
-    as->api->success(as, &args);
+    futoin_owned_success(as, srv, &args);
 }
 
 static int bind_addr(const char* host, unsigned port, struct sockaddr_storage* addr)
@@ -367,7 +367,8 @@ static void accept_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* arg
         return;
     }
     srv->acc_as = as;
-    futoin_set_cancel(as, accept_cancel, srv);
+    /* Owned by the server: only its connections end the wait. */
+    futoin_wait_owned(as, accept_cancel, srv);
     futoin__uv_wait_info(as, "accept", srv->name);
 }
 

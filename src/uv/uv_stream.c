@@ -114,11 +114,11 @@ static void on_stream_closed(uv_handle_t* h)
     s->closed = 1;
     FutoInAsyncSteps* as = s->close_as;
     s->close_as = NULL;
+    if (as) {
+        futoin_owned_success(as, s, NULL); /* the close step's key */
+    }
     if (s->refs == 0) {
         stream_destroy(s);
-    }
-    if (as) {
-        futoin_success(as);
     }
 }
 
@@ -131,7 +131,7 @@ void futoin__uv_stream_fail_reader(FutoInUvStream* s, int err, const char* what)
     }
     s->rd_as = NULL;
     s->rd_mode = RD_NONE;
-    futoin__uv_fail(as, FUTOIN_COMM_ERROR, err, what);
+    futoin__uv_fail_owned(as, s, FUTOIN_COMM_ERROR, err, what);
 }
 
 void futoin__uv_stream_close_now(FutoInUvStream* s)

@@ -30,15 +30,15 @@ static void on_written(uv_write_t* req, int status)
 {
     WriteOp* op = req->data;
     FutoInAsyncSteps* as = op->as;
+    if (as) {
+        /* Owned by op: only this request ends the step's wait. */
+        if (status < 0) {
+            futoin__uv_fail_owned(as, op, FUTOIN_COMM_ERROR, status, "write");
+        } else {
+            futoin_owned_success(as, op, NULL);
+        }
+    }
     free(op);
-    if (!as) {
-        return;
-    }
-    if (status < 0) {
-        futoin__uv_fail(as, FUTOIN_COMM_ERROR, status, "write");
-    } else {
-        futoin_success(as);
-    }
 }
 
 /* libuv cannot withdraw a queued write: the request finishes on its own
@@ -99,7 +99,7 @@ static void write_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* args
         futoin__uv_fail(as, FUTOIN_COMM_ERROR, err, "write");
         return;
     }
-    futoin_set_cancel(as, write_cancel, op);
+    futoin_wait_owned(as, write_cancel, op);
     futoin__uv_wait_info(as, "write", futoin__uv_stream_peer(s));
 }
 
@@ -173,15 +173,14 @@ static void on_shutdown_done(uv_shutdown_t* req, int status)
 {
     ShutdownOp* op = req->data;
     FutoInAsyncSteps* as = op->as;
+    if (as) {
+        if (status < 0) {
+            futoin__uv_fail_owned(as, op, FUTOIN_COMM_ERROR, status, "shutdown");
+        } else {
+            futoin_owned_success(as, op, NULL);
+        }
+    }
     free(op);
-    if (!as) {
-        return;
-    }
-    if (status < 0) {
-        futoin__uv_fail(as, FUTOIN_COMM_ERROR, status, "shutdown");
-    } else {
-        futoin_success(as);
-    }
 }
 
 /* libuv cannot withdraw a shutdown either: it completes (or gets ECANCELED
@@ -213,7 +212,7 @@ static void shutdown_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* a
         futoin__uv_fail(as, FUTOIN_COMM_ERROR, err, "shutdown");
         return;
     }
-    futoin_set_cancel(as, shutdown_cancel, op);
+    futoin_wait_owned(as, shutdown_cancel, op);
     futoin__uv_wait_info(as, "shutdown", futoin__uv_stream_peer(s));
 }
 
@@ -261,7 +260,7 @@ static void close_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* args
         return;
     }
     s->close_as = as;
-    futoin_set_cancel(as, close_cancel, s);
+    futoin_wait_owned(as, close_cancel, s);
     futoin__uv_wait_info(as, "close", futoin__uv_stream_peer(s));
     if (s->closing) {
         return;
