@@ -178,7 +178,10 @@ FutoInUv* futoin_uv_of(FutoInAsyncSteps* as);
 
 /** uv_run(UV_RUN_DEFAULT): returns when neither libuv nor the AsyncTool have
  * anything left to do, or after uv_stop(). Returns uv_run()'s result, or
- * UV_EINVAL if uv is NULL. */
+ * UV_EINVAL if uv is NULL, or UV_EBUSY (with a line on stderr, nothing
+ * run) when called from inside a callback of that loop: a step, a handler
+ * or a libuv callback while futoin_uv_run() or the AsyncTool's round runs
+ * (libuv's loop is not reentrant). */
 int futoin_uv_run(FutoInUv* uv);
 
 /* ------------------------------------------------------------------------ */

@@ -35,6 +35,7 @@ struct FutoInUv {
     uint8_t owns_uv;
     uint8_t in_pump;
     uint8_t idle_on;
+    uint8_t running; /* futoin_uv_run() is on the stack */
 };
 
 enum FutoInUvReadMode { RD_NONE = 0, RD_LINE, RD_UNTIL, RD_EXACT, RD_SOME, RD_WAITDATA };

@@ -266,9 +266,20 @@ int futoin_uv_run(FutoInUv* u)
     if (!u) {
         return UV_EINVAL;
     }
+    if (u->running || u->in_pump) {
+        /* uv_run() is not reentrant, and a round inside a round would run
+         * the calling step's own timeout under it. */
+        fputs("futoin: API misuse: futoin_uv_run() called from inside a callback of the same "
+              "loop: refused\n",
+                stderr);
+        return UV_EBUSY;
+    }
     /* Work queued before the loop started (roots executed before this call)
      * has already armed the idle handle through the wakeup hook. */
-    return uv_run(u->uv, UV_RUN_DEFAULT);
+    u->running = 1;
+    int r = uv_run(u->uv, UV_RUN_DEFAULT);
+    u->running = 0;
+    return r;
 }
 
 /* ------------------------------------------------------------------------ */

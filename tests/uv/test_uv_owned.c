@@ -64,6 +64,12 @@ static void late_teardown(void)
     sem_destroy(&g_gate);
 }
 
+static void step_tag_done(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)as, (void)data, (void)args;
+    tr("done");
+}
+
 /* ---- sleep ---- */
 
 static uint64_t g_t0;
@@ -205,12 +211,39 @@ static void test_late_completions_on_accept_and_read(void** state)
     futoin_asyncsteps_free(root);
 }
 
+/* ---- futoin_uv_run() from inside a step: refused ---- */
+
+static void step_runs_uv(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)data, (void)args;
+    futoin_set_timeout(as, 0); /* a nested round would fire it */
+    tr("nested:%s", futoin_uv_run(g_uv) == UV_EBUSY ? "EBUSY" : "ran");
+    int64_t d = 0;
+    tr("iterate:%d", futoin_loop_iterate(futoin_uv_loop(g_uv), &d));
+    futoin_success(as);
+}
+
+static void test_uv_run_inside_a_step(void** state)
+{
+    (void)state;
+    FutoInAsyncSteps* root = futoin_asyncsteps_new(futoin_uv_loop(g_uv));
+    futoin_add(root, step_runs_uv, NULL, NULL);
+    futoin_add(root, step_tag_done, NULL, NULL);
+    futoin_execute(root, outcome_error, NULL);
+    assert_int_equal(futoin_uv_run(g_uv), 0);
+    assert_trace("nested:EBUSY|iterate:-1|done");
+    assert_int_equal(g_misuse, 1); /* the loop's own report of iterate() */
+    assert_non_null(strstr(g_misuse_msg, "futoin_loop_iterate() called from inside"));
+    futoin_asyncsteps_free(root);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         T(test_late_success_on_sleep),
         T(test_late_error_on_sleep),
         T(test_late_completions_on_accept_and_read),
+        T(test_uv_run_inside_a_step),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
