@@ -481,15 +481,57 @@ void futoin_uv_serve(FutoInAsyncSteps* as, FutoInUvServer* srv, FutoInUvConnecti
  * (FTN_TYPE_STRING). Errors: ConnectError ("EAI_NONAME: getaddrinfo x"). */
 void futoin_uv_resolve(FutoInAsyncSteps* as, const char* host);
 
-/** Step: reads a whole file (path not NULL; at most max_bytes, 0..UINT32_MAX - 1, or
- * 0..UINT32_MAX - 2 with a 32-bit size_t; 0: 64 MiB; larger files fail
- * with "EFBIG"). Success: arg0 = FTN_TYPE_UINT8 | FTN_TYPE_ARRAY.
- * Errors: CommError ("ENOENT: open PATH", ...). */
+/**
+ * @brief Step: reads a whole regular file.
+ *
+ * Runs on libuv's thread pool (open, fstat, reads, close). Only regular
+ * files are read: the file is opened with O_NONBLOCK (and O_NOCTTY,
+ * O_CLOEXEC), so that no open() waits, and anything else is refused after
+ * fstat(), before a byte is read, with CommError:
+ *   - "EISDIR: read PATH: is a directory";
+ *   - "EFTYPE: read PATH: not a regular file (FIFO)", also "(socket)",
+ *     "(character device)" (/dev/null, /dev/zero, terminals), "(block device)";
+ *   - "ENXIO: read PATH: not a regular file (socket or device)" when open()
+ *     itself refuses (a socket file, a device without a driver).
+ * The descriptor stays non-blocking: a pseudo-file that looks regular but
+ * waits for data (some of /proc or tracefs) fails with "EAGAIN: read PATH:
+ * would block". So a cancelled or timed-out read never holds a pool thread
+ * or keeps futoin_uv_run() alive beyond the system calls on the file itself
+ * (a hung network filesystem can still hold them). Read FIFOs, sockets and
+ * devices through a stream of your own instead.
+ * @param as        the flow
+ * @param path      the file (not NULL)
+ * @param max_bytes the most bytes read: 0..UINT32_MAX - 1 (0..UINT32_MAX - 2
+ *                  with a 32-bit size_t); 0: 64 MiB; a larger file fails with
+ *                  CommError "EFBIG: read PATH"
+ *
+ * Success: arg0 = the content (FTN_TYPE_UINT8 | FTN_TYPE_ARRAY). Errors:
+ * CommError ("ENOENT: open PATH", the refusals above, ...).
+ */
 void futoin_uv_file_read(FutoInAsyncSteps* as, const char* path, size_t max_bytes);
 
-/** Step: writes len bytes (copied now; data may be NULL only with len 0) to
- * path (not NULL), creating it (mode 0644); truncates it unless append is non-zero. Success: arg0 = bytes written
- * (FTN_TYPE_UINT64). Errors: CommError. */
+/**
+ * @brief Step: writes a whole regular file.
+ *
+ * Creates path (mode 0644) or truncates it (unless @p append), then writes
+ * @p len bytes, on libuv's thread pool. Like futoin_uv_file_read(), the file
+ * is opened with O_NONBLOCK and only a regular file is written; nothing is
+ * written to anything else, which fails with CommError:
+ *   - "EISDIR: write PATH: is a directory";
+ *   - "ENXIO: write PATH: not a regular file (FIFO without a reader, socket
+ *     or device)" when open() refuses (a FIFO nobody reads fails at once
+ *     instead of waiting for a reader);
+ *   - "EFTYPE: write PATH: not a regular file (FIFO)" for a FIFO that has a
+ *     reader, also "(character device)" (/dev/null too), "(block device)".
+ * @param as     the flow
+ * @param path   the file (not NULL)
+ * @param data   the bytes (copied now; NULL only with len 0)
+ * @param len    how many
+ * @param append non-zero: append (O_APPEND) instead of truncating
+ *
+ * Success: arg0 = bytes written (FTN_TYPE_UINT64). Errors: CommError
+ * ("EACCES: open PATH", the refusals above, ...).
+ */
 void futoin_uv_file_write(FutoInAsyncSteps* as, const char* path, const void* data,
         size_t len, int append);
 

@@ -79,6 +79,33 @@ static inline uint64_t mono_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+/* The factor for wall-clock bounds: FUTOIN_TEST_TIME_SCALE (a float, for a
+ * slow or loaded machine) times 10 under valgrind (CMake sets
+ * FUTOIN_TEST_VALGRIND=1 there). Bounds only catch what takes far longer
+ * or never ends; they never measure speed. */
+static inline double test_time_scale(void)
+{
+    double k = 1.0;
+    const char* s = getenv("FUTOIN_TEST_TIME_SCALE");
+    if (s && *s) {
+        double v = strtod(s, NULL);
+        if (v > 0.0) {
+            k = v;
+        }
+    }
+    s = getenv("FUTOIN_TEST_VALGRIND");
+    if (s && *s == '1') {
+        k *= 10.0;
+    }
+    return k;
+}
+
+static inline unsigned scaled_ms(unsigned ms)
+{
+    double v = ms * test_time_scale();
+    return v > 4e9 ? 4000000000u : (unsigned)v;
+}
+
 static inline void sleep_ms(unsigned ms)
 {
     struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
