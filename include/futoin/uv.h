@@ -478,7 +478,9 @@ void futoin_uv_serve(FutoInAsyncSteps* as, FutoInUvServer* srv, FutoInUvConnecti
 /** Step: resolves host (not NULL; uv_getaddrinfo, AF_UNSPEC, TCP). Success:
  * arg0 = first address (FTN_TYPE_STRING, numeric), arg1 = number of
  * addresses (FTN_TYPE_UINT32), arg2 = every address, one per line
- * (FTN_TYPE_STRING). Errors: ConnectError ("EAI_NONAME: getaddrinfo x"). */
+ * (FTN_TYPE_STRING); a success always carries all three. Errors:
+ * ConnectError ("EAI_NONAME: getaddrinfo x"); InternalError "ENOMEM:
+ * resolve x: out of memory" when the result cannot be copied. */
 void futoin_uv_resolve(FutoInAsyncSteps* as, const char* host);
 
 /**

@@ -52,6 +52,15 @@ static uint32_t format_addresses(const struct addrinfo* res, char** text, size_t
     return n;
 }
 
+/* The lookup worked but its result could not be copied: the backend's
+ * error for a failed allocation (like "resolve: out of memory" before the
+ * lookup), never a success with a value missing. */
+static void resolve_oom(FutoInAsyncSteps* as, ResolveOp* op)
+{
+    futoin__uv_failf(as, FUTOIN_INTERNAL_ERROR, UV_ENOMEM, "resolve %s: out of memory", op->host);
+    free(op);
+}
+
 static void on_resolved(uv_getaddrinfo_t* req, int status, struct addrinfo* res)
 {
     ResolveOp* op = req->data;
@@ -72,18 +81,28 @@ static void on_resolved(uv_getaddrinfo_t* req, int status, struct addrinfo* res)
     size_t text_len = 0;
     uint32_t n = format_addresses(res, &text, &text_len);
     uv_freeaddrinfo(res);
-    if (!text || n == 0) {
-        futoin__uv_failf(as, FUTOIN_CONNECT_ERROR, text ? UV_EAI_NODATA : UV_ENOMEM,
-                "getaddrinfo %s", op->host);
+    if (!text) {
+        resolve_oom(as, op);
+        return;
+    }
+    if (n == 0) {
+        futoin__uv_failf(as, FUTOIN_CONNECT_ERROR, UV_EAI_NODATA, "getaddrinfo %s", op->host);
         free(text);
         free(op);
         return;
     }
-    free(op);
     size_t first = strcspn(text, "\n");
     FutoInArgs args;
     memset(&args, 0, sizeof(args));
     args.arg0 = futoin__uv_bytes_value(text, first, 1);
+    if (!args.arg0.type) {
+        /* A success without its first value would hand the next step a
+         * missing argument where the contract promises an address. */
+        free(text);
+        resolve_oom(as, op);
+        return;
+    }
+    free(op);
     args.arg1 = futoin_val_u32(n);
     args.arg2 = futoin__uv_bytes_adopt(text, text_len, 1);
     as->api->success(as, &args);
