@@ -82,7 +82,10 @@
  * step's cancel handler stops the libuv operation (uv_read_stop, uv_close,
  * uv_cancel, or it detaches from a write/filesystem request that libuv must
  * finish) and nothing reaches the step afterwards. Memory that libuv still
- * uses is released from libuv's own callbacks.
+ * uses is released from libuv's own callbacks. What is left to finish never
+ * holds futoin_uv_run() for long: file steps only touch regular files,
+ * opened without blocking (futoin_uv_file_read()), and a name lookup that
+ * is given up is let go at once (futoin_uv_resolve()).
  *
  * Errors (error code / error_info):
  *   ConnectError  connect, DNS resolution, listen/bind failures
@@ -320,7 +323,8 @@ unsigned long futoin_uv_budget_refusals(const FutoInUvBudget* b);
 void futoin_uv_stream_set_budget(FutoInUvStream* s, FutoInUvBudget* b);
 
 /** Step: connects to host:port. host is a numeric IPv4/IPv6 address or a
- * name (resolved with uv_getaddrinfo; each address is tried in turn);
+ * name (resolved like futoin_uv_resolve(), so a connect given up while it
+ * resolves lets go of the lookup at once; each address is tried in turn);
  * not NULL. port: 1..65535. Success: arg0 = stream (futoin_uv_stream_type). Errors:
  * ConnectError. */
 void futoin_uv_tcp_connect(FutoInAsyncSteps* as, const char* host, unsigned port);
@@ -475,12 +479,34 @@ void futoin_uv_serve(FutoInAsyncSteps* as, FutoInUvServer* srv, FutoInUvConnecti
 /* ------------------------------------------------------------------------ */
 /* DNS, files, time                                                          */
 
-/** Step: resolves host (not NULL; uv_getaddrinfo, AF_UNSPEC, TCP). Success:
- * arg0 = first address (FTN_TYPE_STRING, numeric), arg1 = number of
- * addresses (FTN_TYPE_UINT32), arg2 = every address, one per line
+/**
+ * @brief Step: resolves a host name to its addresses (getaddrinfo, AF_UNSPEC, TCP).
+ *
+ * The lookup runs on a thread of its own, not on libuv's pool, because
+ * getaddrinfo() cannot be interrupted: against a resolver that does not
+ * answer it blocks for the resolver's whole timeout (resolv.conf: timeout ×
+ * attempts × servers; 10 s by default). When the step is cancelled or times
+ * out, the lookup is let go at once: nothing of it reaches the step, it does
+ * not keep futoin_uv_run() alive and holds no pool thread; its thread ends
+ * (and frees what it holds) when getaddrinfo() returns. Until then it is a
+ * thread of the process: one still running at exit is reported by valgrind
+ * as possibly lost memory of pthread_create().
+ *
+ * Bounds: at most 32 lookups run on threads of their own at once in the
+ * process. Beyond that, when a thread cannot be created, and for names that
+ * are not plain ASCII (which libuv converts with IDNA first), the lookup
+ * runs on libuv's pool (uv_getaddrinfo()): given up while it runs, it keeps
+ * futoin_uv_run() alive until getaddrinfo() returns, at most the resolver's
+ * timeout. futoin_uv_tcp_connect() resolves names the same way.
+ * @param as   the flow
+ * @param host the name (not NULL), or a numeric address
+ *
+ * Success: arg0 = first address (FTN_TYPE_STRING, numeric), arg1 = number
+ * of addresses (FTN_TYPE_UINT32), arg2 = every address, one per line
  * (FTN_TYPE_STRING); a success always carries all three. Errors:
  * ConnectError ("EAI_NONAME: getaddrinfo x"); InternalError "ENOMEM:
- * resolve x: out of memory" when the result cannot be copied. */
+ * resolve x: out of memory" when the result cannot be copied.
+ */
 void futoin_uv_resolve(FutoInAsyncSteps* as, const char* host);
 
 /**

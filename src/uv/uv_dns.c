@@ -1,9 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * DNS resolution step (uv_getaddrinfo, run by libuv's thread pool).
- *
- * A lookup that already runs in the pool cannot be withdrawn: on cancel the
- * request is detached from the step and its callback only frees memory.
+ * DNS resolution step on futoin__uv_lookup() (uv_lookup.c): a cancelled
+ * step lets go of its lookup at once, and the lookup ends on its own.
  */
 #include "uv_internal.h"
 
@@ -11,8 +9,8 @@
 #include <string.h>
 
 typedef struct {
-    uv_getaddrinfo_t req;
-    FutoInAsyncSteps* as; /* NULL once cancelled */
+    FutoInUvLookup* lookup;
+    FutoInAsyncSteps* as;
     char host[];
 } ResolveOp;
 
@@ -61,17 +59,10 @@ static void resolve_oom(FutoInAsyncSteps* as, ResolveOp* op)
     free(op);
 }
 
-static void on_resolved(uv_getaddrinfo_t* req, int status, struct addrinfo* res)
+static void on_resolved(void* data, int status, struct addrinfo* res)
 {
-    ResolveOp* op = req->data;
+    ResolveOp* op = data;
     FutoInAsyncSteps* as = op->as;
-    if (!as) {
-        if (res) {
-            uv_freeaddrinfo(res);
-        }
-        free(op);
-        return;
-    }
     if (status < 0) {
         futoin__uv_failf(as, FUTOIN_CONNECT_ERROR, status, "getaddrinfo %s", op->host);
         free(op);
@@ -112,9 +103,8 @@ static void resolve_cancel(FutoInAsyncSteps* as, void* data)
 {
     (void)as;
     ResolveOp* op = data;
-    op->as = NULL;
-    /* Fails if the lookup runs already; the callback frees op either way. */
-    uv_cancel((uv_req_t*)&op->req);
+    futoin__uv_lookup_cancel(op->lookup);
+    free(op);
 }
 
 static void resolve_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
@@ -133,12 +123,11 @@ static void resolve_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* ar
     }
     memcpy(op->host, host, hlen + 1);
     op->as = as;
-    op->req.data = op;
     struct addrinfo hints;
     memset(&hints, 0, sizeof(hints));
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
-    int err = uv_getaddrinfo(uv->uv, &op->req, on_resolved, host, NULL, &hints);
+    int err = futoin__uv_lookup(uv, host, NULL, &hints, on_resolved, op, &op->lookup);
     if (err) {
         free(op);
         futoin__uv_failf(as, FUTOIN_CONNECT_ERROR, err, "getaddrinfo %s", host);
