@@ -166,13 +166,15 @@ static inline void run_for(unsigned ms)
     run_until(&never, ms);
 }
 
-/* Adds a final recording step to root, executes it and runs until it ends. */
+/* Adds a final recording step to root, executes it and runs until it ends.
+ * guard_ms only catches a hang: it is scaled (test_time_scale()), so that
+ * valgrind or a loaded machine does not trip it. */
 static inline void run_root(FutoInAsyncSteps* root, Outcome* o, unsigned guard_ms)
 {
     memset(o, 0, sizeof(*o));
     futoin_add(root, outcome_ok, NULL, o);
     futoin_execute(root, outcome_error, o);
-    assert_true(run_until(&o->done, guard_ms));
+    assert_true(run_until(&o->done, scaled_ms(guard_ms)));
 }
 
 /* ---- real peers: blocking sockets in a thread ---- */
