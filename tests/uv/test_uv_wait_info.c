@@ -321,10 +321,19 @@ static void blocked_work(uv_work_t* w)
     }
 }
 
+/* libuv's pool threads (UV_THREADPOOL_SIZE, set by main()). */
+enum { POOL = 4 };
+
+static int g_blocked_done;
+static int g_all_blocked_done;
+
 static void blocked_done(uv_work_t* w, int status)
 {
     (void)status;
     (void)w;
+    if (++g_blocked_done == POOL) {
+        g_all_blocked_done = 1;
+    }
 }
 
 static unsigned g_threads_max;
@@ -361,8 +370,9 @@ static void test_thread_pool_and_sleep(void** state)
     (void)state;
     /* Every pool thread busy: lookups and file operations wait in the
      * queue until they are given up. */
-    enum { POOL = 4 };
     assert_int_equal(pipe(g_block), 0);
+    g_blocked_done = 0;
+    g_all_blocked_done = 0;
     uv_work_t work[POOL];
     for (int i = 0; i < POOL; ++i) {
         assert_int_equal(uv_queue_work(futoin_uv_uv_loop(g_uv), &work[i], blocked_work,
@@ -394,7 +404,10 @@ static void test_thread_pool_and_sleep(void** state)
     }
     char ch[POOL] = {0};
     assert_int_equal(write(g_block[1], ch, POOL), POOL);
-    run_for(50);
+    /* work[] lives on this stack: every request must be done before the
+     * function returns (a fixed 50 ms was not always enough on a loaded
+     * machine, and teardown then ran callbacks on a dead stack). */
+    assert_true(run_until(&g_all_blocked_done, scaled_ms(10000)));
     close(g_block[0]);
     close(g_block[1]);
     unlink("/tmp/futoin_wait_info_test");
