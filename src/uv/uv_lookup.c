@@ -42,6 +42,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 _Atomic unsigned futoin__uv_lookup_threads_max = 32;
 static _Atomic unsigned lookup_threads;
@@ -49,6 +50,7 @@ static _Atomic unsigned lookup_threads;
 /* A lookup thread that has ended, to be joined. */
 typedef struct Finished {
     pthread_t th;
+    pid_t pid; /* the process it ran in */
     struct Finished* next;
 } Finished;
 
@@ -57,14 +59,23 @@ static Finished* finished;
 
 static void join_finished(void)
 {
-    pthread_mutex_lock(&finished_lock);
+    /* Joining is only tidying up: when the list is busy, next time (and a
+     * child of fork() may have inherited it locked). */
+    if (pthread_mutex_trylock(&finished_lock) != 0) {
+        return;
+    }
     Finished* f = finished;
     finished = NULL;
     pthread_mutex_unlock(&finished_lock);
+    pid_t self = getpid();
     while (f) {
         Finished* next = f->next;
-        /* Past its last step: returns as soon as the thread is gone. */
-        pthread_join(f->th, NULL);
+        /* Past its last step: returns as soon as the thread is gone. A
+         * child of fork() has the list but not the thread, and joining
+         * it there would wait forever. */
+        if (f->pid == self) {
+            pthread_join(f->th, NULL);
+        }
         free(f);
         f = next;
     }
@@ -218,6 +229,7 @@ static void* lookup_thread(void* arg)
     pthread_mutex_unlock(&l->lock);
     lookup_unref(l);
     f->th = pthread_self();
+    f->pid = getpid();
     pthread_mutex_lock(&finished_lock);
     f->next = finished;
     finished = f;
