@@ -82,7 +82,10 @@
  * step's cancel handler stops the libuv operation (uv_read_stop, uv_close,
  * uv_cancel, or it detaches from a write/filesystem request that libuv must
  * finish) and nothing reaches the step afterwards. Memory that libuv still
- * uses is released from libuv's own callbacks.
+ * uses is released from libuv's own callbacks. What is left to finish never
+ * holds futoin_uv_run() for long: file steps only touch regular files,
+ * opened without blocking (futoin_uv_file_read()), and a name lookup that
+ * is given up is let go at once (futoin_uv_resolve()).
  *
  * Errors (error code / error_info):
  *   ConnectError  connect, DNS resolution, listen/bind failures
@@ -330,7 +333,8 @@ unsigned long futoin_uv_budget_refusals(const FutoInUvBudget* b);
 void futoin_uv_stream_set_budget(FutoInUvStream* s, FutoInUvBudget* b);
 
 /** Step: connects to host:port. host is a numeric IPv4/IPv6 address or a
- * name (resolved with uv_getaddrinfo; each address is tried in turn);
+ * name (resolved like futoin_uv_resolve(), so a connect given up while it
+ * resolves lets go of the lookup at once; each address is tried in turn);
  * not NULL. port: 1..65535. Success: arg0 = stream (futoin_uv_stream_type). Errors:
  * ConnectError. */
 void futoin_uv_tcp_connect(FutoInAsyncSteps* as, const char* host, unsigned port);
@@ -487,21 +491,87 @@ void futoin_uv_serve(FutoInAsyncSteps* as, FutoInUvServer* srv, FutoInUvConnecti
 /* ------------------------------------------------------------------------ */
 /* DNS, files, time                                                          */
 
-/** Step: resolves host (not NULL; uv_getaddrinfo, AF_UNSPEC, TCP). Success:
- * arg0 = first address (FTN_TYPE_STRING, numeric), arg1 = number of
- * addresses (FTN_TYPE_UINT32), arg2 = every address, one per line
- * (FTN_TYPE_STRING). Errors: ConnectError ("EAI_NONAME: getaddrinfo x"). */
+/**
+ * @brief Step: resolves a host name to its addresses (getaddrinfo, AF_UNSPEC, TCP).
+ *
+ * The lookup runs on a thread of its own, not on libuv's pool, because
+ * getaddrinfo() cannot be interrupted: against a resolver that does not
+ * answer it blocks for the resolver's whole timeout (resolv.conf: timeout ×
+ * attempts × servers; 10 s by default). When the step is cancelled or times
+ * out, the lookup is let go at once: nothing of it reaches the step, it does
+ * not keep futoin_uv_run() alive and holds no pool thread; its thread ends
+ * (and frees what it holds) when getaddrinfo() returns. Until then it is a
+ * thread of the process: one still running at exit is reported by valgrind
+ * as possibly lost memory of pthread_create().
+ *
+ * Bounds: at most 32 lookups run on threads of their own at once in the
+ * process. Beyond that, when a thread cannot be created, and for names that
+ * are not plain ASCII (which libuv converts with IDNA first), the lookup
+ * runs on libuv's pool (uv_getaddrinfo()): given up while it runs, it keeps
+ * futoin_uv_run() alive until getaddrinfo() returns, at most the resolver's
+ * timeout. futoin_uv_tcp_connect() resolves names the same way.
+ * @param as   the flow
+ * @param host the name (not NULL), or a numeric address
+ *
+ * Success: arg0 = first address (FTN_TYPE_STRING, numeric), arg1 = number
+ * of addresses (FTN_TYPE_UINT32), arg2 = every address, one per line
+ * (FTN_TYPE_STRING); a success always carries all three. Errors:
+ * ConnectError ("EAI_NONAME: getaddrinfo x"); InternalError "ENOMEM:
+ * resolve x: out of memory" when the result cannot be copied.
+ */
 void futoin_uv_resolve(FutoInAsyncSteps* as, const char* host);
 
-/** Step: reads a whole file (path not NULL; at most max_bytes, 0..UINT32_MAX - 1, or
- * 0..UINT32_MAX - 2 with a 32-bit size_t; 0: 64 MiB; larger files fail
- * with "EFBIG"). Success: arg0 = FTN_TYPE_UINT8 | FTN_TYPE_ARRAY.
- * Errors: CommError ("ENOENT: open PATH", ...). */
+/**
+ * @brief Step: reads a whole regular file.
+ *
+ * Runs on libuv's thread pool (open, fstat, reads, close). Only regular
+ * files are read: the file is opened with O_NONBLOCK (and O_NOCTTY,
+ * O_CLOEXEC), so that no open() waits, and anything else is refused after
+ * fstat(), before a byte is read, with CommError:
+ *   - "EISDIR: read PATH: is a directory";
+ *   - "EFTYPE: read PATH: not a regular file (FIFO)", also "(socket)",
+ *     "(character device)" (/dev/null, /dev/zero, terminals), "(block device)";
+ *   - "ENXIO: read PATH: not a regular file (socket or device)" when open()
+ *     itself refuses (a socket file, a device without a driver).
+ * The descriptor stays non-blocking: a pseudo-file that looks regular but
+ * waits for data (some of /proc or tracefs) fails with "EAGAIN: read PATH:
+ * would block". So a cancelled or timed-out read never holds a pool thread
+ * or keeps futoin_uv_run() alive beyond the system calls on the file itself
+ * (a hung network filesystem can still hold them). Read FIFOs, sockets and
+ * devices through a stream of your own instead.
+ * @param as        the flow
+ * @param path      the file (not NULL)
+ * @param max_bytes the most bytes read: 0..UINT32_MAX - 1 (0..UINT32_MAX - 2
+ *                  with a 32-bit size_t); 0: 64 MiB; a larger file fails with
+ *                  CommError "EFBIG: read PATH"
+ *
+ * Success: arg0 = the content (FTN_TYPE_UINT8 | FTN_TYPE_ARRAY). Errors:
+ * CommError ("ENOENT: open PATH", the refusals above, ...).
+ */
 void futoin_uv_file_read(FutoInAsyncSteps* as, const char* path, size_t max_bytes);
 
-/** Step: writes len bytes (copied now; data may be NULL only with len 0) to
- * path (not NULL), creating it (mode 0644); truncates it unless append is non-zero. Success: arg0 = bytes written
- * (FTN_TYPE_UINT64). Errors: CommError. */
+/**
+ * @brief Step: writes a whole regular file.
+ *
+ * Creates path (mode 0644) or truncates it (unless @p append), then writes
+ * @p len bytes, on libuv's thread pool. Like futoin_uv_file_read(), the file
+ * is opened with O_NONBLOCK and only a regular file is written; nothing is
+ * written to anything else, which fails with CommError:
+ *   - "EISDIR: write PATH: is a directory";
+ *   - "ENXIO: write PATH: not a regular file (FIFO without a reader, socket
+ *     or device)" when open() refuses (a FIFO nobody reads fails at once
+ *     instead of waiting for a reader);
+ *   - "EFTYPE: write PATH: not a regular file (FIFO)" for a FIFO that has a
+ *     reader, also "(character device)" (/dev/null too), "(block device)".
+ * @param as     the flow
+ * @param path   the file (not NULL)
+ * @param data   the bytes (copied now; NULL only with len 0)
+ * @param len    how many
+ * @param append non-zero: append (O_APPEND) instead of truncating
+ *
+ * Success: arg0 = bytes written (FTN_TYPE_UINT64). Errors: CommError
+ * ("EACCES: open PATH", the refusals above, ...).
+ */
 void futoin_uv_file_write(FutoInAsyncSteps* as, const char* path, const void* data,
         size_t len, int append);
 

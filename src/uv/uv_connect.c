@@ -13,7 +13,7 @@
 enum { CONNECT_RESOLVING = 1, CONNECT_CONNECTING };
 
 typedef struct {
-    uv_getaddrinfo_t gai;
+    FutoInUvLookup* lookup;
     uv_connect_t req;
     FutoInAsyncSteps* as; /* NULL once cancelled: libuv callbacks only free */
     FutoInUv* uv;
@@ -111,14 +111,11 @@ static void on_connected(uv_connect_t* req, int status)
     as->api->success(as, &args);
 }
 
-static void on_resolved(uv_getaddrinfo_t* req, int status, struct addrinfo* res)
+static void on_resolved(void* data, int status, struct addrinfo* res)
 {
-    ConnectOp* op = req->data;
+    ConnectOp* op = data;
     op->res = res;
-    if (!op->as) {
-        connect_op_free(op);
-        return;
-    }
+    op->lookup = NULL;
     if (status < 0) {
         connect_fail(op, status);
         return;
@@ -133,9 +130,9 @@ static void connect_cancel(FutoInAsyncSteps* as, void* data)
     ConnectOp* op = data;
     op->as = NULL;
     if (op->phase == CONNECT_RESOLVING) {
-        /* If the lookup already runs in the thread pool this fails and the
-         * callback comes when it ends; either way it frees op. */
-        uv_cancel((uv_req_t*)&op->gai);
+        /* The lookup ends on its own; nothing of it reaches op. */
+        futoin__uv_lookup_cancel(op->lookup);
+        connect_op_free(op);
     } else if (op->s) {
         /* on_connected(ECANCELED) frees op, the close callback the stream. */
         futoin__uv_stream_close(op->s);
@@ -183,9 +180,8 @@ static void connect_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* ar
         hints.ai_socktype = SOCK_STREAM;
         char service[16];
         snprintf(service, sizeof(service), "%u", port);
-        op->gai.data = op;
         op->phase = CONNECT_RESOLVING;
-        err = uv_getaddrinfo(uv->uv, &op->gai, on_resolved, host, service, &hints);
+        err = futoin__uv_lookup(uv, host, service, &hints, on_resolved, op, &op->lookup);
     }
     if (err) {
         connect_fail(op, err);

@@ -1,9 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * DNS resolution step (uv_getaddrinfo, run by libuv's thread pool).
- *
- * A lookup that already runs in the pool cannot be withdrawn: on cancel the
- * request is detached from the step and its callback only frees memory.
+ * DNS resolution step on futoin__uv_lookup() (uv_lookup.c): a cancelled
+ * step lets go of its lookup at once, and the lookup ends on its own.
  */
 #include "uv_internal.h"
 
@@ -11,8 +9,8 @@
 #include <string.h>
 
 typedef struct {
-    uv_getaddrinfo_t req;
-    FutoInAsyncSteps* as; /* NULL once cancelled */
+    FutoInUvLookup* lookup;
+    FutoInAsyncSteps* as;
     char host[];
 } ResolveOp;
 
@@ -52,17 +50,19 @@ static uint32_t format_addresses(const struct addrinfo* res, char** text, size_t
     return n;
 }
 
-static void on_resolved(uv_getaddrinfo_t* req, int status, struct addrinfo* res)
+/* The lookup worked but its result could not be copied: the backend's
+ * error for a failed allocation (like "resolve: out of memory" before the
+ * lookup), never a success with a value missing. */
+static void resolve_oom(FutoInAsyncSteps* as, ResolveOp* op)
 {
-    ResolveOp* op = req->data;
+    futoin__uv_failf(as, FUTOIN_INTERNAL_ERROR, UV_ENOMEM, "resolve %s: out of memory", op->host);
+    free(op);
+}
+
+static void on_resolved(void* data, int status, struct addrinfo* res)
+{
+    ResolveOp* op = data;
     FutoInAsyncSteps* as = op->as;
-    if (!as) {
-        if (res) {
-            uv_freeaddrinfo(res);
-        }
-        free(op);
-        return;
-    }
     if (status < 0) {
         futoin__uv_failf(as, FUTOIN_CONNECT_ERROR, status, "getaddrinfo %s", op->host);
         free(op);
@@ -72,18 +72,28 @@ static void on_resolved(uv_getaddrinfo_t* req, int status, struct addrinfo* res)
     size_t text_len = 0;
     uint32_t n = format_addresses(res, &text, &text_len);
     uv_freeaddrinfo(res);
-    if (!text || n == 0) {
-        futoin__uv_failf(as, FUTOIN_CONNECT_ERROR, text ? UV_EAI_NODATA : UV_ENOMEM,
-                "getaddrinfo %s", op->host);
+    if (!text) {
+        resolve_oom(as, op);
+        return;
+    }
+    if (n == 0) {
+        futoin__uv_failf(as, FUTOIN_CONNECT_ERROR, UV_EAI_NODATA, "getaddrinfo %s", op->host);
         free(text);
         free(op);
         return;
     }
-    free(op);
     size_t first = strcspn(text, "\n");
     FutoInArgs args;
     memset(&args, 0, sizeof(args));
     args.arg0 = futoin__uv_bytes_value(text, first, 1);
+    if (!args.arg0.type) {
+        /* A success without its first value would hand the next step a
+         * missing argument where the contract promises an address. */
+        free(text);
+        resolve_oom(as, op);
+        return;
+    }
+    free(op);
     args.arg1 = futoin_val_u32(n);
     args.arg2 = futoin__uv_bytes_adopt(text, text_len, 1);
     as->api->success(as, &args);
@@ -93,9 +103,8 @@ static void resolve_cancel(FutoInAsyncSteps* as, void* data)
 {
     (void)as;
     ResolveOp* op = data;
-    op->as = NULL;
-    /* Fails if the lookup runs already; the callback frees op either way. */
-    uv_cancel((uv_req_t*)&op->req);
+    futoin__uv_lookup_cancel(op->lookup);
+    free(op);
 }
 
 static void resolve_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
@@ -114,12 +123,11 @@ static void resolve_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* ar
     }
     memcpy(op->host, host, hlen + 1);
     op->as = as;
-    op->req.data = op;
     struct addrinfo hints;
     memset(&hints, 0, sizeof(hints));
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
-    int err = uv_getaddrinfo(uv->uv, &op->req, on_resolved, host, NULL, &hints);
+    int err = futoin__uv_lookup(uv, host, NULL, &hints, on_resolved, op, &op->lookup);
     if (err) {
         free(op);
         futoin__uv_failf(as, FUTOIN_CONNECT_ERROR, err, "getaddrinfo %s", host);

@@ -2,15 +2,25 @@
 /*
  * Whole-file read and write steps on uv_fs_* (libuv's thread pool).
  *
- * Each step is a chain open → (fstat) → read/write… → close on one uv_fs_t.
+ * Each step is a chain open → fstat → read/write… → close on one uv_fs_t.
  * Filesystem requests cannot be stopped once a pool thread runs them, so a
  * cancelled step detaches (op->as = NULL; uv_cancel() withdraws the request
  * if it is still queued) and the chain winds down on its own: an open file
  * is still closed, then the memory is freed. The step hears nothing.
+ *
+ * Detaching only helps if no request can block for long: a blocked one
+ * holds one of libuv's few pool threads and keeps uv_run() alive, whatever
+ * the step did. So files are opened with O_NONBLOCK (a FIFO's open() would
+ * wait for its other end), and only regular files are read or written:
+ * FIFOs, sockets, devices and directories are refused after fstat(). The
+ * descriptor stays non-blocking: a pseudo-file that poses as a regular one
+ * but would block (some of /proc or tracefs) fails with EAGAIN instead of
+ * holding a thread.
  */
 #include "uv_internal.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,6 +38,7 @@ typedef struct {
     int writing;
     int err;              /* first libuv error, 0 if none */
     const char* err_what; /* the operation that failed */
+    const char* err_why;  /* appended to error_info when not NULL */
     char* data;
     size_t len;  /* read: bytes read; write: bytes to write */
     size_t cap;  /* read: buffer size (data has cap + 1 bytes) */
@@ -45,7 +56,12 @@ static void deliver(FileOp* op)
         return;
     }
     if (op->err) {
-        futoin__uv_failf(as, FUTOIN_COMM_ERROR, op->err, "%s %s", op->err_what, op->path);
+        if (op->err_why) {
+            futoin__uv_failf(as, FUTOIN_COMM_ERROR, op->err, "%s %s: %s", op->err_what, op->path,
+                    op->err_why);
+        } else {
+            futoin__uv_failf(as, FUTOIN_COMM_ERROR, op->err, "%s %s", op->err_what, op->path);
+        }
         free(op->data);
         free(op);
         return;
@@ -88,14 +104,50 @@ static void finish(FileOp* op)
     deliver(op);
 }
 
-static void fail(FileOp* op, int err, const char* what)
+static void fail_why(FileOp* op, int err, const char* what, const char* why)
 {
     if (!op->err) {
         op->err = err;
         op->err_what = what;
+        op->err_why = why;
     }
     finish(op);
 }
+
+static void fail(FileOp* op, int err, const char* what)
+{
+    fail_why(op, err, what, NULL);
+}
+
+static const char* step_name(const FileOp* op)
+{
+    return op->writing ? "write" : "read";
+}
+
+/* What is wrong with a file of this mode, or NULL for a regular file. */
+static const char* not_regular(uint64_t mode, int* err)
+{
+    *err = UV_EFTYPE;
+    switch (mode & S_IFMT) {
+    case S_IFREG:
+        return NULL;
+    case S_IFDIR:
+        *err = UV_EISDIR;
+        return "is a directory";
+    case S_IFIFO:
+        return "not a regular file (FIFO)";
+    case S_IFSOCK:
+        return "not a regular file (socket)";
+    case S_IFCHR:
+        return "not a regular file (character device)";
+    case S_IFBLK:
+        return "not a regular file (block device)";
+    default:
+        return "not a regular file";
+    }
+}
+
+static void write_more(FileOp* op);
 
 /* ---- read ---- */
 
@@ -134,6 +186,8 @@ static void on_read(uv_fs_t* req)
     uv_fs_req_cleanup(req);
     if (!op->as) {
         finish(op);
+    } else if (n == UV_EAGAIN) {
+        fail_why(op, (int)n, "read", "would block");
     } else if (n < 0) {
         fail(op, (int)n, "read");
     } else if (n == 0) {
@@ -153,6 +207,7 @@ static void on_stat(uv_fs_t* req)
     FileOp* op = req->data;
     ssize_t r = req->result;
     uint64_t size = req->statbuf.st_size;
+    uint64_t mode = req->statbuf.st_mode;
     uv_fs_req_cleanup(req);
     if (!op->as) {
         finish(op);
@@ -160,6 +215,16 @@ static void on_stat(uv_fs_t* req)
     }
     if (r < 0) {
         fail(op, (int)r, "fstat");
+        return;
+    }
+    int err;
+    const char* why = not_regular(mode, &err);
+    if (why) {
+        fail_why(op, err, step_name(op), why);
+        return;
+    }
+    if (op->writing) {
+        write_more(op);
         return;
     }
     if (size > op->max) {
@@ -206,6 +271,8 @@ static void on_write(uv_fs_t* req)
     uv_fs_req_cleanup(req);
     if (!op->as) {
         finish(op);
+    } else if (n == UV_EAGAIN) {
+        fail_why(op, (int)n, "write", "would block");
     } else if (n < 0) {
         fail(op, (int)n, "write");
     } else {
@@ -226,10 +293,16 @@ static void on_open(uv_fs_t* req)
     }
     if (!op->as) {
         finish(op);
+    } else if (r == UV_ENXIO) {
+        /* O_NONBLOCK's answer for a FIFO without a reader (writing), and
+         * open()'s for a socket or a device without a driver. */
+        fail_why(op, (int)r, step_name(op), op->writing
+                ? "not a regular file (FIFO without a reader, socket or device)"
+                : "not a regular file (socket or device)");
+    } else if (r == UV_EISDIR) {
+        fail_why(op, (int)r, step_name(op), "is a directory");
     } else if (r < 0) {
         fail(op, (int)r, "open");
-    } else if (op->writing) {
-        write_more(op);
     } else {
         op->req.data = op;
         int err = uv_fs_fstat(op->loop, &op->req, op->fd, on_stat);
@@ -289,12 +362,17 @@ static void file_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
     op->writing = p->writing;
     op->max = p->max;
     op->req.data = op;
-    int flags = O_RDONLY;
+    /* O_NONBLOCK: open() of a FIFO must not wait for the other end (see
+     * the top of the file); O_NOCTTY: a terminal must not become ours. */
+    int flags = O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
     if (p->writing) {
         op->data = p->data;
         op->len = p->len;
         p->data = NULL;
-        flags = O_WRONLY | O_CREAT | (p->append ? O_APPEND : O_TRUNC);
+        /* O_TRUNC is ignored by everything but regular files, the only
+         * kind the step goes on to write. */
+        flags = O_WRONLY | O_CREAT | O_NONBLOCK | O_NOCTTY | O_CLOEXEC
+                | (p->append ? O_APPEND : O_TRUNC);
     }
     int err = uv_fs_open(uv->uv, &op->req, op->path, flags, 0644, on_open);
     if (err) {

@@ -142,6 +142,27 @@ FutoInBinaryValue futoin__uv_bytes_value(const char* data, size_t n, int as_stri
 /* Takes ownership of a malloc()ed buffer of n bytes followed by a NUL. */
 FutoInBinaryValue futoin__uv_bytes_adopt(char* data, size_t n, int as_string);
 
+/* ---- name lookups: uv_lookup.c ---- */
+
+/* Receives a lookup's outcome on the loop thread: status 0 and res (the
+ * callee frees it with uv_freeaddrinfo()), or a libuv error and NULL. */
+typedef void (*FutoInUvLookupCb)(void* data, int status, struct addrinfo* res);
+typedef struct FutoInUvLookup FutoInUvLookup;
+
+/* Starts getaddrinfo(host, service, hints) (service may be NULL) on a
+ * thread of its own, or on libuv's pool (see uv_lookup.c). Returns 0 and
+ * the lookup in *out, whose callback runs exactly once unless it is
+ * cancelled; or a libuv error, and the callback never runs. */
+int futoin__uv_lookup(FutoInUv* uv, const char* host, const char* service,
+        const struct addrinfo* hints, FutoInUvLookupCb cb, void* data, FutoInUvLookup** out);
+/* The callback will not run; the lookup's memory is released when it
+ * ends. Call it only before the callback (inside it, it does nothing). */
+void futoin__uv_lookup_cancel(FutoInUvLookup* l);
+/* Lookups running on threads of their own, of every loop of the process. */
+unsigned futoin__uv_lookup_threads(void);
+/* The most such threads at once; beyond, lookups use libuv's pool. */
+extern _Atomic unsigned futoin__uv_lookup_threads_max;
+
 /* ---- streams: uv_stream.c, uv_connect.c, uv_read.c, uv_write.c ---- */
 
 

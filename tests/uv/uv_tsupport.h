@@ -79,6 +79,33 @@ static inline uint64_t mono_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+/* The factor for wall-clock bounds: FUTOIN_TEST_TIME_SCALE (a float, for a
+ * slow or loaded machine) times 10 under valgrind (CMake sets
+ * FUTOIN_TEST_VALGRIND=1 there). Bounds only catch what takes far longer
+ * or never ends; they never measure speed. */
+static inline double test_time_scale(void)
+{
+    double k = 1.0;
+    const char* s = getenv("FUTOIN_TEST_TIME_SCALE");
+    if (s && *s) {
+        double v = strtod(s, NULL);
+        if (v > 0.0) {
+            k = v;
+        }
+    }
+    s = getenv("FUTOIN_TEST_VALGRIND");
+    if (s && *s == '1') {
+        k *= 10.0;
+    }
+    return k;
+}
+
+static inline unsigned scaled_ms(unsigned ms)
+{
+    double v = ms * test_time_scale();
+    return v > 4e9 ? 4000000000u : (unsigned)v;
+}
+
 static inline void sleep_ms(unsigned ms)
 {
     struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
@@ -139,13 +166,15 @@ static inline void run_for(unsigned ms)
     run_until(&never, ms);
 }
 
-/* Adds a final recording step to root, executes it and runs until it ends. */
+/* Adds a final recording step to root, executes it and runs until it ends.
+ * guard_ms only catches a hang: it is scaled (test_time_scale()), so that
+ * valgrind or a loaded machine does not trip it. */
 static inline void run_root(FutoInAsyncSteps* root, Outcome* o, unsigned guard_ms)
 {
     memset(o, 0, sizeof(*o));
     futoin_add(root, outcome_ok, NULL, o);
     futoin_execute(root, outcome_error, o);
-    assert_true(run_until(&o->done, guard_ms));
+    assert_true(run_until(&o->done, scaled_ms(guard_ms)));
 }
 
 /* ---- real peers: blocking sockets in a thread ---- */
