@@ -39,8 +39,9 @@ static void connect_fail(ConnectOp* op, int err)
     FutoInAsyncSteps* as = op->as;
     char what[160];
     snprintf(what, sizeof(what), "connect %s:%u", op->host, op->port);
+    /* Owned by op (inside the step's callback: its own error). */
+    futoin__uv_fail_owned(as, op, FUTOIN_CONNECT_ERROR, err, what);
     connect_op_free(op);
-    futoin__uv_fail(as, FUTOIN_CONNECT_ERROR, err, what);
 }
 
 static void on_connected(uv_connect_t* req, int status);
@@ -101,14 +102,14 @@ static void on_connected(uv_connect_t* req, int status)
     int v6 = strchr(op->host, ':') != NULL;
     snprintf(s->peer, sizeof(s->peer), "%s%s%s:%u", v6 ? "[" : "", op->host, v6 ? "]" : "",
             op->port);
-    connect_op_free(op);
     /* The value's reference is the only one: nobody keeping the stream
      * means it is closed once the receiving step returns. */
     s->refs = 1;
     FutoInArgs args;
     memset(&args, 0, sizeof(args));
     args.arg0 = futoin_val_custom(&futoin_uv_stream_type, s);
-    as->api->success(as, &args);
+    futoin_owned_success(as, op, &args);
+    connect_op_free(op);
 }
 
 static void on_resolved(void* data, int status, struct addrinfo* res)
@@ -187,7 +188,7 @@ static void connect_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* ar
         connect_fail(op, err);
         return;
     }
-    futoin_set_cancel(as, connect_cancel, op);
+    futoin_wait_owned(as, connect_cancel, op);
     char target[300];
     int v6 = strchr(host, ':') != NULL;
     snprintf(target, sizeof(target), "%s%s%s:%u", v6 ? "[" : "", host, v6 ? "]" : "", port);

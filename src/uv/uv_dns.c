@@ -55,7 +55,7 @@ static uint32_t format_addresses(const struct addrinfo* res, char** text, size_t
  * lookup), never a success with a value missing. */
 static void resolve_oom(FutoInAsyncSteps* as, ResolveOp* op)
 {
-    futoin__uv_failf(as, FUTOIN_INTERNAL_ERROR, UV_ENOMEM, "resolve %s: out of memory", op->host);
+    futoin__uv_failf_owned(as, op, FUTOIN_INTERNAL_ERROR, UV_ENOMEM, "resolve %s", op->host);
     free(op);
 }
 
@@ -64,7 +64,7 @@ static void on_resolved(void* data, int status, struct addrinfo* res)
     ResolveOp* op = data;
     FutoInAsyncSteps* as = op->as;
     if (status < 0) {
-        futoin__uv_failf(as, FUTOIN_CONNECT_ERROR, status, "getaddrinfo %s", op->host);
+        futoin__uv_failf_owned(as, op, FUTOIN_CONNECT_ERROR, status, "getaddrinfo %s", op->host);
         free(op);
         return;
     }
@@ -77,7 +77,8 @@ static void on_resolved(void* data, int status, struct addrinfo* res)
         return;
     }
     if (n == 0) {
-        futoin__uv_failf(as, FUTOIN_CONNECT_ERROR, UV_EAI_NODATA, "getaddrinfo %s", op->host);
+        futoin__uv_failf_owned(as, op, FUTOIN_CONNECT_ERROR, UV_EAI_NODATA, "getaddrinfo %s",
+                op->host);
         free(text);
         free(op);
         return;
@@ -93,10 +94,10 @@ static void on_resolved(void* data, int status, struct addrinfo* res)
         resolve_oom(as, op);
         return;
     }
-    free(op);
     args.arg1 = futoin_val_u32(n);
     args.arg2 = futoin__uv_bytes_adopt(text, text_len, 1);
-    as->api->success(as, &args);
+    futoin_owned_success(as, op, &args); /* owned by op: only this lookup ends the wait */
+    free(op);
 }
 
 static void resolve_cancel(FutoInAsyncSteps* as, void* data)
@@ -133,7 +134,7 @@ static void resolve_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* ar
         futoin__uv_failf(as, FUTOIN_CONNECT_ERROR, err, "getaddrinfo %s", host);
         return;
     }
-    futoin_set_cancel(as, resolve_cancel, op);
+    futoin_wait_owned(as, resolve_cancel, op);
     futoin__uv_wait_info(as, "resolve", host);
 }
 

@@ -55,12 +55,14 @@ static void deliver(FileOp* op)
         free(op);
         return;
     }
+    /* Owned by op: only this operation ends the step's wait. */
     if (op->err) {
         if (op->err_why) {
-            futoin__uv_failf(as, FUTOIN_COMM_ERROR, op->err, "%s %s: %s", op->err_what, op->path,
-                    op->err_why);
+            futoin__uv_failf_owned(as, op, FUTOIN_COMM_ERROR, op->err, "%s %s: %s", op->err_what,
+                    op->path, op->err_why);
         } else {
-            futoin__uv_failf(as, FUTOIN_COMM_ERROR, op->err, "%s %s", op->err_what, op->path);
+            futoin__uv_failf_owned(as, op, FUTOIN_COMM_ERROR, op->err, "%s %s", op->err_what,
+                    op->path);
         }
         free(op->data);
         free(op);
@@ -75,8 +77,8 @@ static void deliver(FileOp* op)
         op->data[op->len] = '\0';
         args.arg0 = futoin__uv_bytes_adopt(op->data, op->len, 0);
     }
+    futoin_owned_success(as, op, &args);
     free(op);
-    as->api->success(as, &args);
 }
 
 static void on_closed(uv_fs_t* req)
@@ -381,7 +383,7 @@ static void file_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
         free(op);
         return;
     }
-    futoin_set_cancel(as, file_cancel, op);
+    futoin_wait_owned(as, file_cancel, op);
     futoin__uv_wait_info(as, p->writing ? "file_write" : "file_read", p->path);
 }
 

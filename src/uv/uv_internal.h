@@ -107,6 +107,12 @@ void futoin__uv_fail(FutoInAsyncSteps* as, const char* code, int err, const char
  * is gone changes nothing); inside the step's callback it is error(). */
 void futoin__uv_fail_owned(FutoInAsyncSteps* as, const void* key, const char* code, int err,
         const char* what);
+void futoin__uv_failf_owned(FutoInAsyncSteps* as, const void* key, const char* code, int err,
+        const char* fmt, ...)
+#if defined(__GNUC__)
+        __attribute__((format(printf, 5, 6)))
+#endif
+        ;
 /* Same with a printf-style context. */
 void futoin__uv_failf(FutoInAsyncSteps* as, const char* code, int err, const char* fmt, ...)
 #if defined(__GNUC__)

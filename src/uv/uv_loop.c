@@ -325,6 +325,17 @@ void futoin__uv_fail_owned(FutoInAsyncSteps* as, const void* key, const char* co
     futoin_owned_error(as, key, code, info);
 }
 
+void futoin__uv_failf_owned(FutoInAsyncSteps* as, const void* key, const char* code, int err,
+        const char* fmt, ...)
+{
+    char what[224];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof(what), fmt, ap);
+    va_end(ap);
+    futoin__uv_fail_owned(as, key, code, err, what);
+}
+
 void futoin__uv_failf(FutoInAsyncSteps* as, const char* code, int err, const char* fmt, ...)
 {
     char what[224];
