@@ -16,11 +16,14 @@ endfunction()
 
 # futoin_wrap_command(OUT): the command prefix of a test program. Under
 # valgrind it sets the environment above itself, so that every program run
-# through it knows, also one that a test script starts.
+# through it knows, also one that a test script starts. env(1), not
+# "cmake -E env": env execs the program, so a signal that a script sends
+# to the process it started (SIGINT to stop a server) reaches valgrind.
+find_program(ENV_EXE env)
 function(futoin_wrap_command out)
     if(FUTOIN_VALGRIND)
         futoin_test_environment(env)
-        set(${out} ${CMAKE_COMMAND} -E env ${env}
+        set(${out} ${ENV_EXE} ${env}
             ${VALGRIND_EXE} --error-exitcode=99 --leak-check=full
             --show-leak-kinds=definite,indirect,possible --errors-for-leak-kinds=definite,indirect,possible
             --track-origins=yes --quiet PARENT_SCOPE)
