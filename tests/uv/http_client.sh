@@ -1,22 +1,28 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # The HTTP client example (examples/uv/http_client) against the example
-# server (examples/uv/http_server), issue 18 item 3:
+# server (examples/uv/http_server):
 #
 #   tests/uv/http_client.sh PATH/TO/http_server PATH/TO/http_client [WRAPPER...]
 #
 # WRAPPER (e.g. valgrind and its options, from CTest in a valgrind build)
 # runs both programs; a valgrind error makes a program exit 99.
 #
+# Times are scaled by tests/time_scale.sh (FUTOIN_TEST_TIME_SCALE, and
+# valgrind's factor in a valgrind build).
+#
 # 1. Parallel requests, all settled: a 200, a large body, a 404, and a
-#    request whose handler outlasts the per-attempt timeout: three attempts,
-#    each a Timeout whose error_info names the read and the server.
+#    request that the server does not answer within the test (the longest
+#    sleep it takes): three attempts, each a Timeout whose error_info names
+#    the read and the server.
 # 2. A refused connection: ConnectError "ECONNREFUSED: connect ..." after
 #    the configured number of attempts.
 # 3. Retry with back-off: while a slow request holds the server's only
 #    Limiter slot, a request gets 503, is retried and ends with 200.
 # 4. Everything answered: exit status 0. The servers stop with 0 on SIGINT.
 set -u
+# shellcheck source=tests/time_scale.sh
+. "$(dirname "$0")/../time_scale.sh"
 
 SERVER=${1:?usage: http_client.sh SERVER CLIENT [WRAPPER...]}
 CLIENT=${2:?usage: http_client.sh SERVER CLIENT [WRAPPER...]}
@@ -47,7 +53,7 @@ start_server() {
     local pid=$!
     PIDS+=("$pid")
     printf -v "PID_$name" '%s' "$pid"
-    for _ in $(seq 1 300); do
+    for _ in $(seq 1 "$(futoin_scale_ms 300)"); do
         local port
         port=$(sed -n 's#.*listening on http://127\.0\.0\.1:\([0-9]*\)/.*#\1#p' "$WORK/$name.log")
         if [ -n "$port" ]; then
@@ -83,13 +89,25 @@ expect_line() {
     grep -Eq -- "$pattern" "$WORK/$name.out" || fail "client $name: no line matching '$pattern'"
 }
 
-start_server main
+# limiter_active PORT: how many flows hold the server's Limiter (/stats,
+# which the Limiter does not count), or nothing if the server did not answer.
+limiter_active() {
+    timeout "$(futoin_scale_s 10)" bash -c '
+        exec 3<>"/dev/tcp/127.0.0.1/$1" || exit 1
+        printf "GET /stats HTTP/1.0\r\nHost: x\r\n\r\n" >&3
+        tr -d "\r" <&3' _ "$1" | awk '$1 == "limiter_active" { print $2 }'
+}
+
+# A short drain at the end: only the unanswered sleeps of 1. are left then.
+start_server main -d 100
 URL="http://127.0.0.1:$PORT_main"
 
 echo "== 1. parallel requests, all settled"
-client parallel 1 -t 300 -b 20 "$URL/" "$URL/sleep?ms=1200" "$URL/bytes?n=100000" "$URL/nope"
+# One attempt at a fast answer must fit in the timeout on a slow machine;
+# the sleep (the server's longest) outlasts three attempts.
+client parallel 1 -t "$(futoin_scale_ms 300)" -b 20 "$URL/" "$URL/sleep?ms=60000" "$URL/bytes?n=100000" "$URL/nope"
 expect_line parallel "^1\. $URL/ -> 200 OK, 22 bytes \(1 attempt\)$"
-expect_line parallel "^2\. $URL/sleep\?ms=1200 -> Timeout: read 127\.0\.0\.1:$PORT_main \(3 attempts\)$"
+expect_line parallel "^2\. $URL/sleep\?ms=60000 -> Timeout: read 127\.0\.0\.1:$PORT_main \(3 attempts\)$"
 expect_line parallel "^3\. $URL/bytes\?n=100000 -> 200 OK, 100000 bytes \(1 attempt\)$"
 expect_line parallel "^4\. $URL/nope -> 404 Not Found, 10 bytes \(1 attempt\)$"
 expect_line parallel "^all settled: 3 answered, 1 failed$"
@@ -101,18 +119,27 @@ expect_line refused "^1\. http://127\.0\.0\.1:1/ -> ConnectError: ECONNREFUSED: 
 echo "== 3. 503, retried with back-off"
 start_server one -c 1 -q 0
 ONE="http://127.0.0.1:$PORT_one"
-"${WRAP[@]}" "$CLIENT" -t 10000 "$ONE/sleep?ms=1000" >"$WORK/holder.out" 2>&1 &
+# The holder keeps the only slot while the retrying client starts and
+# tries; the back-off (scaled too) spans several holds.
+HOLD_MS=$(futoin_scale_ms 1000)
+"${WRAP[@]}" "$CLIENT" -t "$(futoin_scale_ms 10000)" "$ONE/sleep?ms=$HOLD_MS" >"$WORK/holder.out" 2>&1 &
 HOLDER=$!
 PIDS+=("$HOLDER")
-sleep 0.5
-client retry 0 -a 12 -b 50 -t 5000 "$ONE/"
+# The retrying client starts once the holder's request is in the slot.
+for _ in $(seq 1 "$(futoin_scale_ms 300)"); do
+    [ "$(limiter_active "$PORT_one")" = 1 ] && break
+    kill -0 "$HOLDER" 2>/dev/null || fail "the holding client ended before its request was seen"
+    sleep 0.1
+done
+[ "$(limiter_active "$PORT_one")" = 1 ] || fail "the holding request did not take the Limiter's slot"
+client retry 0 -a 12 -b "$(futoin_scale_ms 50)" -t "$(futoin_scale_ms 5000)" "$ONE/"
 expect_line retry "^1\. $ONE/ -> 200 OK, 22 bytes \(([2-9]|1[0-2]) attempts\)$"
 wait "$HOLDER" || fail "the holding client failed"
-expect_line holder "^1\. $ONE/sleep\?ms=1000 -> 200 OK, 6 bytes \(1 attempt\)$"
+expect_line holder "^1\. $ONE/sleep\?ms=$HOLD_MS -> 200 OK, 6 bytes \(1 attempt\)$"
 stop_server "$PID_one"
 
 echo "== 4. everything answered"
-client all_ok 0 "$URL/" "$URL/stats" "$URL/bytes?n=0"
+client all_ok 0 -t "$(futoin_scale_ms 2000)" "$URL/" "$URL/stats" "$URL/bytes?n=0"
 expect_line all_ok "^all settled: 3 answered, 0 failed$"
 stop_server "$PID_main"
 echo "PASS"
