@@ -92,6 +92,7 @@ expect_line() {
 # limiter_active PORT: how many flows hold the server's Limiter (/stats,
 # which the Limiter does not count), or nothing if the server did not answer.
 limiter_active() {
+    # shellcheck disable=SC2016 # $1 is the inner shell's
     timeout "$(futoin_scale_s 10)" bash -c '
         exec 3<>"/dev/tcp/127.0.0.1/$1" || exit 1
         printf "GET /stats HTTP/1.0\r\nHost: x\r\n\r\n" >&3
