@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: MIT
+# shellcheck shell=bash
 # Sourced by the shell tests: real-time limits scaled for slow machines, as
 # tests/time_scale.h does for the C tests (see there for what is scaled).
 #
