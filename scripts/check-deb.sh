@@ -52,8 +52,12 @@ if [ "$(id -u)" != 0 ]; then
     command -v sudo >/dev/null || fail "installing packages needs root or sudo"
     SUDO=(sudo)
 fi
+# Waits for another package manager's dpkg lock (futoin_apt_options of
+# deps.sh, sourced below, before the first call).
 apt_get() {
-    "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get "$@"
+    local opts
+    mapfile -t opts < <(futoin_apt_options)
+    "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get "${opts[@]}" "$@"
 }
 
 installed() {

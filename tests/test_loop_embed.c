@@ -32,6 +32,8 @@
 #include <futoin/asyncsteps.h>
 #include <futoin/introspect.h>
 
+#include "time_scale.h"
+
 static uint64_t mono_ms(void)
 {
     struct timespec ts;
@@ -210,10 +212,11 @@ static void outer_destroy(Outer* o)
     close(o->wake[1]);
 }
 
-/* Runs until the FutoInLoop has no work left (or limit_ms passes: then 0). */
+/* Runs until the FutoInLoop has no work left (or limit_ms, scaled, passes:
+ * then 0). */
 static int outer_run(Outer* o, unsigned limit_ms)
 {
-    uint64_t end = mono_ms() + limit_ms;
+    uint64_t end = mono_ms() + futoin_test_ms(limit_ms);
     int64_t plan = futoin_loop_next_delay(o->loop);
     uint64_t due = plan < 0 ? UINT64_MAX : mono_ms() + (uint64_t)plan;
     for (;;) {
@@ -296,7 +299,7 @@ static void remote_wait(FutoInAsyncSteps* as, void* data, const FutoInArgs* args
     Remote* r = data;
     r->waiting = as;
     /* A long timeout: the test fails on time if the post is not noticed. */
-    futoin_set_timeout(as, 10000);
+    futoin_set_timeout(as, futoin_test_ms(10000));
     futoin_loop_hold(r->loop);
     assert_int_equal(pthread_create(&r->th, NULL, remote_thread, r), 0);
 }
@@ -328,7 +331,7 @@ static void test_poll_loop_cross_thread_post(void** state)
     assert_int_equal(r.done, 42);
     assert_int_equal(r.resumed_on_loop_thread, 1);
     assert_true(dt >= 29);
-    assert_true(dt < 5000);
+    assert_true(dt < futoin_test_ms(5000));
     /* The post woke the outer loop through the callback, called on the
      * posting thread (and the release of the hold at most once more). */
     assert_true(atomic_load(&o.foreign_calls) >= 1);
@@ -379,7 +382,7 @@ static void io_wait(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)data, (void)args;
     g_io.waiting = as;
-    futoin_set_timeout(as, 10000);
+    futoin_set_timeout(as, futoin_test_ms(10000));
 }
 
 static void io_done(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
@@ -411,7 +414,7 @@ static void test_poll_loop_outer_io(void** state)
     uint64_t dt = mono_ms() - t0;
     pthread_join(g_io.th, NULL);
     assert_int_equal(g_io.done, 1);
-    assert_true(dt < 5000);
+    assert_true(dt < futoin_test_ms(5000));
     /* success() from the I/O handler: a second call on the loop thread.
      * Nothing came from another thread through the loop. */
     assert_int_equal(o.loop_thread_calls, 2);

@@ -252,7 +252,9 @@ static void test_cancel_loop_handle_from_thread(void** state)
     LocalCancel lc;
     memset(&lc, 0, sizeof(lc));
     lc.loop = futoin_loop_new();
-    lc.h = futoin_loop_deferred(lc.loop, 50, &lc.out, outcome_ran);
+    /* Far enough that the cancel is first however slowly the other thread
+     * starts; run() ends with the cancel, not the due time. */
+    lc.h = futoin_loop_deferred(lc.loop, 60000, &lc.out, outcome_ran);
     futoin_loop_hold(lc.loop);
     pthread_t th;
     assert_int_equal(pthread_create(&th, NULL, cancel_local_handle, &lc), 0);
@@ -315,7 +317,9 @@ static void test_idle_sleeps_and_wakes(void** state)
         pthread_cond_wait(&s.c, &s.m);
     }
     pthread_mutex_unlock(&s.m);
-    sleep_us(20000);
+    /* Time for the loop to reach its sleep (valgrind translates its code
+     * on the way, which is CPU time). */
+    sleep_us(futoin_test_ms(20) * 1000u);
     uint64_t cpu0 = cpu_ns(s.cpu_clock);
     sleep_us(300000);
     uint64_t idle_cpu = cpu_ns(s.cpu_clock) - cpu0;

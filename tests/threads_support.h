@@ -32,6 +32,8 @@
 #include <futoin/asyncsteps.h>
 #include <futoin/threads.h>
 
+#include "time_scale.h"
+
 /* full: the stress size; small: valgrind/TSan; else the default. */
 static inline unsigned long scaled(unsigned long def, unsigned long full, unsigned long small)
 {

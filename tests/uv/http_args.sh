@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Command line of the HTTP server example (examples/uv/http_server), issue 16.
+# Command line of the HTTP server example (examples/uv/http_server).
 #
 #   tests/uv/http_args.sh PATH/TO/http_server
 #
@@ -10,7 +10,10 @@
 # status 2 and a usage message, nothing listens. Each bad case runs under
 # `timeout`, so a server that starts anyway fails the test instead of
 # hanging it. Valid bounds start the server, which stops on SIGINT with 0.
+# The limits are scaled by tests/time_scale.sh.
 set -u
+# shellcheck source=tests/time_scale.sh
+. "$(dirname "$0")/../time_scale.sh"
 
 SERVER=${1:?usage: http_args.sh PATH/TO/http_server}
 WORK=$(mktemp -d)
@@ -25,7 +28,7 @@ FAILS=0
 
 # expect_usage ARGS...: the server must exit 2 and print a usage message.
 expect_usage() {
-    timeout 5 "$SERVER" "$@" >"$WORK/out" 2>"$WORK/err"
+    timeout "$(futoin_scale_s 5)" "$SERVER" "$@" >"$WORK/out" 2>"$WORK/err"
     local rc=$?
     if [ "$rc" -ne 2 ] || ! grep -q "usage:" "$WORK/err"; then
         echo "FAIL: http_server $(printf "'%s' " "$@"): exit $rc (expected 2 with a usage message)"
@@ -69,7 +72,7 @@ start_ok() {
     "$SERVER" "$@" >>"$WORK/log" 2>&1 &
     SPID=$!
     local port=
-    for _ in $(seq 1 100); do
+    for _ in $(seq 1 "$(futoin_scale_ms 100)"); do
         port=$(sed -n 's#.*listening on http://127\.0\.0\.1:\([0-9]*\)/.*#\1#p' "$WORK/log")
         if [ -n "$port" ] || ! kill -0 "$SPID" 2>/dev/null; then
             break

@@ -10,19 +10,28 @@
 # WRAPPER (e.g. valgrind and its options, from CTest in a valgrind build)
 # runs both programs; a valgrind error makes a program exit 99.
 #
+# Times are scaled by tests/time_scale.sh (FUTOIN_TEST_TIME_SCALE, and
+# valgrind's factor in a valgrind build).
+#
 # 1. Parallel requests, all settled: a 200, a large body, a 404, and a
-#    request whose handler outlasts the per-attempt timeout: three attempts,
-#    each a Timeout whose error_info names the read and the server.
+#    request that the server does not answer within the test (the longest
+#    sleep it takes): three attempts, each a Timeout whose error_info names
+#    the read and the server.
 # 2. A refused connection: ConnectError "ECONNREFUSED: connect ..." after
 #    the configured number of attempts.
-# 3. Retry with back-off: while a slow request holds the server's only
-#    Limiter slot, a request gets 503, is retried and ends with 200.
-# 4. Everything answered: exit status 0. The servers stop with 0 on SIGINT.
+# 3. Retry with back-off: while slow requests hold the server's only
+#    Limiter slot, a request gets 503, is retried and ends with 200. The
+#    slot is held until the server has rejected the client once, however
+#    long the client (under valgrind) takes to start.
+# 4. Everything answered, a slow answer within its timeout among them:
+#    exit status 0. The servers stop with 0 on SIGINT.
 # 5. Raw responses, end to end: a chunked body decoded, 1xx skipped, a body
 #    up to the close; malformed framing reported as a ProtocolError (not
 #    retried); a response cut short is a CommError (retried). Every case of
 #    the parser is in tests/uv/test_http_client_parse.c.
 set -u
+# shellcheck source=tests/time_scale.sh
+. "$(dirname "$0")/../time_scale.sh"
 
 USAGE="usage: http_client.sh SERVER CLIENT CANNED_SERVER [WRAPPER...]"
 SERVER=${1:?$USAGE}
@@ -55,7 +64,7 @@ start_server() {
     local pid=$!
     PIDS+=("$pid")
     printf -v "PID_$name" '%s' "$pid"
-    for _ in $(seq 1 300); do
+    for _ in $(seq 1 "$(futoin_scale_ms 300)"); do
         local port
         port=$(sed -n 's#.*listening on http://127\.0\.0\.1:\([0-9]*\)/.*#\1#p' "$WORK/$name.log")
         if [ -n "$port" ]; then
@@ -91,15 +100,66 @@ expect_line() {
     grep -Eq -- "$pattern" "$WORK/$name.out" || fail "client $name: no line matching '$pattern'"
 }
 
-start_server main
+# server_stat PORT NAME: a counter of the server's /stats (which the
+# Limiter does not count), or nothing if the server did not answer.
+server_stat() {
+    # shellcheck disable=SC2016 # $1 is the inner shell's
+    timeout "$(futoin_scale_s 10)" bash -c '
+        exec 3<>"/dev/tcp/127.0.0.1/$1" || exit 1
+        printf "GET /stats HTTP/1.0\r\nHost: x\r\n\r\n" >&3
+        tr -d "\r" <&3' _ "$1" | awk -v k="$2" '$1 == k { print $2 }'
+}
+
+# wait_stat PORT NAME MIN: until the counter is at least MIN (or fail).
+wait_stat() {
+    local v
+    for _ in $(seq 1 "$(futoin_scale_ms 300)"); do
+        v=$(server_stat "$1" "$2")
+        [ -n "$v" ] && [ "$v" -ge "$3" ] && return 0
+        sleep 0.1
+    done
+    fail "server on $1: $2 stayed below $3"
+}
+
+# hold_slot PORT: takes the Limiter's slot with /sleep requests on one
+# connection, the next one always queued behind the one in the slot, until
+# $WORK/release exists; then the last ones end. Every answer must be 200.
+hold_slot() {
+    local req line len status='' out=2
+    printf -v req 'GET /sleep?ms=%s HTTP/1.1\r\nHost: x\r\n\r\n' "$(futoin_scale_ms 100)"
+    exec 5<>"/dev/tcp/127.0.0.1/$1" || exit 1
+    printf '%s%s' "$req" "$req" >&5
+    while [ "$out" -gt 0 ]; do
+        status='' len=0
+        while IFS= read -r line <&5; do
+            line=${line%$'\r'}
+            [ -z "$line" ] && break
+            [ -z "$status" ] && status=$line
+            case $line in Content-Length:*) len=${line#*: } ;; esac
+        done
+        [ "${status#HTTP/1.1 200 }" != "$status" ] || exit 1
+        read -r -N "$len" _ <&5 || exit 1
+        out=$((out - 1))
+        if [ ! -e "$WORK/release" ]; then
+            printf '%s' "$req" >&5
+            out=$((out + 1))
+        fi
+    done
+    exit 0
+}
+
+# A short drain at the end: only the unanswered sleeps of 1. are left then.
+start_server main -d 100
 URL="http://127.0.0.1:$PORT_main"
 
 echo "== 1. parallel requests, all settled"
-# The attempt timeout is long enough for a first request under valgrind on a
-# loaded machine; the sleep outlasts all three attempts and their back-off.
-client parallel 1 -t 2000 -b 20 "$URL/" "$URL/sleep?ms=10000" "$URL/bytes?n=100000" "$URL/nope"
+# One attempt at a fast answer must fit in the timeout on a slow machine
+# (a fresh server under valgrind translates its code on the first requests:
+# seconds at a load of 12); the sleep (the server's longest) outlasts every
+# attempt, however long the timeout became.
+client parallel 1 -t "$(futoin_scale_ms 1000)" -b 20 "$URL/" "$URL/sleep?ms=60000" "$URL/bytes?n=100000" "$URL/nope"
 expect_line parallel "^1\. $URL/ -> 200 OK, 22 bytes \(1 attempt\)$"
-expect_line parallel "^2\. $URL/sleep\?ms=10000 -> Timeout: read 127\.0\.0\.1:$PORT_main \(3 attempts\)$"
+expect_line parallel "^2\. $URL/sleep\?ms=60000 -> Timeout: read 127\.0\.0\.1:$PORT_main \(3 attempts\)$"
 expect_line parallel "^3\. $URL/bytes\?n=100000 -> 200 OK, 100000 bytes \(1 attempt\)$"
 expect_line parallel "^4\. $URL/nope -> 404 Not Found, 10 bytes \(1 attempt\)$"
 expect_line parallel "^all settled: 3 answered, 1 failed$"
@@ -111,19 +171,30 @@ expect_line refused "^1\. http://127\.0\.0\.1:1/ -> ConnectError: ECONNREFUSED: 
 echo "== 3. 503, retried with back-off"
 start_server one -c 1 -q 0
 ONE="http://127.0.0.1:$PORT_one"
-"${WRAP[@]}" "$CLIENT" -t 10000 "$ONE/sleep?ms=1000" >"$WORK/holder.out" 2>&1 &
+hold_slot "$PORT_one" &
 HOLDER=$!
 PIDS+=("$HOLDER")
-sleep 0.5
-client retry 0 -a 12 -b 50 -t 5000 "$ONE/"
+wait_stat "$PORT_one" limiter_active 1
+"${WRAP[@]}" "$CLIENT" -a 12 -b "$(futoin_scale_ms 50)" -t "$(futoin_scale_ms 5000)" "$ONE/" \
+    >"$WORK/retry.out" 2>&1 &
+RETRY=$!
+PIDS+=("$RETRY")
+# Rejected once: the slot may come free now (the back-off, scaled, spans
+# far more than the last two sleeps).
+wait_stat "$PORT_one" rejected 1
+touch "$WORK/release"
+rc=0
+wait "$RETRY" || rc=$?
+sed 's/^/    /' "$WORK/retry.out"
+[ "$rc" -eq 0 ] || fail "client retry: exit $rc, expected 0"
 expect_line retry "^1\. $ONE/ -> 200 OK, 22 bytes \(([2-9]|1[0-2]) attempts\)$"
-wait "$HOLDER" || fail "the holding client failed"
-expect_line holder "^1\. $ONE/sleep\?ms=1000 -> 200 OK, 6 bytes \(1 attempt\)$"
+wait "$HOLDER" || fail "the slot's holder got an answer other than 200"
 stop_server "$PID_one"
 
 echo "== 4. everything answered"
-client all_ok 0 "$URL/" "$URL/stats" "$URL/bytes?n=0"
-expect_line all_ok "^all settled: 3 answered, 0 failed$"
+client all_ok 0 -t "$(futoin_scale_ms 2000)" "$URL/" "$URL/stats" "$URL/bytes?n=0" "$URL/sleep?ms=200"
+expect_line all_ok "^4\. $URL/sleep\?ms=200 -> 200 OK, 6 bytes \(1 attempt\)$"
+expect_line all_ok "^all settled: 4 answered, 0 failed$"
 stop_server "$PID_main"
 
 echo "== 5. raw responses"

@@ -19,8 +19,13 @@
 # 5. When valgrind is installed (and the build is not sanitized): the same
 #    lifecycle under valgrind memcheck, which must report no error or leak.
 #
+# Times are scaled by tests/time_scale.sh (FUTOIN_TEST_TIME_SCALE; the
+# valgrind run of 5. adds valgrind's factor itself).
+#
 # Exit 77 (CTest SKIP_RETURN_CODE) when curl or wrk is missing.
 set -u
+# shellcheck source=tests/time_scale.sh
+. "$(dirname "$0")/../time_scale.sh"
 
 SERVER=${1:?usage: http_load.sh PATH/TO/http_server [--sanitized]}
 SANITIZED=0
@@ -63,7 +68,7 @@ start_server() {
     : >"$WORK/server.log"
     "$@" >>"$WORK/server.log" 2>&1 &
     SPID=$!
-    for _ in $(seq 1 300); do
+    for _ in $(seq 1 "$(futoin_scale_ms 300)"); do
         PORT=$(sed -n 's#.*listening on http://127\.0\.0\.1:\([0-9]*\)/.*#\1#p' "$WORK/server.log")
         if [ -n "$PORT" ]; then
             URL="http://127.0.0.1:$PORT"
@@ -88,7 +93,7 @@ stop_server() {
 }
 
 stats() {
-    curl -s --max-time 10 "$URL/stats" >"$WORK/stats" || fail "GET /stats failed"
+    curl -s --max-time "$(futoin_scale_s 10)" "$URL/stats" >"$WORK/stats" || fail "GET /stats failed"
 }
 stat_of() {
     awk -v k="$1" '$1 == k { print $2 }' "$WORK/stats"
@@ -131,8 +136,9 @@ wrk_run() {
     req0=$(stat_of requests)
     err0=$(stat_of errors)
     cerr0=$(stat_of client_errors)
-    wrk -t1 -c32 -d3s --timeout 2s "$URL/" >"$out" 2>&1 || fail "wrk failed: $(cat "$out")"
-    sleep 0.3
+    # A response slower than --timeout counts as a socket error.
+    wrk -t1 -c32 -d3s --timeout "$WRK_TIMEOUT" "$URL/" >"$out" 2>&1 || fail "wrk failed: $(cat "$out")"
+    sleep "$(futoin_scale_s 0.3)"
     stats
     local requests non2xx rej req
     requests=$(awk '/requests in/ { print $1 }' "$out")
@@ -152,42 +158,48 @@ wrk_run() {
 }
 
 # ---------------------------------------------------------------------------
+# Safety limits of curl and timeout(1); wrk's takes whole seconds.
+T5=$(futoin_scale_s 5)
+WRK_TIMEOUT=$(( ($(futoin_scale_ms 2000) + 999) / 1000 ))s
+# The idle and read timeouts must fire in 3. and nowhere else.
+TIMEOUT_MS=$(futoin_scale_ms 1000)
+
 echo "== 1. curl: well-formed responses"
-start_server "$SERVER" -j 1 -i 1000 -t 1000 -c 64 -q 64 -r 50000 -p 1000 -b 100 0
+start_server "$SERVER" -j 1 -i "$TIMEOUT_MS" -t "$TIMEOUT_MS" -c 64 -q 64 -r 50000 -p 1000 -b 100 0
 echo "server on port $PORT"
 
-curl -s --max-time 5 -D "$WORK/h" -o "$WORK/b" "$URL/" || fail "GET / failed"
+curl -s --max-time "$T5" -D "$WORK/h" -o "$WORK/b" "$URL/" || fail "GET / failed"
 check_response "$WORK/h" "$WORK/b" 200
 [ "$(cat "$WORK/b")" = "Hello from AsyncSteps" ] || fail "unexpected body: $(cat "$WORK/b")"
 grep -qi $'^Connection: keep-alive\r$' "$WORK/h" || fail "no keep-alive on HTTP/1.1"
 
-curl -s --max-time 5 -I -D "$WORK/h" -o /dev/null "$URL/" || fail "HEAD / failed"
+curl -s --max-time "$T5" -I -D "$WORK/h" -o /dev/null "$URL/" || fail "HEAD / failed"
 : >"$WORK/b"
 check_response "$WORK/h" "$WORK/b" 200 1
 
-curl -s --max-time 5 -D "$WORK/h" -o "$WORK/b" "$URL/nope" || fail "GET /nope failed"
+curl -s --max-time "$T5" -D "$WORK/h" -o "$WORK/b" "$URL/nope" || fail "GET /nope failed"
 check_response "$WORK/h" "$WORK/b" 404
 
-curl -s --max-time 5 -D "$WORK/h" -o "$WORK/b" -X PUT --data 'a=1&b=2' "$URL/" || fail "PUT failed"
+curl -s --max-time "$T5" -D "$WORK/h" -o "$WORK/b" -X PUT --data 'a=1&b=2' "$URL/" || fail "PUT failed"
 check_response "$WORK/h" "$WORK/b" 405
 grep -qi $'^Allow: GET, HEAD, POST\r$' "$WORK/h" || fail "405 without Allow"
 
-curl -s --max-time 5 -D "$WORK/h" -o "$WORK/b" -X POST --data 'a=1&b=2' "$URL/" || fail "POST failed"
+curl -s --max-time "$T5" -D "$WORK/h" -o "$WORK/b" -X POST --data 'a=1&b=2' "$URL/" || fail "POST failed"
 check_response "$WORK/h" "$WORK/b" 200
 [ "$(cat "$WORK/b")" = "received 7 bytes" ] || fail "unexpected POST body: $(cat "$WORK/b")"
 
-curl -s --max-time 5 --http1.0 -D "$WORK/h" -o "$WORK/b" "$URL/" || fail "HTTP/1.0 GET failed"
+curl -s --max-time "$T5" --http1.0 -D "$WORK/h" -o "$WORK/b" "$URL/" || fail "HTTP/1.0 GET failed"
 check_response "$WORK/h" "$WORK/b" 200
 grep -qi $'^Connection: close\r$' "$WORK/h" || fail "HTTP/1.0 without keep-alive must close"
 
-conns=$(curl -s --max-time 5 -o /dev/null -o /dev/null -w '%{num_connects} ' "$URL/" "$URL/")
+conns=$(curl -s --max-time "$T5" -o /dev/null -o /dev/null -w '%{num_connects} ' "$URL/" "$URL/")
 [ "$conns" = "1 0 " ] || fail "keep-alive not reused (connects per request: $conns)"
 
 # Pipelined requests in one packet, then a malformed one: 200, 200 (HEAD,
 # so no body may follow its headers), 404, 400 and close.
 exec 3<>"/dev/tcp/127.0.0.1/$PORT"
 printf 'GET / HTTP/1.1\r\nHost: x\r\n\r\nHEAD / HTTP/1.1\r\nHost: x\r\n\r\nGET /nope HTTP/1.1\r\nHost: x\r\n\r\ngarbage\r\n\r\n' >&3
-timeout 5 cat <&3 >"$WORK/pipe" || fail "pipelined connection not closed after the bad request"
+timeout "$T5" cat <&3 >"$WORK/pipe" || fail "pipelined connection not closed after the bad request"
 exec 3<&-
 codes=$(grep -a '^HTTP/1.1' "$WORK/pipe" | cut -d' ' -f2 | tr '\n' ' ')
 [ "$codes" = "200 200 404 400 " ] || fail "pipelined responses: '$codes'"
@@ -195,7 +207,7 @@ codes=$(grep -a '^HTTP/1.1' "$WORK/pipe" | cut -d' ' -f2 | tr '\n' ' ')
 
 # A head over 16 KiB: 431 and close.
 big=$(head -c 20000 /dev/zero | tr '\0' 'a')
-code=$(curl -s --max-time 5 -o /dev/null -w '%{http_code}' -H "X-Big: $big" "$URL/")
+code=$(curl -s --max-time "$T5" -o /dev/null -w '%{http_code}' -H "X-Big: $big" "$URL/")
 [ "$code" = 431 ] || fail "oversized head: status $code, expected 431"
 echo "curl checks passed"
 
@@ -220,31 +232,40 @@ stats
 to0=$(stat_of timeouts)
 exec 3<>"/dev/tcp/127.0.0.1/$PORT"
 exec 4<>"/dev/tcp/127.0.0.1/$PORT"
+# Dribbles for three times the timeout.
 (
     printf 'GET / HTTP/1.1\r\n'
     for i in 1 2 3 4 5 6 7 8 9 10; do
         printf 'X-Slow-%d: x\r\n' "$i"
-        sleep 0.3
+        sleep "$(futoin_scale_s 0.3)"
     done
 ) >&4 2>/dev/null &
 SLOW=$!
-sleep 0.5
-stats
+# Both connected (with this one for /stats), seen before their timeouts.
+for _ in $(seq 1 "$(futoin_scale_ms 20)"); do
+    stats
+    [ "$(stat_of active)" -ge 3 ] && break
+    sleep 0.05
+done
 [ "$(stat_of active)" -ge 3 ] || fail "slow clients not connected: $(cat "$WORK/stats")"
-sleep 1.2
-stats
+# Both time out; polled, with a limit well past the timeout.
+for _ in $(seq 1 "$(futoin_scale_ms 50)"); do
+    stats
+    [ $(( $(stat_of timeouts) - to0 )) -ge 2 ] && break
+    sleep 0.1
+done
 to=$(( $(stat_of timeouts) - to0 ))
 [ "$to" -eq 2 ] || fail "expected 2 read timeouts, got $to: $(cat "$WORK/stats")"
 # The slow one got 408 and lingers (up to 1 s) while the client dribbles on.
-for _ in $(seq 1 30); do
+for _ in $(seq 1 "$(futoin_scale_ms 30)"); do
     stats
     [ "$(stat_of active)" = 1 ] && break
     sleep 0.1
 done
 [ "$(stat_of active)" = 1 ] || fail "timed-out flows not freed: $(cat "$WORK/stats")"
 # The server closed both: reads see end of file at once.
-timeout 2 cat <&3 >/dev/null || fail "half-open connection not closed by the server"
-timeout 2 cat <&4 >/dev/null || fail "slow connection not closed by the server"
+timeout "$(futoin_scale_s 2)" cat <&3 >/dev/null || fail "half-open connection not closed by the server"
+timeout "$(futoin_scale_s 2)" cat <&4 >/dev/null || fail "slow connection not closed by the server"
 exec 3<&- 4<&-
 kill "$SLOW" 2>/dev/null
 wait "$SLOW" 2>/dev/null
@@ -257,7 +278,7 @@ exec 3<>"/dev/tcp/127.0.0.1/$PORT"
 printf 'GET / HTTP/1.1\r\nHost: x\r\n\r\n' >&3
 exec 4<>"/dev/tcp/127.0.0.1/$PORT"
 printf 'GET / HTTP/1.1\r\nHost: ' >&4
-sleep 0.2
+sleep "$(futoin_scale_s 0.2)"
 stop_server
 exec 3<&- 4<&-
 echo "clean exit: $(grep 'stopped:' "$WORK/server.log")"
@@ -269,27 +290,32 @@ elif ! command -v valgrind >/dev/null 2>&1; then
     echo "== 5. valgrind: skipped (not installed)"
 else
     echo "== 5. valgrind memcheck: requests, a timeout, 503s and SIGINT"
-    start_server valgrind --quiet --error-exitcode=99 --leak-check=full \
+    # This run is under valgrind whatever the build: its factor too.
+    vg_ms() { FUTOIN_TEST_VALGRIND=1 futoin_scale_ms "$1"; }
+    vg_s() { FUTOIN_TEST_VALGRIND=1 futoin_scale_s "$1"; }
+    VG_TIMEOUT_MS=$(vg_ms 500)
+    # A Limiter period longer than the run: its 21st request is rejected
+    # however slowly valgrind serves them.
+    FUTOIN_TEST_VALGRIND=1 start_server valgrind --quiet --error-exitcode=99 --leak-check=full \
         --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect \
-        "$SERVER" -j 1 -i 500 -t 500 -c 4 -q 0 -r 20 -p 1000 -b 0 0
-    curl -s --max-time 20 -D "$WORK/h" -o "$WORK/b" "$URL/" || fail "GET / under valgrind failed"
+        "$SERVER" -j 1 -i "$VG_TIMEOUT_MS" -t "$VG_TIMEOUT_MS" -c 4 -q 0 -r 20 -p 3600000 -b 0 0
+    curl -s --max-time "$(vg_s 20)" -D "$WORK/h" -o "$WORK/b" "$URL/" || fail "GET / under valgrind failed"
     check_response "$WORK/h" "$WORK/b" 200
-    curl -s --max-time 20 "$URL/nope" "$URL/stats" --http1.0 "$URL/" >/dev/null || fail "curl under valgrind failed"
-    # More than 20 requests in a second: the Limiter answers 503.
+    curl -s --max-time "$(vg_s 20)" "$URL/nope" "$URL/stats" --http1.0 "$URL/" >/dev/null || fail "curl under valgrind failed"
+    # More than 20 requests in a period: the Limiter answers 503.
     urls=()
     for _ in $(seq 1 40); do urls+=(-o /dev/null "$URL/"); done
-    curl -s --max-time 60 -o /dev/null -w '%{http_code}\n' "${urls[@]}" >"$WORK/codes"
+    curl -s --max-time "$(vg_s 60)" -o /dev/null -w '%{http_code}\n' "${urls[@]}" >"$WORK/codes"
     grep -q 503 "$WORK/codes" || fail "no 503 from the Limiter under valgrind"
     grep -qv '^\(200\|503\)$' "$WORK/codes" && fail "unexpected status under valgrind: $(sort "$WORK/codes" | uniq -c)"
     exec 3<>"/dev/tcp/127.0.0.1/$PORT"
-    sleep 1
-    timeout 5 cat <&3 >/dev/null || fail "idle connection not timed out under valgrind"
+    timeout "$(vg_s 5)" cat <&3 >/dev/null || fail "idle connection not timed out under valgrind"
     exec 3<&-
     exec 3<>"/dev/tcp/127.0.0.1/$PORT"
     printf 'GET / HTTP/1.1\r\nHost: x\r\n\r\n' >&3
     exec 4<>"/dev/tcp/127.0.0.1/$PORT"
     printf 'GET / HTT' >&4
-    sleep 0.3
+    sleep "$(vg_s 0.3)"
     stop_server
     exec 3<&- 4<&-
     echo "valgrind: no errors, no leaks"

@@ -421,7 +421,7 @@ static void r_pause(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
     (void)data;
     (void)args;
     /* No read step waits: the stream reads ahead, up to its limit. */
-    futoin_uv_sleep(as, 150);
+    futoin_uv_sleep(as, futoin_test_ms(150));
 }
 
 static void r_rest(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)

@@ -359,7 +359,7 @@ static void test_sleep(void** state)
     uint64_t dt = mono_ms() - t0;
     assert_string_equal(o.code, "");
     assert_true(dt >= 50);
-    assert_true(dt < 1000);
+    assert_true(dt < futoin_test_ms(1000));
     futoin_asyncsteps_free(root);
 }
 
@@ -386,7 +386,7 @@ static void test_read_timeout(void** state)
     uint64_t dt = mono_ms() - c.t0;
     assert_string_equal(o.code, FUTOIN_TIMEOUT);
     assert_true(dt >= 50);
-    assert_true(dt < 1000);
+    assert_true(dt < futoin_test_ms(1000));
     /* Nothing of the read may show up afterwards. */
     run_for(30);
     assert_trace("connected|unhandled:Timeout");
@@ -396,18 +396,22 @@ static void test_read_timeout(void** state)
     futoin_asyncsteps_free(root);
 }
 
+/* The line comes when the test opens the gate, after its cancel. */
 static void script_late_line(Peer* p, int fd)
 {
-    sleep_ms(100);
+    peer_wait_gate(p);
     send_str(fd, "late\n");
     recv_to_eof(p, fd);
 }
+
+static int g_reading; /* set once read_forever() has started its read */
 
 static void read_forever(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
     Client* c = data;
     futoin_uv_read_line(as, c->s, 0);
+    g_reading = 1;
 }
 
 static void late_step(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
@@ -444,13 +448,18 @@ static void test_cancel_mid_read(void** state)
     futoin_add(c.root, late_step, NULL, &c);
     Outcome o;
     memset(&o, 0, sizeof(o));
+    g_reading = 0;
     futoin_execute(c.root, outcome_error, &o);
+    assert_true(run_until(&g_reading, 5000));
+    /* The cancel comes from a libuv callback, as an I/O event's would. */
     uv_timer_t t;
     uv_timer_init(futoin_uv_uv_loop(g_uv), &t);
     t.data = &c;
-    uv_timer_start(&t, cancel_root_cb, 30, 0);
+    uv_timer_start(&t, cancel_root_cb, 0, 0);
+    run_for(10);
     /* The peer's line arrives after the cancel: it must reach nobody. */
-    run_for(200);
+    peer_open_gate(&g_peer);
+    run_for(100);
     uv_close((uv_handle_t*)&t, NULL);
     assert_trace("connected|cancel");
     assert_int_equal(o.done, 0);
@@ -592,6 +601,8 @@ static void test_cancel_every_kind(void** state)
         if (round > 0) {
             uv_timer_start(&t, cancel_by_timer, (uint64_t)(round * 2 - 1), 0);
         }
+        /* The cancel, then a while in which nothing of the flow may run. */
+        assert_true(run_until(&g_cancelled, 5000));
         run_for(30);
         assert_int_equal(g_cancelled, 1);
         /* Detached requests close their files and free themselves. */
@@ -672,14 +683,22 @@ static void test_large_write(void** state)
 static void script_never_read(Peer* p, int fd)
 {
     (void)fd;
-    /* Reads nothing until the test has seen the client's timeout. */
+    /* Reads nothing, and keeps the connection open, until the test has
+     * seen the client's timeout: a close would end the write with an
+     * error before the timeout on a slow machine. */
     peer_wait_gate(p);
 }
+
+/* The socket buffers on both sides hold only a little of the write, so
+ * that it cannot complete whatever the system's buffer limits. */
+enum { SMALL_SOCKET_BUFFER = 64 << 10, STUCK_WRITE_LEN = 4 << 20 };
 
 static void stuck_write(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
     Client* c = data;
+    int sndbuf = SMALL_SOCKET_BUFFER;
+    assert_int_equal(uv_send_buffer_size((uv_handle_t*)futoin_uv_stream_handle(c->s), &sndbuf), 0);
     futoin_set_timeout(as, 100);
     futoin_uv_write(as, c->s, c->big, c->big_len);
 }
@@ -688,8 +707,11 @@ static void test_write_timeout(void** state)
 {
     (void)state;
     peer_start(&g_peer, script_never_read, 1);
+    /* Accepted connections take the listener's receive buffer. */
+    int rcvbuf = SMALL_SOCKET_BUFFER;
+    assert_int_equal(setsockopt(g_peer.lfd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf)), 0);
     Client c = {0};
-    c.big_len = 64u << 20;
+    c.big_len = STUCK_WRITE_LEN;
     c.big = calloc(1, c.big_len);
     assert_non_null(c.big);
     FutoInAsyncSteps* root = futoin_asyncsteps_new(futoin_uv_loop(g_uv));
@@ -856,7 +878,7 @@ static void test_serve(void** state)
     futoin_execute(root, outcome_error, &o);
     pthread_create(&sc.th, NULL, three_clients, &sc);
     int three = 0;
-    for (uint64_t t0 = mono_ms(); sc.count < 3 && mono_ms() - t0 < 5000;) {
+    for (uint64_t t0 = mono_ms(); sc.count < 3 && mono_ms() - t0 < futoin_test_ms(5000);) {
         run_for(5);
     }
     three = sc.count == 3;

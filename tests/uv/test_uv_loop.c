@@ -55,9 +55,11 @@ static void sleeper(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
     uintptr_t i = (uintptr_t)data;
-    /* Each branch: a timeout far away and a sleep of 20..59 ms. */
-    futoin_set_timeout(as, 10000);
-    futoin_uv_sleep(as, (uint32_t)(20 + i % 40));
+    /* Each branch: a timeout far away and a sleep of 20..59 ms, scaled:
+     * starting the 1000 branches must take less than the shortest sleep,
+     * so that the walk finds them pending. */
+    futoin_set_timeout(as, futoin_test_ms(10000));
+    futoin_uv_sleep(as, futoin_test_ms((uint32_t)(20 + i % 40)));
 }
 
 static void sleeper_done(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
@@ -135,7 +137,7 @@ static void test_run_returns_when_idle(void** state)
     /* Nothing pending: returns at once. */
     uint64_t t0 = mono_ms();
     futoin_uv_run(g_uv);
-    assert_true(mono_ms() - t0 < 100);
+    assert_true(mono_ms() - t0 < futoin_test_ms(100));
     futoin_asyncsteps_free(root);
 }
 
@@ -148,7 +150,8 @@ static void long_wait(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)data;
     (void)args;
-    futoin_set_timeout(as, 5000);
+    /* Scaled like the test's limit on run(), which must stay below it. */
+    futoin_set_timeout(as, futoin_test_ms(5000));
     futoin_uv_sleep(as, 100000);
 }
 
@@ -178,7 +181,7 @@ static void test_run_returns_after_free(void** state)
     futoin_uv_run(g_uv);
     uint64_t dt = mono_ms() - t0;
     assert_true(dt >= 30);
-    assert_true(dt < 1000);
+    assert_true(dt < futoin_test_ms(1000));
     assert_int_equal(futoin_loop_pending(futoin_uv_loop(g_uv)), 0);
 }
 
@@ -379,7 +382,7 @@ static void test_cross_thread_wakeup(void** state)
     assert_string_equal(o.code, "");
     assert_int_equal(x.resumed_on_loop_thread, 1);
     assert_true(dt >= 30);
-    assert_true(dt < 2000);
+    assert_true(dt < futoin_test_ms(2000));
     futoin_asyncsteps_free(root);
 }
 

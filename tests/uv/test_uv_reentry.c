@@ -84,6 +84,8 @@
 #include <futoin/sync.h>
 #include <futoin/uv.h>
 
+#include "../time_scale.h"
+
 #define TXT 256
 #define NTRACK 32
 #define WATCHDOG_MS 3000
@@ -399,8 +401,11 @@ static void trigger(Fx* fx, FutoInAsyncSteps* as_same)
     fx->called = 1;
     if (fx->row->kind == K_SERVE_CB) {
         /* The accept loop runs until its server is closed: the program
-         * closes it a little later (not part of the cell). */
-        futoin_loop_deferred(fx->loop, 10, fx, closer);
+         * closes it a little later (not part of the cell). Outside a
+         * round each timer reads the clock itself: scaled, so that a
+         * preemption between this and the call under test (a 5 ms
+         * timeout) does not put the close first. */
+        futoin_loop_deferred(fx->loop, futoin_test_ms(10), fx, closer);
     }
     RootCtx* rc;
     FutoInAsyncSteps* x;
@@ -833,7 +838,7 @@ static const char* run_row(const Row* r, char* sig, size_t sig_len, char* why, s
      * not end by itself. */
     uv_timer_init(fx->l, &fx->watchdog);
     fx->watchdog.data = fx;
-    uv_timer_start(&fx->watchdog, on_watchdog, WATCHDOG_MS, 0);
+    uv_timer_start(&fx->watchdog, on_watchdog, futoin_test_ms(WATCHDOG_MS), 0);
     uv_unref((uv_handle_t*)&fx->watchdog);
 
     int runs = 0;
@@ -891,7 +896,8 @@ static const char* run_row(const Row* r, char* sig, size_t sig_len, char* why, s
     }
     futoin_uv_free(fx->uv);
 
-    CHECK(!fx->expired, "the run did not end within %d ms (watchdog)", WATCHDOG_MS);
+    CHECK(!fx->expired, "the run did not end within %u ms (watchdog)",
+            (unsigned)futoin_test_ms(WATCHDOG_MS));
     CHECK(finished, "R1 did not finish (%d runs of uv_run)", runs);
     CHECK(r->call == C_UV_STOP || runs == 1, "uv_run() returned %d times", runs);
     CHECK(fx->called, "the callback under test never made the call");

@@ -139,17 +139,26 @@ static void test_read_names_the_peer(void** state)
     assert_int_equal(g_misuse, 0);
 }
 
+/* Socket buffers on both sides that hold only a little of the write:
+ * it cannot complete whatever the system's buffer limits. */
+enum { SMALL_SOCKET_BUFFER = 64 << 10 };
+
 static void io_write_big(FutoInAsyncSteps* as, void* ctx)
 {
-    /* More than the socket buffers take while the peer does not read. */
-    static char big[32 * 1024 * 1024];
-    futoin_uv_write_static(as, ((Ctx*)ctx)->s, big, sizeof(big));
+    static char big[4 * 1024 * 1024];
+    Ctx* c = ctx;
+    int sndbuf = SMALL_SOCKET_BUFFER;
+    uv_send_buffer_size((uv_handle_t*)futoin_uv_stream_handle(c->s), &sndbuf);
+    futoin_uv_write_static(as, c->s, big, sizeof(big));
 }
 
 static void test_write_names_the_peer(void** state)
 {
     (void)state;
     peer_start(&g_peer, script_silent, 1);
+    /* Accepted connections take the listener's receive buffer. */
+    int rcvbuf = SMALL_SOCKET_BUFFER;
+    assert_int_equal(setsockopt(g_peer.lfd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf)), 0);
     Ctx c;
     memset(&c, 0, sizeof(c));
     c.port = g_peer.port;
@@ -259,7 +268,9 @@ static int full_listener(unsigned* port, int* fillers, int nfill)
         fillers[i] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
         connect(fillers[i], (struct sockaddr*)&a, sizeof(a));
     }
-    sleep_ms(50);
+    /* Time for the kernel to queue the fillers' handshakes (there is
+     * nothing to wait on: the SYNs beyond the queue are dropped). */
+    sleep_ms(futoin_test_ms(50));
     return lfd;
 }
 
@@ -301,7 +312,7 @@ static void test_connect_names_the_target(void** state)
     c.host = "127.0.0.1";
     c.port = closed_port();
     c.nested = 0;
-    c.timeout = 5000;
+    c.timeout = futoin_test_ms(5000); /* must not fire */
     run_io(&c, &o);
     assert_string_equal(o.code, FUTOIN_CONNECT_ERROR);
     snprintf(want, sizeof(want), "ECONNREFUSED: connect 127.0.0.1:%u", c.port);

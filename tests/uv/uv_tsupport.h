@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -30,6 +31,7 @@
 
 #include <futoin/uv.h>
 
+#include "../time_scale.h"
 #include "../trace_support.h"
 
 /* ---- per-test backend ---- */
@@ -142,7 +144,8 @@ static inline void on_guard(uv_timer_t* t)
     *(int*)t->data = 1;
 }
 
-/* Runs libuv until *flag is set or ms passed; returns *flag. */
+/* Runs libuv until *flag is set or ms passed; returns *flag. ms is a
+ * limit, scaled by futoin_test_ms(): a slow machine makes it longer. */
 static inline int run_until(int* flag, unsigned ms)
 {
     uv_loop_t* l = futoin_uv_uv_loop(g_uv);
@@ -150,7 +153,10 @@ static inline int run_until(int* flag, unsigned ms)
     uv_timer_t guard;
     uv_timer_init(l, &guard);
     guard.data = &expired;
-    uv_timer_start(&guard, on_guard, ms, 0);
+    /* libuv's clock is the time of its last iteration: after slow work
+     * outside uv_run() the guard would be due at once. */
+    uv_update_time(l);
+    uv_timer_start(&guard, on_guard, futoin_test_ms(ms), 0);
     while (!*flag && !expired) {
         uv_run(l, UV_RUN_ONCE);
     }
@@ -159,7 +165,7 @@ static inline int run_until(int* flag, unsigned ms)
     return *flag;
 }
 
-/* Lets libuv run for ms (to see that nothing fires late). */
+/* Lets libuv run for ms, scaled (to see that nothing fires late). */
 static inline void run_for(unsigned ms)
 {
     int never = 0;
@@ -251,14 +257,17 @@ static inline void peer_start(Peer* p, PeerScript script, int conns)
     assert_int_equal(pthread_create(&p->th, NULL, peer_main, p), 0);
 }
 
-/* In a script: blocks until the test calls peer_open_gate() (or 10 s). */
+/* In a script: blocks until the test calls peer_open_gate() (peer_join()
+ * does). No time limit: a peer that gave up would close its end, and the
+ * test would see that instead of what it waits for (on a slow machine, a
+ * timeout). A test that fails before peer_join() leaves the thread blocked
+ * until the process ends. */
 static inline void peer_wait_gate(Peer* p)
 {
-    struct timeval tv = {10, 0};
-    fd_set set;
-    FD_ZERO(&set);
-    FD_SET(p->gate[0], &set);
-    select(p->gate[0] + 1, &set, NULL, NULL, &tv);
+    /* Not read: once open, the gate stays open for every later wait. */
+    struct pollfd pfd = {p->gate[0], POLLIN, 0};
+    while (poll(&pfd, 1, -1) < 0 && errno == EINTR) {
+    }
 }
 
 static inline void peer_open_gate(Peer* p)
