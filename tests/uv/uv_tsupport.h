@@ -81,31 +81,12 @@ static inline uint64_t mono_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-/* The factor for wall-clock bounds: FUTOIN_TEST_TIME_SCALE (a float, for a
- * slow or loaded machine) times 10 under valgrind (CMake sets
- * FUTOIN_TEST_VALGRIND=1 there). Bounds only catch what takes far longer
- * or never ends; they never measure speed. */
-static inline double test_time_scale(void)
-{
-    double k = 1.0;
-    const char* s = getenv("FUTOIN_TEST_TIME_SCALE");
-    if (s && *s) {
-        double v = strtod(s, NULL);
-        if (v > 0.0) {
-            k = v;
-        }
-    }
-    s = getenv("FUTOIN_TEST_VALGRIND");
-    if (s && *s == '1') {
-        k *= 10.0;
-    }
-    return k;
-}
-
+/* Wall-clock bounds scaled by tests/time_scale.h (FUTOIN_TEST_TIME_SCALE,
+ * and valgrind's factor): they only catch what takes far longer or never
+ * ends; they never measure speed. */
 static inline unsigned scaled_ms(unsigned ms)
 {
-    double v = ms * test_time_scale();
-    return v > 4e9 ? 4000000000u : (unsigned)v;
+    return futoin_test_ms(ms);
 }
 
 static inline void sleep_ms(unsigned ms)
@@ -173,7 +154,7 @@ static inline void run_for(unsigned ms)
 }
 
 /* Adds a final recording step to root, executes it and runs until it ends.
- * guard_ms only catches a hang: it is scaled (test_time_scale()), so that
+ * guard_ms only catches a hang: it is scaled (scaled_ms()), so that
  * valgrind or a loaded machine does not trip it. */
 static inline void run_root(FutoInAsyncSteps* root, Outcome* o, unsigned guard_ms)
 {
