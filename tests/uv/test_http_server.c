@@ -33,9 +33,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../time_scale.h"
 #include "http_srv.h"
 
-/* How long a client waits for any answer: generous, for valgrind. */
+/* How long a client waits for any answer before it calls the server hung;
+ * scaled like every other real-time limit here (futoin_test_ms()). */
 #define CLIENT_TIMEOUT_MS 8000
 
 static HttpServer* g_srv;
@@ -55,16 +57,18 @@ static void sleep_ms(unsigned ms)
     }
 }
 
-/* Options for a test: one loop, port 0, short timeouts. */
+/* Options for a test: one loop, port 0, short timeouts. The timeouts here
+ * must not fire in a test that does not expect them: scaled, so that a slow
+ * machine or valgrind does not turn a slow client into a timed-out one. */
 static void test_options(HttpServerOptions* o)
 {
     http_server_options_init(o);
     o->port = 0;
     o->loops = 1;
-    o->idle_timeout_ms = 5000;
-    o->read_timeout_ms = 5000;
-    o->write_timeout_ms = 5000;
-    o->drain_timeout_ms = 2000;
+    o->idle_timeout_ms = futoin_test_ms(5000);
+    o->read_timeout_ms = futoin_test_ms(5000);
+    o->write_timeout_ms = futoin_test_ms(5000);
+    o->drain_timeout_ms = futoin_test_ms(2000);
 }
 
 static void start(const HttpServerOptions* o)
@@ -107,7 +111,8 @@ static int connect_to(const char* ip, unsigned port, int rcvbuf)
     if (rcvbuf > 0) {
         setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
     }
-    struct timeval tv = {CLIENT_TIMEOUT_MS / 1000, 0};
+    uint32_t limit = futoin_test_ms(CLIENT_TIMEOUT_MS);
+    struct timeval tv = {(time_t)(limit / 1000), (suseconds_t)(limit % 1000) * 1000};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
     struct sockaddr_in a;
@@ -270,10 +275,27 @@ static long stat_line(const char* key)
     return -1;
 }
 
-/* Polls until cond() holds or ms pass. */
+/* How long a /sleep handler runs for a test that acts while it runs: ms
+ * scaled, so that on a slow machine the handler is still running when the
+ * test gets to it, at most what the server accepts. */
+static uint32_t handler_ms(uint32_t ms)
+{
+    uint32_t v = futoin_test_ms(ms);
+    return v < HTTP_MAX_SLEEP_MS ? v : HTTP_MAX_SLEEP_MS;
+}
+
+/* Sends "GET /sleep?ms=ms" on fd. */
+static void send_sleep(int fd, uint32_t ms)
+{
+    char req[128];
+    snprintf(req, sizeof(req), "GET /sleep?ms=%lu HTTP/1.1\r\nHost: t\r\n\r\n", (unsigned long)ms);
+    send_str(fd, req);
+}
+
+/* Polls until cond() holds or ms (scaled: a safety limit) pass. */
 #define WAIT_FOR(cond, ms)                                  \
     do {                                                    \
-        uint64_t until_ = now_ms() + (ms);                  \
+        uint64_t until_ = now_ms() + futoin_test_ms(ms);    \
         while (!(cond) && now_ms() < until_) {              \
             sleep_ms(10);                                   \
         }                                                   \
@@ -561,9 +583,10 @@ static void test_strict_framing(void** state)
     o.limits.max_body = 1000;
     /* Long: an answer that waited for more bytes would be a 408 after 30 s
      * (and the client gives up after CLIENT_TIMEOUT_MS); a 400 comes only
-     * from the parser. */
-    o.read_timeout_ms = 30000;
-    o.idle_timeout_ms = 30000;
+     * from the parser. Scaled like the client's limit, so that it stays
+     * the longer of the two. */
+    o.read_timeout_ms = futoin_test_ms(30000);
+    o.idle_timeout_ms = futoin_test_ms(30000);
     start(&o);
     size_t n = sizeof(g_framing) / sizeof(g_framing[0]);
     for (size_t i = 0; i < n; ++i) {
@@ -618,8 +641,11 @@ static void test_idle_and_read_timeouts(void** state)
     (void)state;
     HttpServerOptions o;
     test_options(&o);
-    o.idle_timeout_ms = 200;
-    o.read_timeout_ms = 300;
+    /* Expected to fire, but only after the requests below that must be
+     * answered first (the keep-alive one's and the good client's): scaled,
+     * so that a slow machine does not close them before they are sent. */
+    o.idle_timeout_ms = futoin_test_ms(200);
+    o.read_timeout_ms = futoin_test_ms(300);
     start(&o);
     /* Idle: closed without a word. */
     int idle = conn();
@@ -636,7 +662,7 @@ static void test_idle_and_read_timeouts(void** state)
     good_client(3);
     uint64_t t0 = now_ms();
     assert_true(at_eof(idle));
-    assert_true(now_ms() - t0 < CLIENT_TIMEOUT_MS);
+    assert_true(now_ms() - t0 < futoin_test_ms(CLIENT_TIMEOUT_MS));
     Resp r;
     assert_int_equal(read_resp(slow_head, &r), 408);
     assert_int_equal(r.close, 1);
@@ -682,7 +708,9 @@ static void test_pipelined_readers_that_never_read(void** state)
     (void)state;
     HttpServerOptions o;
     test_options(&o);
-    o.write_timeout_ms = 1000;
+    /* Expected to fire, but not before the attackers have all blocked and
+     * the good client has been served: scaled with the waits below. */
+    o.write_timeout_ms = futoin_test_ms(1000);
     o.max_requests = 0; /* else the 1000th response would end them */
     o.limiter.concurrent = 1; /* one blocked write holding it would starve everyone */
     o.limiter.max_queue = 0;
@@ -701,7 +729,7 @@ static void test_pipelined_readers_that_never_read(void** state)
         assert_true(fds[i] >= 0);
         fcntl(fds[i], F_SETFL, fcntl(fds[i], F_GETFL) | O_NONBLOCK);
         size_t off = 0;
-        uint64_t until = now_ms() + 300;
+        uint64_t until = now_ms() + futoin_test_ms(300);
         while (off < sizeof(reqs) && now_ms() < until) {
             ssize_t n = send(fds[i], reqs + off, sizeof(reqs) - off, MSG_NOSIGNAL);
             if (n > 0) {
@@ -713,10 +741,11 @@ static void test_pipelined_readers_that_never_read(void** state)
         }
     }
     /* The attackers' responses pile up: wait until the server has stopped
-     * answering them (every write blocked). */
+     * answering them (every write blocked). A quiet interval means blocked
+     * only if the server could have answered one within it: scaled. */
     unsigned long before = stats().requests;
     for (;;) {
-        sleep_ms(200);
+        sleep_ms(futoin_test_ms(200));
         unsigned long after = stats().requests;
         if (after == before) {
             break;
@@ -753,9 +782,10 @@ static void test_limiter_slot_released(void** state)
     o.limiter.max_queue = 0;
     start(&o);
     int a = conn();
-    send_str(a, GET("/sleep?ms=400"));
-    sleep_ms(100);
-    assert_int_equal(stat_line("limiter_active"), 1);
+    /* a must hold the slot until b has been refused: long enough for that
+     * on a slow machine, then a's handler has taken the slot. */
+    send_sleep(a, handler_ms(1000));
+    WAIT_FOR(stat_line("limiter_active") == 1, 3000);
     int b = conn();
     Resp r;
     send_str(b, GET("/"));
@@ -785,7 +815,9 @@ static void test_input_budget(void** state)
     HttpServerOptions o;
     test_options(&o);
     o.input_budget = 64 * 1024;
-    o.read_timeout_ms = 1000;
+    /* Ends the attackers that the budget admitted, but only after it has
+     * refused some: scaled, so that a slow server still gets that far. */
+    o.read_timeout_ms = futoin_test_ms(1000);
     start(&o);
     enum { ATTACKERS = 12 };
     static char body[15000];
@@ -830,7 +862,8 @@ static void test_upload_slots(void** state)
     start(&o);
     int a = conn();
     send_str(a, "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nhello");
-    sleep_ms(100);
+    /* a first: b must find the one slot taken. */
+    WAIT_FOR(stat_line("uploads_active") == 1, 3000);
     int b = conn();
     send_str(b, "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n");
     WAIT_FOR(stat_line("uploads_queued") == 1, 3000);
@@ -888,15 +921,19 @@ static void test_drain(void** state)
     (void)state;
     HttpServerOptions o;
     test_options(&o);
-    o.drain_timeout_ms = 500;
+    /* Expected to fire for slow only: quick must still be running when the
+     * shutdown comes and end before this deadline. Both scaled, with quick
+     * half-way, so that a slow machine has room on either side. */
+    o.drain_timeout_ms = futoin_test_ms(500);
     start(&o);
     int idle = conn();
     expect(idle, GET("/"), 200, 0);
     int quick = conn();
-    send_str(quick, GET("/sleep?ms=200"));
+    send_sleep(quick, handler_ms(250));
     int slow = conn();
-    send_str(slow, GET("/sleep?ms=10000"));
-    sleep_ms(100);
+    send_sleep(slow, handler_ms(10000));
+    /* Both handlers running: the shutdown finds them in flight. */
+    WAIT_FOR(stat_line("limiter_active") == 2, 3000);
     uint64_t t0 = now_ms();
     http_server_shutdown(g_srv, 0);
     assert_true(at_eof(idle));
@@ -906,7 +943,7 @@ static void test_drain(void** state)
     assert_true(at_eof(quick));
     assert_int_equal(read_resp(slow, &r), 0); /* cancelled: no response */
     assert_true(now_ms() - t0 >= 400);
-    assert_true(now_ms() - t0 < 5000);
+    assert_true(now_ms() - t0 < futoin_test_ms(5000));
     /* No longer listening. */
     assert_int_equal(connect_to("127.0.0.1", g_port, 0), -1);
     close(idle);
@@ -923,18 +960,22 @@ static void test_shutdown_now(void** state)
     HttpServerOptions o;
     test_options(&o);
     start(&o);
-    int slow = conn();
-    send_str(slow, GET("/sleep?ms=10000"));
+    /* partial first: the one loop accepts it before slow's handler can
+     * take the slot waited for below. slow's handler outlasts the bound
+     * on the shutdown below (both scaled), so that a shutdown that waited
+     * for it would fail. */
     int partial = conn();
     send_str(partial, "GET / HTT");
-    sleep_ms(100);
+    int slow = conn();
+    send_sleep(slow, handler_ms(10000));
+    WAIT_FOR(stat_line("limiter_active") == 1, 3000);
     uint64_t t0 = now_ms();
     http_server_shutdown(g_srv, 0);
     http_server_shutdown(g_srv, 1);
     assert_true(at_eof(slow));
     assert_true(at_eof(partial));
     assert_int_equal(http_server_join(g_srv), 0);
-    assert_true(now_ms() - t0 < 2000);
+    assert_true(now_ms() - t0 < futoin_test_ms(2000));
     close(slow);
     close(partial);
     http_server_free(g_srv);
@@ -967,7 +1008,9 @@ static void test_slowloris(void** state)
     (void)state;
     HttpServerOptions o;
     test_options(&o);
-    o.read_timeout_ms = 600;
+    /* Expected to fire, after the dribbling and the good clients below:
+     * scaled, so that a slow machine still gets through them first. */
+    o.read_timeout_ms = futoin_test_ms(600);
     start(&o);
     enum { SLOW = 40 };
     int fds[SLOW];
@@ -1045,9 +1088,14 @@ static void test_debug_pages(void** state)
 
     o.debug_pages = 1;
     start(&o);
-    /* A request parked on a timer inside the Limiter's section. */
+    /* A request parked on a timer inside the Limiter's section, still
+     * parked while the pages below are read, however slow the machine. */
+    uint32_t sleeper_ms = handler_ms(3000);
+    char sleeping[96];
+    snprintf(sleeping, sizeof(sleeping), "waiting for an external completion: \"sleep %lu ms\"",
+            (unsigned long)sleeper_ms);
     int sleeper = conn();
-    send_str(sleeper, GET("/sleep?ms=3000"));
+    send_sleep(sleeper, sleeper_ms);
     WAIT_FOR(stat_line("limiter_active") == 1, 3000);
     static char page[16384];
     fd = conn();
@@ -1057,7 +1105,7 @@ static void test_debug_pages(void** state)
     assert_true(n > 0);
     if (!strstr(page, "HTTP/1.1 200 OK\r\n") || !strstr(page, "\r\n\r\nloop 1 of 1 ")
             || !strstr(page, "waiting for an external completion: \"accept 127.0.0.1:")
-            || !strstr(page, "waiting for an external completion: \"sleep 3000 ms\"")
+            || !strstr(page, sleeping)
             || !strstr(page, "sync Limiter ") || !strstr(page, "end of dump: 3 roots")) {
         print_error("unexpected /debug/flows page:\n%s\n", page);
         fail();
