@@ -34,11 +34,24 @@
 
 typedef struct NodeRt {
     unsigned iter;          /* loop(): iterations so far of the live instance */
-    FutoInHandle ext;       /* pending external completion */
-    FutoInAsyncSteps* as;   /* the flow the completion goes to */
-    int ext_pending;
+    FutoInAsyncSteps* as;   /* the flow its completions go to */
+    size_t cur;             /* 1 + the Pend its cancel handler stops, or 0 */
+    int late_armed;         /* its cancel handler schedules a late completion */
     int cancel_armed;
 } NodeRt;
+
+/* An external completion the runner scheduled. With late completions a
+ * node may have several: one its live instance's cancel handler stops
+ * (NodeRt.cur), and others that arrive whenever they arrive. */
+typedef struct Pend {
+    const FzNode* node;
+    FutoInAsyncSteps* as;
+    FutoInHandle h;
+    int root;      /* the root whose main flow it goes to, -1: a branch */
+    unsigned hops; /* loop immediates still to pass before it calls */
+    uint8_t live;
+    uint8_t late;  /* no cancel handler stops it */
+} Pend;
 
 typedef struct Run {
     const FzProg* p;
@@ -50,6 +63,15 @@ typedef struct Run {
     int unhandled[FZ_MAX_ROOTS];
     FutoInSync* sync[FZ_NSYNC]; /* FZ_SYNC_*: two Mutexes, Throttles, Limiters */
     NodeRt rt[FZ_MAX_NODES];
+    Pend* pend;
+    size_t npend;
+    size_t cap_pend;
+    /* The step whose execute callback ran last on the root's main flow:
+     * when a completion from outside is accepted there, the step it
+     * completed (a branch gets only its own steps' completions). */
+    const FzNode* waiter[FZ_MAX_ROOTS];
+    const FzNode* delivering; /* a completion of this node is being called */
+    int refused;              /* ... and the misuse handler refused it */
     long boxes_live;
     int invariants_only;          /* callbacks cancel/free roots */
     int root_dead[FZ_MAX_ROOTS];  /* cancelled or freed by a callback */
@@ -406,6 +428,7 @@ static FutoInAsyncSteps* target_of(int j)
 }
 
 static void tail_cb(FutoInAsyncSteps* as, void* data, const FutoInArgs* args);
+static void pend_drop_root(int j);
 
 /* The action of node n's callback `where` (FZ_XW_*), if any. A root freed
  * here is gone from roots[]: later actions on it only reach it while its
@@ -472,8 +495,57 @@ static void do_action(const FzNode* n, int where)
     }
     R->roots[j] = NULL;
     R->freeing[j] = root;
+    pend_drop_root(j);
     futoin_asyncsteps_free(root);
     R->root_dead[j] = 1;
+}
+
+static void ext_cb(void* data);
+
+static size_t pend_new(const FzNode* n, FutoInAsyncSteps* as, int late)
+{
+    /* A record that fired or was cancelled is named by no handle and no
+     * NodeRt.cur any more: reused, so that long runs stay small. */
+    size_t i = 0;
+    while (i < R->npend && R->pend[i].live) {
+        ++i;
+    }
+    if (i == R->npend && R->npend == R->cap_pend) {
+        R->cap_pend = R->cap_pend ? R->cap_pend * 2 : 16;
+        R->pend = realloc(R->pend, sizeof(Pend) * R->cap_pend);
+        if (!R->pend) {
+            abort();
+        }
+    }
+    if (i == R->npend) {
+        ++R->npend;
+    }
+    Pend* pd = &R->pend[i];
+    memset(pd, 0, sizeof(*pd));
+    pd->node = n;
+    pd->as = as;
+    pd->root = root_of(as);
+    pd->live = 1;
+    pd->late = (uint8_t)late;
+    return i;
+}
+
+/* Root j is being freed: completions no cancel handler stops (late ones,
+ * and those of a step that a late completion already completed: no
+ * NodeRt.cur names them) must not reach its handle. The rest are left to
+ * the cancel handlers free() runs, which the final check holds to it. */
+static void pend_drop_root(int j)
+{
+    for (size_t i = 0; i < R->npend; ++i) {
+        Pend* pd = &R->pend[i];
+        if (!pd->live || pd->root != j) {
+            continue;
+        }
+        if (pd->late || R->rt[pd->node->id].cur != i + 1) {
+            futoin_loop_cancel(R->loop, &pd->h);
+            pd->live = 0;
+        }
+    }
 }
 
 static void cancel_cb(FutoInAsyncSteps* as, void* data)
@@ -496,9 +568,22 @@ static void cancel_cb(FutoInAsyncSteps* as, void* data)
     fz_node_name(n, nm, sizeof(nm));
     stamp();
     fz_str_addf(R->out, "cancel %s\n", nm);
-    if (rt->ext_pending) {
-        futoin_loop_cancel(R->loop, &rt->ext);
-        rt->ext_pending = 0;
+    if (rt->cur) {
+        Pend* pd = &R->pend[rt->cur - 1];
+        if (pd->live) {
+            futoin_loop_cancel(R->loop, &pd->h);
+            pd->live = 0;
+        }
+        rt->cur = 0;
+    }
+    if (rt->late_armed) {
+        rt->late_armed = 0;
+        /* Not for a root being freed: its handle is about to go. */
+        if (R->roots[n->root]) {
+            size_t i = pend_new(n, rt->as, 1);
+            R->pend[i].hops = n->body.ext_delay;
+            R->pend[i].h = futoin_loop_immediate(R->loop, (void*)(uintptr_t)(i + 1), ext_cb);
+        }
     }
     do_action(n, FZ_XW_CANCEL);
     FutoInAsyncSteps* root = R->roots[n->root];
@@ -518,6 +603,7 @@ static void cancel_cb(FutoInAsyncSteps* as, void* data)
          * cancel handlers it runs see roots[] == NULL and do nothing. */
         R->roots[n->root] = NULL;
         R->freeing[n->root] = root;
+        pend_drop_root(n->root);
         futoin_asyncsteps_free(root);
         R->root_dead[n->root] = 1;
         R->revived[n->root] = 0;
@@ -529,26 +615,54 @@ static void cancel_cb(FutoInAsyncSteps* as, void* data)
 
 static void ext_cb(void* data)
 {
-    const FzNode* n = data;
+    size_t i = (uintptr_t)data - 1;
+    Pend* pd = &R->pend[i];
+    if (!pd->live) {
+        violation("external completion fired after being cancelled", pd->node);
+    }
+    if (pd->hops) {
+        --pd->hops;
+        pd->h = futoin_loop_immediate(R->loop, data, ext_cb);
+        return;
+    }
+    pd->live = 0;
+    memset(&pd->h, 0, sizeof(pd->h));
+    /* Copied: the calls below may schedule more completions (pend grows). */
+    const FzNode* n = pd->node;
+    FutoInAsyncSteps* as = pd->as;
+    int root = pd->root;
     NodeRt* rt = &R->rt[n->id];
-    if (!rt->ext_pending) {
-        violation("external completion fired after being cancelled", n);
+    if (rt->cur == i + 1) {
+        rt->cur = 0;
     }
-    rt->ext_pending = 0;
-    rt->cancel_armed = 0; /* success()/error() disarm it */
-    if (R->ext_wait[n->root] == n) {
-        R->ext_wait[n->root] = NULL;
-    }
-    memset(&rt->ext, 0, sizeof(rt->ext));
     const FzBody* b = &n->body;
+    R->delivering = n;
+    R->refused = 0;
     if (b->term == FZ_T_EXT_OK) {
         FutoInArgs a;
         make_args(n, &b->args, &a);
-        rt->as->api->success(rt->as, &a);
+        as->api->success(as, &a);
     } else {
         char info[16];
         snprintf(info, sizeof(info), "x%d", n->id);
-        rt->as->api->handle_error(rt->as, fz_codes[b->code], info);
+        as->api->handle_error(as, fz_codes[b->code], info);
+    }
+    R->delivering = NULL;
+    if (!R->refused) {
+        /* It completed the step the flow waited on, perhaps a later one
+         * than n's: that step's cancel handler is disarmed, and its own
+         * completion, if any, now arrives late (no cancel handler stops
+         * it any more). */
+        const FzNode* w = root >= 0 ? R->waiter[root] : n;
+        if (w) {
+            R->rt[w->id].cancel_armed = 0;
+            R->rt[w->id].late_armed = 0;
+            R->rt[w->id].cur = 0;
+        }
+        if (root >= 0) {
+            R->waiter[root] = NULL;
+            R->ext_wait[root] = NULL;
+        }
     }
 }
 
@@ -559,6 +673,13 @@ static void do_body(FutoInAsyncSteps* as, const FzNode* n, const FzBody* b, int 
             && root_of(as) == n->root) {
         R->ext_wait[n->root] = n;
     }
+    {
+        int r = root_of(as);
+        if (r >= 0) {
+            R->waiter[r] = n;
+        }
+    }
+    rt->late_armed = 0;
     if (b->set_cancel) {
         as->api->setCancel(as, (void*)(uintptr_t)n, cancel_cb);
         rt->cancel_armed = 1;
@@ -613,15 +734,26 @@ static void do_body(FutoInAsyncSteps* as, const FzNode* n, const FzBody* b, int 
             }
             break;
         }
-        if (rt->ext_pending) {
+        if (rt->cur && R->pend[rt->cur - 1].live) {
             violation("a second live instance of a waiting step", n);
         }
         rt->as = as;
-        rt->ext_pending = 1;
-        if (b->ext_imm) {
-            rt->ext = futoin_loop_immediate(R->loop, (void*)(uintptr_t)n, ext_cb);
-        } else {
-            rt->ext = futoin_loop_deferred(R->loop, b->ext_delay, (void*)(uintptr_t)n, ext_cb);
+        rt->cur = 0;
+        {
+            /* Late only on a root's main flow: a finished branch's handle
+             * is recycled for later branches. */
+            int late = b->late && root_of(as) >= 0;
+            if (late && b->ext_imm) {
+                rt->late_armed = 1; /* the cancel handler schedules it */
+                break;
+            }
+            size_t i = pend_new(n, as, late);
+            void* d = (void*)(uintptr_t)(i + 1);
+            R->pend[i].h = b->ext_imm ? futoin_loop_immediate(R->loop, d, ext_cb)
+                                      : futoin_loop_deferred(R->loop, b->ext_delay, d, ext_cb);
+            if (!late) {
+                rt->cur = i + 1;
+            }
         }
         break;
     case FZ_T_FOREVER:
@@ -873,10 +1005,40 @@ static void cancel_root_cb(void* data)
     }
 }
 
+/* Why the engine refused a completion, as the trace shows it (the
+ * wording is the engine's, the reasons are docs/SEMANTICS.md's "Whose
+ * wait it is"); NULL: some other report. */
+static const char* refusal_of(const char* info)
+{
+    if (strstr(info, "from outside a step that waits for")) {
+        return strstr(info, "waits for relinquish()")       ? "owned relinquish"
+                : strstr(info, "waits for a lock() of a sync") ? "owned lock"
+                                                               : NULL;
+    }
+    if (strstr(info, "called from no running step while the step is not waiting")) {
+        return "not waiting";
+    }
+    if (strstr(info, "on an instance that was cancelled: ignored")) {
+        return "cancelled";
+    }
+    return NULL;
+}
+
 static void misuse_cb(void* data, FutoInAsyncSteps* as, const char* info)
 {
     (void)data;
     stamp();
+    if (R->delivering && !R->refused) {
+        const char* why = refusal_of(info);
+        R->refused = 1;
+        if (why) {
+            char nm[16];
+            fz_node_name(R->delivering, nm, sizeof(nm));
+            fz_str_addf(R->out, "misuse %s %s refused: %s\n", nm,
+                    R->delivering->body.term == FZ_T_EXT_OK ? "success" : "error", why);
+            return;
+        }
+    }
     /* The report of an unhandled error of a root executed without an
      * unhandled_error callback: normalised (the wording is the engine's). */
     int r = as ? root_of(as) : -1;
@@ -1006,6 +1168,7 @@ void fz_engine_run(const FzProg* p, FzStr* out)
             run.roots[i] = NULL; /* a cancel handler may free() it again: no-op */
             run.freeing[i] = root;
             run.root_dead[i] = 0;
+            pend_drop_root(i);
             futoin_asyncsteps_free(root);
         }
     }
@@ -1019,9 +1182,9 @@ void fz_engine_run(const FzProg* p, FzStr* out)
             }
         }
     }
-    for (int i = 0; i < FZ_MAX_NODES; ++i) {
-        if (run.rt[i].ext_pending) {
-            violation("an external completion is still pending after free()", &p->nodes[i]);
+    for (size_t i = 0; i < run.npend; ++i) {
+        if (run.pend[i].live) {
+            violation("an external completion is still pending after free()", run.pend[i].node);
         }
     }
     for (int i = 0; i < FZ_NSYNC; ++i) {
@@ -1064,6 +1227,7 @@ void fz_engine_run(const FzProg* p, FzStr* out)
     for (int i = 0; i < p->nnodes; ++i) {
         free(run.chain_lv[i]);
     }
+    free(run.pend);
     R = saved;
 }
 

@@ -31,7 +31,11 @@ def args(vals):
 
 
 def body(term=NONE, cancel=False, timeout=None, kids=(), vals=(), code=0,
-         label=None, imm=False, delay=0, term_iter=None, cancel_action=CA_NONE):
+         label=None, imm=False, delay=0, term_iter=None, cancel_action=CA_NONE,
+         late=False):
+    """late (EXT_OK/EXT_ERR): a late completion, see prog.c: with a timer,
+    one the cancel handler does not stop; with imm, one the cancel handler
+    schedules, `delay` extra loop immediates later."""
     kids = list(kids)
     if cancel_action:
         assert timeout is not None, "the cancel action lives in the timeout byte"
@@ -45,7 +49,8 @@ def body(term=NONE, cancel=False, timeout=None, kids=(), vals=(), code=0,
         out.append(code)
     elif term in (EXT_OK, EXT_ERR):
         assert not kids
-        out.append(int(imm) | (delay << 1))
+        assert delay < 16
+        out.append(int(imm) | (delay << 1) | (0x20 if late else 0))
         out += args(vals) if term == EXT_OK else [code]
     elif term in (BREAK, CONTINUE):
         out.append(CTL_LABELS[label])
@@ -213,6 +218,69 @@ def prog(roots, burst=100, m0=(1, None), m1=(1, None), exact=False, actions=(), 
 
 def one(*top, cancel_at=None, **kw):
     return prog([(list(top), cancel_at)], **kw)
+
+
+def late_step(ok=True, **kw):
+    """A step that times out at 1 ms and recovers; its completion (args
+    b3, 4 or error E1) is late."""
+    kw.setdefault("timeout", 1)
+    kw.setdefault("handler", eh(EH_RECOVER, vals=[5]))
+    if ok:
+        return step(term=EXT_OK, late=True, vals=["b3", 4], **kw)
+    return step(term=EXT_ERR, late=True, code=1, **kw)
+
+
+def late_seeds():
+    """A completion that arrives after its step timed out (or its root was
+    cancelled), through the same flow's handle, at each kind of state the
+    flow can be in then (docs/SEMANTICS.md, "Whose wait it is")."""
+    out = {}
+    for ok, word in ((True, "success"), (False, "error")):
+        # an owned wait refuses it: a Mutex queue (r1 holds the lock)
+        out["late_%s_on_mutex_wait" % word] = prog(
+            [([late_step(ok, delay=5), sync(0, step()), step()], None),
+             ([sync(0, step(term=EXT_OK, delay=15, vals=[1]))], None)], exact=True)
+        # a Throttle queue: the second entry waits for the next window
+        out["late_%s_on_throttle_wait" % word] = one(
+            late_step(ok, delay=5), tsync(0, step(), define=(1, 30, None)), tsync(0, step()))
+        # a Limiter's burst queue: the second entry waits for the rate
+        out["late_%s_on_limiter_wait" % word] = one(
+            late_step(ok, delay=5), lsync(0, step(), define=(1, None, 1, 30, None)),
+            lsync(0, step()))
+        # ... and its slot queue (r1 holds the only slot)
+        out["late_%s_on_limiter_slot_wait" % word] = prog(
+            [([late_step(ok, delay=5), lsync(0, step(), define=(1, None, 3, 5, None)), step()], None),
+             ([lsync(0, step(term=EXT_OK, delay=15, vals=[1]))], None)], exact=True)
+        # relinquish(): the cancel handler schedules the completion, which
+        # passes the loop's immediates once more, as relinquish() does
+        out["late_%s_on_relinquish" % word] = one(
+            late_step(ok, imm=True, delay=1), relinquish(), step())
+        # a finished root
+        out["late_%s_on_finished_root" % word] = one(late_step(ok, delay=9), step())
+        # a later step's own waitExternal(): the engine cannot tell, it is
+        # completed; that step's own completion then comes late as well
+        out["late_%s_completes_later_step" % word] = one(
+            late_step(ok, delay=5), step(term=EXT_OK, delay=12, vals=[7],
+                                         handler=eh(EH_RECOVER, vals=[8])), step())
+        # ... a later step that waits by setCancel() only, in a loop body
+        out["late_%s_completes_loop_iteration" % word] = one(
+            late_step(ok, delay=5), loop(count=2, cancel=True, timeout=9), step())
+        # the flow is ready (the step's unwinding is queued) when the
+        # completion its cancel handler scheduled arrives
+        out["late_%s_while_ready" % word] = one(late_step(ok, imm=True), step(), step())
+        # ... or waits on a parallel step (not a wait of its own)
+        out["late_%s_while_parallel" % word] = one(
+            late_step(ok, delay=3), par([step(term=EXT_OK, delay=6, vals=[2]), step()]), step())
+        # a cancelled root
+        out["late_%s_on_cancelled_root" % word] = one(
+            late_step(ok, delay=6, timeout=None, handler=eh()), step(), cancel_at=2)
+        out["late_%s_scheduled_by_root_cancel" % word] = one(
+            late_step(ok, imm=True, delay=2, timeout=None, handler=eh()), step(), cancel_at=2)
+        # in a branch the flag is ignored: the cancel handler stops it
+        out["late_%s_ignored_in_branch" % word] = one(
+            par([late_step(ok, delay=5), step(term=ERROR, code=2)], handler=eh(EH_RECOVER)),
+            step())
+    return out
 
 
 SEEDS = {
@@ -560,6 +628,7 @@ SEEDS = {
 def main():
     out_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
     os.makedirs(out_dir, exist_ok=True)
+    SEEDS.update(late_seeds())
     for name, data in sorted(SEEDS.items()):
         with open(os.path.join(out_dir, name), "wb") as f:
             f.write(data)

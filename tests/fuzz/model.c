@@ -52,6 +52,7 @@ typedef struct MFrame {
     int cancel;   /* CAN_* */
     int timer;    /* event id of a setTimeout(), -1 */
     int ext;      /* event id of the external completion, -1 */
+    int late_cancel; /* a late immediate term: the cancel handler schedules it */
     int wait;     /* setTimeout/setCancel/waitExternal */
     int par_wait; /* parallel step waiting for branches */
     MFlow* br[FZ_MAX_BRANCHES]; /* live branches, in creation order */
@@ -92,6 +93,7 @@ typedef struct MEv {
     int depth;
     const FzNode* node;
     int root;
+    int hops; /* EV_EXT: immediates still to pass before the completion */
 } MEv;
 
 typedef struct MWaiter {
@@ -720,12 +722,23 @@ static void frame_pop(M* m, MFlow* fl, int aborted);
 static void call_cancel(M* m, MFlow* fl, MFrame* f)
 {
     int c = f->cancel;
+    int late = f->late_cancel;
     f->cancel = CAN_NONE;
+    f->late_cancel = 0;
     if (c == CAN_USER) {
         char nm[16];
         name_of(f->node, nm);
         tr(m, "cancel %s%s%s", nm, "", "");
         ev_cancel(m, &f->ext); /* what the harness's cancel handler does */
+        if (late) {
+            /* ... or, for a late immediate term, it schedules the
+             * completion, which no longer has a step to complete. */
+            int id = ev_new(m, EV_EXT, 1, 0);
+            m->ev[id].fl = fl;
+            m->ev[id].depth = -1;
+            m->ev[id].node = f->node;
+            m->ev[id].hops = f->node->body.ext_delay;
+        }
     } else if (c == CAN_SYNC) {
         sync_cancel(m, fl, f);
     }
@@ -924,12 +937,22 @@ static int run_body(M* m, MFlow* fl, const FzNode* node, const FzBody* b, int te
         return OUT_ERROR;
     case FZ_T_EXT_OK:
     case FZ_T_EXT_ERR: {
+        /* Late (on a main flow only: a branch's handle dies with it): the
+         * timer is not the cancel handler's to stop, or the cancel handler
+         * schedules the completion. */
+        int late = b->late && !fl->is_branch;
         f->wait = 1;
+        if (late && b->ext_imm) {
+            f->late_cancel = 1;
+            return OUT_NONE;
+        }
         int id = ev_new(m, EV_EXT, b->ext_imm, b->ext_imm ? 0 : b->ext_delay);
         m->ev[id].fl = fl;
-        m->ev[id].depth = d;
+        m->ev[id].depth = late ? -1 : d;
         m->ev[id].node = node;
-        fl->frames[d].ext = id;
+        if (!late) {
+            fl->frames[d].ext = id;
+        }
         return OUT_NONE;
     }
     case FZ_T_FOREVER:
@@ -1027,6 +1050,7 @@ static void iteration_reset(M* m, MFrame* f)
     ev_cancel(m, &f->timer);
     q_clear(&f->q);
     f->cancel = CAN_NONE;
+    f->late_cancel = 0;
     f->wait = 0;
 }
 
@@ -1299,6 +1323,44 @@ static void ext_error(M* m, MFlow* fl, const char* code, const char* info)
     ready(m, fl);
 }
 
+/* The harness's success()/error() through the flow's interface from a
+ * loop callback, for whichever step the flow is at now ("Whose wait it
+ * is"): a wait the step's own code made (setCancel, setTimeout,
+ * waitExternal) is completed, whichever step it belongs to; an owned wait
+ * (a lock queue, relinquish()) refuses it; so does a flow with no waiting
+ * step. A refusal is a misuse report and changes nothing. */
+static void ext_deliver(M* m, MFlow* fl, const FzNode* node)
+{
+    const FzBody* b = &node->body;
+    int ok = b->term == FZ_T_EXT_OK;
+    MRoot* r = &m->roots[fl->root];
+    const char* why = NULL;
+    int waits = r->state == RS_RUNNING && !fl->in_ready && !fl->pending_unwind && fl->depth > 0
+            && top(fl)->wait;
+    if (waits) {
+        int k = top(fl)->kind;
+        why = k == MF_SYNC ? "owned lock" : k == MF_YIELD ? "owned relinquish" : NULL;
+    } else {
+        why = r->state == RS_CANCELLED && !fl->is_branch ? "cancelled" : "not waiting";
+    }
+    if (why) {
+        if (fl->is_branch) {
+            abort(); /* model bug: only main flows get late completions */
+        }
+        char nm[16];
+        name_of(node, nm);
+        tr(m, "misuse %s %s refused: %s", nm, ok ? "success" : "error", why);
+        return;
+    }
+    if (ok) {
+        ext_success(m, fl, &b->args);
+    } else {
+        char info[16];
+        snprintf(info, sizeof(info), "x%d", node->id);
+        ext_error(m, fl, fz_codes[b->code], info);
+    }
+}
+
 /* ------------------------------------------------------------------------ */
 /* Events                                                                    */
 
@@ -1359,19 +1421,19 @@ static void run_event(M* m, int id)
     }
     case EV_EXT: {
         MFlow* fl = e.fl;
-        MFrame* f = &fl->frames[e.depth];
-        if (e.depth != fl->depth || !f->wait) {
-            abort(); /* model bug: a completion of a step that is not waiting */
+        if (e.hops > 0) {
+            /* One more trip through the loop's immediates. */
+            int nid = ev_new(m, EV_EXT, 1, 0);
+            m->ev[nid].fl = fl;
+            m->ev[nid].depth = -1;
+            m->ev[nid].node = e.node;
+            m->ev[nid].hops = e.hops - 1;
+            break;
         }
-        f->ext = -1;
-        const FzBody* b = &e.node->body;
-        if (b->term == FZ_T_EXT_OK) {
-            ext_success(m, fl, &b->args);
-        } else {
-            char info[16];
-            snprintf(info, sizeof(info), "x%d", e.node->id);
-            ext_error(m, fl, fz_codes[b->code], info);
+        if (e.depth >= 0 && fl->frames[e.depth].ext == id) {
+            fl->frames[e.depth].ext = -1;
         }
+        ext_deliver(m, fl, e.node);
         break;
     }
     case EV_YIELD: {

@@ -22,7 +22,18 @@
  *     timeout: byte % 16 ms; with set_cancel, (byte >> 4) % 3 is what the
  *       cancel handler does: 0 nothing, 1 cancel() the root, 2 free() it
  *     SUCCESS: args; ERROR: code byte; EXT_OK: E args; EXT_ERR: E code byte
- *       E: immediate = E & 1, delay = (E >> 1) % 16
+ *       E: immediate = E & 1, delay = (E >> 1) % 16, late = E & 0x20 (bits
+ *          5-7 were unused before late completions; the one checked-in
+ *          input that sets bit 5 does so on a repeat(0) in a parallel
+ *          branch, which never runs and would ignore it: older inputs
+ *          keep their meaning). Late, on a root's main flow: with a timer, the cancel
+ *          handler does not stop it; immediate: nothing is scheduled at
+ *          waitExternal(), the cancel handler schedules the completion, a
+ *          loop immediate that re-schedules itself `delay` times before it
+ *          calls success()/error(). Either way it may arrive after the
+ *          step timed out or was cancelled, on the same flow's handle. In
+ *          a parallel branch the flag is ignored (a finished branch's
+ *          handle is recycled for later branches: no call may use it).
  *     BREAK/CONTINUE: label byte (% 4: none, "a", "b", unknown "zz")
  *     term_iter (loop bodies only): byte % 4
  *   args    := A v{A % 5}: value = v >> 1, boxed = v & 1
@@ -171,6 +182,7 @@ static void read_body(FzProg* p, Rd* r, FzBody* b, int depth, int in_branch, int
         unsigned e = rd(r);
         b->ext_imm = (uint8_t)(e & 1);
         b->ext_delay = (uint8_t)((e >> 1) % 16);
+        b->late = (uint8_t)((e >> 5) & 1);
         if (b->term == FZ_T_EXT_OK) {
             read_args(r, &b->args);
         } else {
@@ -549,7 +561,10 @@ static void dump_body(const FzBody* b, FzStr* o, int ind, int is_loop)
         break;
     case FZ_T_EXT_OK:
     case FZ_T_EXT_ERR:
-        fz_str_addf(o, "[%s %u]", b->ext_imm ? "imm" : "timer", b->ext_delay);
+        fz_str_addf(o, "[%s %u%s]", b->ext_imm ? "imm" : "timer", b->ext_delay,
+                !b->late        ? ""
+                        : b->ext_imm ? " late: hops after cancel"
+                                     : " late: not stopped by cancel");
         if (b->term == FZ_T_EXT_OK) {
             fz_args_fmt(o, &b->args);
         } else {

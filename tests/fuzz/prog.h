@@ -126,7 +126,13 @@ typedef struct FzBody {
     uint8_t code;      /* ERROR, EXT_ERR: index into fz_codes */
     uint8_t label;     /* BREAK, CONTINUE: index into fz_ctl_labels */
     uint8_t ext_imm;   /* EXT_*: completed from a loop immediate (else a timer) */
-    uint8_t ext_delay; /* EXT_* with a timer: delay in ms */
+    uint8_t ext_delay; /* EXT_* with a timer: delay in ms; late with ext_imm: extra hops */
+    /* EXT_*: a late completion (ignored in a parallel branch, whose handle
+     * is recycled when the branch ends): the cancel handler does not stop
+     * the timer, or, with ext_imm, it is what schedules the completion
+     * (after 1 + ext_delay loop immediates); either way the completion may
+     * reach the flow after the step is gone. */
+    uint8_t late;
     uint8_t term_iter; /* loop bodies: the iteration the terminator applies to */
     uint8_t cancel_action; /* FZ_CA_* */
 } FzBody;
