@@ -214,6 +214,27 @@ LATE_TEST(test_late_error_limiter, 9)
 LATE_TEST(test_late_success_shared_limiter, 10)
 LATE_TEST(test_late_error_shared_limiter, 11)
 
+/* A root whose first step is owed a completion and whose second step
+ * parks in wait; got_value records what ended that wait. */
+static void got_value(FutoInAsyncSteps* as, void* data, const FutoInArgs* args);
+
+static FutoInAsyncSteps* owed_then(FutoInAsyncSteps_execute_callback wait)
+{
+    FutoInAsyncSteps* r = futoin_asyncsteps_new(g_loop);
+    add_owed(r, "R");
+    futoin_add(r, wait, NULL, NULL);
+    futoin_add(r, got_value, NULL, NULL);
+    futoin_execute(r, no_unhandled, NULL);
+    return r;
+}
+
+/* The one misuse report, naming what. */
+static void assert_one_misuse(const char* what)
+{
+    assert_int_equal(g_misuse, 1);
+    assert_non_null(strstr(g_misuse_msg, what));
+}
+
 /* ---- await ---- */
 
 static FutoInCompletion* g_completion;
@@ -251,17 +272,12 @@ static void test_late_success_on_await(void** state)
     (void)state;
     g_completion = futoin_completion_new();
     assert_non_null(g_completion);
-    FutoInAsyncSteps* r = futoin_asyncsteps_new(g_loop);
-    add_owed(r, "R");
-    futoin_add(r, await_step, NULL, NULL);
-    futoin_add(r, got_value, NULL, NULL);
-    futoin_execute(r, no_unhandled, NULL);
+    FutoInAsyncSteps* r = owed_then(await_step);
     futoin_loop_deferred(g_loop, 20, NULL, late_success_plain);
     futoin_loop_deferred(g_loop, 30, NULL, resolve_completion);
     run();
     assert_trace("R:Timeout@10|late@20|got:42@30");
-    assert_int_equal(g_misuse, 1);
-    assert_non_null(strstr(g_misuse_msg, "await()"));
+    assert_one_misuse("await()");
     futoin_completion_free(g_completion);
     futoin_asyncsteps_free(r);
 }
@@ -297,16 +313,11 @@ static void test_late_error_on_work(void** state)
 {
     (void)state;
     atomic_store(&g_work_release, 0);
-    FutoInAsyncSteps* r = futoin_asyncsteps_new(g_loop);
-    add_owed(r, "R");
-    futoin_add(r, work_step, NULL, NULL);
-    futoin_add(r, got_value, NULL, NULL);
-    futoin_execute(r, no_unhandled, NULL);
+    FutoInAsyncSteps* r = owed_then(work_step);
     futoin_loop_deferred(g_loop, 20, NULL, late_then_release);
     run();
     assert_trace("R:Timeout@10|late@20|got:5@20");
-    assert_int_equal(g_misuse, 1);
-    assert_non_null(strstr(g_misuse_msg, "futoin_add_work()"));
+    assert_one_misuse("futoin_add_work()");
     futoin_asyncsteps_free(r);
     futoin_work_pool_shutdown();
 }
@@ -344,8 +355,7 @@ static void test_success_on_relinquish(void** state)
     futoin_execute(p, no_unhandled, NULL);
     run();
     assert_trace("P|poke|Y-after");
-    assert_int_equal(g_misuse, 1);
-    assert_non_null(strstr(g_misuse_msg, "relinquish()"));
+    assert_one_misuse("relinquish()");
     futoin_asyncsteps_free(y);
     futoin_asyncsteps_free(p);
 }

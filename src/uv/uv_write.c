@@ -26,18 +26,24 @@ typedef struct {
     char bytes[];
 } WriteOp;
 
+/* A write or shutdown request finished: it ends its step's wait (owned
+ * by the request), unless the step was cancelled (as NULL). */
+static void request_done(FutoInAsyncSteps* as, const void* op, int status, const char* what)
+{
+    if (!as) {
+        return;
+    }
+    if (status < 0) {
+        futoin__uv_fail_owned(as, op, FUTOIN_COMM_ERROR, status, what);
+    } else {
+        futoin_owned_success(as, op, NULL);
+    }
+}
+
 static void on_written(uv_write_t* req, int status)
 {
     WriteOp* op = req->data;
-    FutoInAsyncSteps* as = op->as;
-    if (as) {
-        /* Owned by op: only this request ends the step's wait. */
-        if (status < 0) {
-            futoin__uv_fail_owned(as, op, FUTOIN_COMM_ERROR, status, "write");
-        } else {
-            futoin_owned_success(as, op, NULL);
-        }
-    }
+    request_done(op->as, op, status, "write");
     free(op);
 }
 
@@ -172,14 +178,7 @@ typedef struct {
 static void on_shutdown_done(uv_shutdown_t* req, int status)
 {
     ShutdownOp* op = req->data;
-    FutoInAsyncSteps* as = op->as;
-    if (as) {
-        if (status < 0) {
-            futoin__uv_fail_owned(as, op, FUTOIN_COMM_ERROR, status, "shutdown");
-        } else {
-            futoin_owned_success(as, op, NULL);
-        }
-    }
+    request_done(op->as, op, status, "shutdown");
     free(op);
 }
 
