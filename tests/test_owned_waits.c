@@ -545,6 +545,60 @@ static void test_wait_owned_cross_thread(void** state)
     futoin_asyncsteps_free(r);
 }
 
+/* ---- the values of a refused success() ---- */
+
+/* A refused success()'s values are the caller's, dropped by the call;
+ * when the first one's cleanup frees the root, the root must outlive the
+ * second cleanup too (destroyed after the last, not under them), as for
+ * every other value the engine drops. A destroyed root goes back to the
+ * pool, so a root made in the second cleanup would be the same object. */
+static FutoInAsyncSteps* g_victim;
+static int g_cleanups;
+static int g_reused_under_cleanup;
+
+static void cleanup_frees_root(FutoInBinaryValue* v)
+{
+    (void)v;
+    ++g_cleanups;
+    futoin_asyncsteps_free(g_victim);
+}
+
+static void cleanup_makes_root(FutoInBinaryValue* v)
+{
+    (void)v;
+    ++g_cleanups;
+    FutoInAsyncSteps* fresh = futoin_asyncsteps_new(g_loop);
+    g_reused_under_cleanup = fresh == g_victim;
+    futoin_asyncsteps_free(fresh);
+}
+
+static const FutoInType frees_root_type = {FTN_TYPE_CUSTOM_OBJECT, cleanup_frees_root};
+static const FutoInType makes_root_type = {FTN_TYPE_CUSTOM_OBJECT, cleanup_makes_root};
+
+static void refused_success_with_values(void* data)
+{
+    (void)data;
+    /* The root has finished: the success() is refused. */
+    futoin_success2(g_victim, futoin_val_custom(&frees_root_type, NULL),
+            futoin_val_custom(&makes_root_type, NULL));
+}
+
+static void test_refused_values_cleanup_frees_root(void** state)
+{
+    (void)state;
+    g_cleanups = 0;
+    g_reused_under_cleanup = 0;
+    g_victim = futoin_asyncsteps_new(g_loop);
+    futoin_add(g_victim, step_tag, NULL, (void*)"ran");
+    futoin_execute(g_victim, no_unhandled, NULL);
+    futoin_loop_deferred(g_loop, 5, NULL, refused_success_with_values);
+    run();
+    assert_trace("ran");
+    assert_one_misuse("success()");
+    assert_int_equal(g_cleanups, 2);
+    assert_int_equal(g_reused_under_cleanup, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -568,6 +622,7 @@ int main(void)
         T(test_wait_owned_error),
         T(test_wait_owned_misuse),
         T(test_wait_owned_cross_thread),
+        T(test_refused_values_cleanup_frees_root),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

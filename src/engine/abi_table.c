@@ -182,7 +182,7 @@ FUTOIN_COLD static void report_late_success(Flow* fl, FutoInArgs* args)
                            "(completed twice, or the instance is not running)",
                 cb_name(fl->cb));
     }
-    futoin__args_drop(args);
+    futoin__args_drop_refused(fl, args);
 }
 
 FUTOIN_COLD static void report_late_error(Flow* fl, const char* code)

@@ -237,6 +237,24 @@ void futoin__args_drop(FutoInArgs* args)
     }
 }
 
+void futoin__args_drop_refused(Flow* fl, FutoInArgs* args)
+{
+    if (!args) {
+        return;
+    }
+    /* A root whose free() completed is pooled (free_pending, nothing of
+     * it on the stack): a stale handle, nothing to keep alive. */
+    Root* r = futoin__flow_root(fl);
+    int live = !r->free_pending || r->busy > 0;
+    if (live) {
+        futoin__root_hold(r);
+    }
+    futoin__args_reset(args, 4);
+    if (live) {
+        futoin__root_unhold(r);
+    }
+}
+
 void futoin__args_reset(FutoInArgs* a, uint8_t n)
 {
     for (uint8_t i = 0; i < n; ++i) {

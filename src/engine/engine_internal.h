@@ -661,6 +661,10 @@ void futoin__args_reset(FutoInArgs* a, uint8_t n);
 /* The same for all four; args may be NULL. What every call that refuses
  * or drops a success() does with the values it was given. */
 void futoin__args_drop(FutoInArgs* args);
+/* The same for the values of a success() on fl that was refused: their
+ * cleanups are user code that may free the root, so a live root is held
+ * until the last has run (it is destroyed after them, not under them). */
+void futoin__args_drop_refused(Flow* fl, FutoInArgs* args);
 static inline void futoin__args_clear(FutoInArgs* a, uint8_t* n)
 {
     if (*n) {

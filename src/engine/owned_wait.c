@@ -109,7 +109,7 @@ int futoin_owned_success(FutoInAsyncSteps* as, const void* key, FutoInArgs* args
         as->api->success(as, args); /* the step completes itself: usual checks */
         return 0;
     default:
-        futoin__args_drop(args);
+        futoin__args_drop_refused(fl, args);
         return -1;
     }
 }

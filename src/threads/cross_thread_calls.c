@@ -107,7 +107,7 @@ static int xsuccess_run(void* consumer, XMsg* m)
         futoin__flow_success(fl, &x->args);
         return 0;
     }
-    futoin__args_drop(&x->args);
+    futoin__args_drop_refused(fl, &x->args);
     if (!x->key) {
         report_dropped(fl, "success()");
     }
