@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * futoin_bench: the project's performance yardstick (issue 6).
+ * futoin_bench: the project's performance yardstick.
  *
  * Measures the floor F in-process (a ring of callback records, see floor.c),
  * then every workload with a warm-up run and the median of BENCH_REPS
  * repetitions on a real-clock loop, and prints one row per workload:
- * ns/op, ratio to F, the issue's target, malloc calls per op in steady state
+ * ns/op, ratio to F, the target ratio, malloc calls per op in steady state
  * (counted by malloc_count.c during the measured repetitions only), peak RSS
  * of the workload (VmHWM after resetting it through /proc/self/clear_refs)
  * and PASS/MISS.

@@ -35,7 +35,7 @@ int bench_alloc_counting(void);
  * what was asked); printed in the table. */
 void bench_check(int ok, const char* what);
 
-/* sync_bench.c (built only when futoin/sync.h exists and matches). */
+/* sync_bench.c: the Mutex, Throttle and Limiter rows. */
 const BenchWorkload* bench_sync_workloads(unsigned* count);
 
 #endif

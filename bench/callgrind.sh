@@ -3,7 +3,7 @@
 # Instructions per op under valgrind --tool=callgrind, from the difference
 # of two runs of different size (setup and teardown cancel out).
 #
-#   bench/callgrind.sh                    simple and chain (the rows)
+#   bench/callgrind.sh                    simple and chain (the headline rows)
 #   bench/callgrind.sh NAME N1 N2 ...     any workload of `futoin_bench --list`
 #                                         (N = units of its run(), see bench.c)
 #   bench/callgrind.sh all                every workload, with the ratio to the

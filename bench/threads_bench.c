@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * futoin_bench_threads: cross-thread figures of issue 7.
+ * futoin_bench_threads: cross-thread figures.
  *
  *  1. completions/s: producer threads call success() on steps parked in
  *     waitExternal on one loop (32 roots per producer, each looping: wait,

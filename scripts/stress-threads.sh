@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# The thread tests at the full sizes (FUTOIN_STRESS=1): 4 producer
+# The thread tests at their full stress sizes (FUTOIN_STRESS=1): 4 producer
 # threads x 1,000,000 cross-thread completions (and 4 x 1,000,000 cross-thread
 # immediates) with none lost, duplicated or reordered; 10,000 start/stop
 # cycles of a loop thread; 3,000 success()-vs-timeout(-vs-cancel) races;

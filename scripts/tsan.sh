@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# ThreadSanitizer stage for the thread tests (issue 7): a clang build with
+# ThreadSanitizer stage for the thread tests: a clang build with
 # -fsanitize=thread in its own directory (TSan cannot be combined with the
 # ASan build), then the CTest label "threads" (small sizes, set by CMake).
 #

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Observability (include/futoin/introspect.h, issue 19): the walk over a
+ * Observability (include/futoin/introspect.h): the walk over a
  * loop's live roots, flows and frames; the text dump taken while flows are
  * parked on a Mutex, a Throttle, a timer, a parallel and an external
  * completion; the counters after scripted scenarios; a dump requested from

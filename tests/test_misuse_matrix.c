@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Misuse matrix (docs/MISUSE.md): every ABI call x calling context where
- * docs/SEMANTICS.md ("Misuse") forbids the call and tests/test_misuse.c does
- * not already cover it. One table row per cell; each row asserts the
+ * docs/SEMANTICS.md ("Misuse") forbids the call and tests/test_misuse_*.c
+ * do not already cover it. One table row per cell; each row asserts the
  * documented outcome:
  *
  *   IE      inside a step or an error handler: the step fails with
@@ -332,7 +332,7 @@ static void c_add_sync_null(Fx* fx, FutoInAsyncSteps* as)
 #define ROW(ctx, call, exp, needle) {#ctx "/" #call, ctx, call, exp, needle}
 
 static const Cell cells[] = {
-    /* inside a step: combinations test_misuse.c does not cover */
+    /* inside a step: combinations test_misuse_*.c do not cover */
     ROW(CTX_STEP, c_error_after_add, EXP_IE, "after add"),
     ROW(CTX_STEP, c_add_after_error, EXP_IE, "add() after error"),
     ROW(CTX_STEP, c_parallel_after_error, EXP_IE, "parallel() after error"),

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Size and range arithmetic of the core API (issue 16): counts and sizes
+ * Size and range arithmetic of the core API: counts and sizes
  * that cannot describe real memory, and thread counts beyond
  * FUTOIN_THREADS_MAX, are refused with an error naming the function, the
  * parameter and the value; nothing is added, nothing runs, nothing leaks.

@@ -5,7 +5,7 @@
  * Sizes: the default suite uses moderate sizes so that each test binary
  * stays well under 10 s even under valgrind or ThreadSanitizer (which set
  * FUTOIN_THREADS_SMALL=1 through CTest); FUTOIN_STRESS=1 selects the full
- * sizes of the issue (scripts/stress-threads.sh).
+ * stress sizes (scripts/stress-threads.sh).
  */
 #ifndef FUTOIN_THREADS_SUPPORT_H
 #define FUTOIN_THREADS_SUPPORT_H
@@ -34,7 +34,7 @@
 
 #include "time_scale.h"
 
-/* full: the issue's stress size; small: valgrind/TSan; else the default. */
+/* full: the stress size; small: valgrind/TSan; else the default. */
 static inline unsigned long scaled(unsigned long def, unsigned long full, unsigned long small)
 {
     const char* s = getenv("FUTOIN_STRESS");

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Attack clients for bench/uv/http_attack.sh (issue 18): N connections to
+ * Attack clients for bench/uv/http_attack.sh: N connections to
  * 127.0.0.1:PORT that misbehave in one way each, reconnecting whenever the
  * server closes them, for a given time. Plain libuv, one thread.
  *

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# The example HTTP server under attack (issue 18): for each attack, a fresh
+# The example HTTP server under attack: for each attack, a fresh
 # server with its default options (one loop per core) is attacked by
 # bench/uv/http_attack while a well-behaved client (wrk, 4 connections, 2 s
 # timeout) measures what it still gets; then the server gets SIGINT in the

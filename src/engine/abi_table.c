@@ -3,7 +3,8 @@
  * The 25-entry ABI function table (spec 2.7.2) of flow interfaces: the
  * root and the interfaces passed to callbacks. Each entry checks that it
  * is called in a context where the spec allows it, then hands over to the
- * engine core (engine_core.h: flow_calls.c, root.c, dispatch.c). The
+ * engine core (declared in engine_internal.h: flow_calls.c, root.c,
+ * dispatch.c). The
  * interface parallel() returns has its own table (abi_table_parallel.c),
  * which forwards to this one.
  */

@@ -6,18 +6,6 @@
  */
 #include "engine/engine_core.h"
 
-#include <stdarg.h>
-#include <stdio.h>
-
-/* SPDX-License-Identifier: MIT */
-/*
- * The AsyncSteps engine: step queues, the per-flow frame stack, the ready
- * queue and its dispatcher, error unwinding, loops, parallel branches, sync
- * sections and cancellation. The ABI entry points live in engine/abi_table.c and
- * only validate the calling context before landing here.
- */
-#include "engine/engine_internal.h"
-
 #include <assert.h>
 #include <stdarg.h>
 #include <stdio.h>

@@ -350,7 +350,6 @@ static inline void info_clear(Root* r)
     }
 }
 
-/* Stops a flow where it is: every frame is aborted innermost first. */
 /* Frames above level 0, queued steps or results: what aborting releases. */
 static inline int flow_holds_work(const Flow* fl)
 {

@@ -302,13 +302,6 @@ FutoInHandle futoin_loop_deferred(
     return schedule_deferred(loop, delay_ms, &call);
 }
 
-FutoInHandle futoin__loop_immediate_local(FutoInLoop* loop, void* data, FutoInLoopCallback cb)
-{
-    LoopFn fn;
-    fn.plain = cb;
-    return schedule_immediate(loop, fn, data, 0, IMM_PLAIN);
-}
-
 void futoin__loop_post_local(FutoInLoop* loop, void* data, FutoInLoopCallback cb)
 {
     LoopFn fn;

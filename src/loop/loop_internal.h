@@ -86,8 +86,7 @@ int futoin__loop_is_driving(const FutoInLoop* loop);
 void futoin__loop_wait_next_timer(FutoInLoop* loop);
 
 /* ---- loop thread only, without the thread check (engine hot paths) ---- */
-FutoInHandle futoin__loop_immediate_local(FutoInLoop* loop, void* data, FutoInLoopCallback cb);
-/* The same without a handle, for a caller that never cancels it. */
+/* An immediate without a handle, for a caller that never cancels it. */
 void futoin__loop_post_local(FutoInLoop* loop, void* data, FutoInLoopCallback cb);
 void futoin__loop_cancel_local(FutoInLoop* loop, FutoInHandle* handle);
 

@@ -158,11 +158,6 @@ static void holder_insert_at(SyncCore* c, SyncNode** pp, SyncNode* n)
     }
 }
 
-void futoin__sync_holder_insert(SyncCore* c, SyncNode* n)
-{
-    holder_insert_at(c, holder_link(c, n->root_id), n);
-}
-
 /* Removes the innermost record at pp (a holder_link()). */
 static void holder_unlink(SyncCore* c, SyncNode** pp)
 {

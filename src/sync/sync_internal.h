@@ -169,7 +169,6 @@ static inline SyncConfig futoin__limiter_config(const FutoInLimiterOptions* opts
 FutoInSync* futoin__sync_make(FutoInLoop* loop, int shared, const SyncConfig* cfg);
 void futoin__sync_enqueue(SyncQueue* q, SyncNode* n);
 SyncNode* futoin__sync_dequeue(SyncQueue* q);
-void futoin__sync_holder_insert(SyncCore* c, SyncNode* n);
 /* Runs a node through the stages it still needs (after the concurrency
  * stage if after_conc, i.e. the node was just handed a slot). Records the
  * new state in the node. On a rejection the node is out of the holder table

@@ -106,7 +106,7 @@ static void test_content_length(void** state)
     assert_int_equal(r.content_length, 12);
     r = parse("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0001000\r\n\r\n");
     assert_int_equal(r.content_length, 1000);
-    /* The case: strtoull skipped CR/LF and read 5 from the next line. */
+    /* The case that was found: strtoull skipped CR/LF and read 5 from the next line. */
     assert_error("POST / HTTP/1.1\r\nHost: x\r\nContent-Length:\r\n5\r\n\r\n", HTTP_BAD_REQUEST);
     assert_error("POST / HTTP/1.1\r\nHost: x\r\nContent-Length:\r\n\r\n", HTTP_BAD_REQUEST);
     assert_error("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: +5\r\n\r\n", HTTP_BAD_REQUEST);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The hardened example HTTP server (examples/uv/http_srv.c, issue 18), run
+ * The hardened example HTTP server (examples/uv/http_srv.c), run
  * in-process on its own loop threads and driven by plain blocking sockets
  * from the test thread. Each test asserts behaviour, not speed: a limit
  * answers with its status or closes the connection, the Limiter slot and
@@ -701,7 +701,7 @@ static void test_max_requests(void** state)
     stop();
 }
 
-/* Pipelining clients that never read their responses (the issue's attack):
+/* Pipelining clients that never read their responses (a known attack on servers):
  * their writes time out, and they never hold the Limiter. */
 static void test_pipelined_readers_that_never_read(void** state)
 {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Stream controls used by the hardened HTTP server (issue 18): the input
+ * Stream controls used by the hardened HTTP server: the input
  * budget shared by streams (charges, refusal, memory given back), the
  * read-ahead limit, futoin_uv_read_wait() and futoin_uv_stream_peek()
  * (nothing consumed), futoin_uv_shutdown() (FIN, reading goes on), large

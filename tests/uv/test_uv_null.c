@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * NULL arguments (issue 16): a NULL stream, server, host or path given to a
+ * NULL arguments: a NULL stream, server, host or path given to a
  * step function must not crash when the step runs; the added step fails
  * with InternalError "EINVAL: <function>: <parameter> is NULL" and the flow
  * can recover. The plain functions return their documented value for NULL.

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Ports, sizes and backlogs out of range (issue 16): the step added by the
+ * Ports, sizes and backlogs out of range: the step added by the
  * I/O function fails with InternalError "EINVAL: <function>: <parameter>
  * <value> ..." before anything starts; the stream, the peer and the
  * filesystem see nothing of it, and the flow can recover with a valid call.

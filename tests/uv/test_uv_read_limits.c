@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The error_info of line and delimited reads that reach their limit (issue
- * 16): uv.h documents "ENOBUFS: read: line longer than N bytes" (N =
+ * The error_info of line and delimited reads that reach their limit:
+ * uv.h documents "ENOBUFS: read: line longer than N bytes" (N =
  * max_len, or its 64 KiB default) and "ENOBUFS: read: delimiter not found
  * within N bytes"; a line that fits exactly, terminator included, is read.
  *

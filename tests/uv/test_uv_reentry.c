@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Re-entry matrix of the libuv backend (docs/MISUSE.md, "Inside a libuv
- * completion"; issue 16): every kind of user callback that the backend
+ * completion"): every kind of user callback that the backend
  * calls when an I/O operation completes x every call a user may make from
  * it, on the SAME root, on ANOTHER root (waiting or idle), on a sync object
  * and on the loop. It extends tests/test_reentry_matrix.c (the engine's

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Errors say what failed (issue 18, item 4): when a timeout interrupts a
+ * Errors say what failed: when a timeout interrupts a
  * libuv operation of the backend, the Timeout's error_info names the
  * operation and its peer or object ("read 127.0.0.1:8080", "connect
  * localhost:80", "resolve localhost", "file_read /path", ...), whether the
