@@ -9,7 +9,7 @@
  * which forwards to this one.
  */
 #include "engine/engine_internal.h"
-#include "threads/cross_thread_calls.h"
+#include "engine/cross_thread_calls_impl.h"
 
 #include <string.h>
 

@@ -5,7 +5,7 @@
  * step; and a call that runs a root to completion and reports its outcome.
  */
 #include "engine/engine_internal.h"
-#include "engine/interop.h"
+#include "engine/interop_impl.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,16 +56,12 @@ static void await_step_ended(StepOwner* self)
     }
 }
 
-int futoin__owner_is_await(const StepOwner* o)
-{
-    return o && o->release == await_step_ended;
-}
-
 FutoInCompletion* futoin_completion_new(void)
 {
     FutoInCompletion* c = calloc(1, sizeof(FutoInCompletion));
     if (c) {
         c->owner.release = await_step_ended;
+        c->owner.kind = OWNER_AWAIT;
     }
     return c;
 }
@@ -156,7 +152,7 @@ static void await_eh(FutoInAsyncSteps* as, void* data, const char* code)
 
 /* ---- await on another implementation's AsyncSteps ----
  * Its engine does not tell us when it drops the await step, so the
- * registration is recorded on the root (engine/interop.h) until the step runs,
+ * registration is recorded on the root (engine/interop_impl.h) until the step runs,
  * and from then on tied to the step's stack() memory, whose cleanup runs
  * when the step is destroyed, after its error handler. */
 

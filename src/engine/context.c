@@ -4,7 +4,7 @@
  * the misuse handler), the error code and error_info of a flow, argument
  * moves, and the misuse reporter.
  */
-#include "engine/engine_core.h"
+#include "engine/engine_impl.h"
 
 #include <assert.h>
 #include <stdarg.h>

@@ -6,7 +6,7 @@
  * completing them. The step path lives here, in one file, so that the
  * compiler sees it whole.
  */
-#include "engine/engine_core.h"
+#include "engine/engine_impl.h"
 
 #include <stdio.h>
 

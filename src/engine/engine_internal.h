@@ -63,7 +63,15 @@ enum StepKind {
  * exactly once, when the step is dropped unstarted or its frame ends. */
 typedef struct StepOwner {
     void (*release)(struct StepOwner* self);
+    int kind; /* an OwnerKind: what introspection calls the step */
 } StepOwner;
+
+typedef enum OwnerKind { OWNER_STEP = 0, OWNER_AWAIT, OWNER_WORK } OwnerKind;
+
+static inline int futoin__owner_is(const StepOwner* o, OwnerKind kind)
+{
+    return o && o->kind == (int)kind;
+}
 
 /* Step.tag holds a pointer and, where pointers leave three low bits free,
  * the step's kind in those bits: a step node is five words. Every pointer
@@ -258,7 +266,7 @@ struct Flow {
         Flow* pool_next;  /* pooled: the next pooled flow or root */
     };
     uint32_t gen;   /* bumped when the flow is aborted or released */
-    /* Cross-thread calls (threads/cross_thread_calls.c) read xepoch and loop from other
+    /* Cross-thread calls (engine/cross_thread_calls.c) read xepoch and loop from other
      * threads. xepoch counts step callbacks started: a success()/error()
      * from another thread carries the value it saw and is dropped if
      * another step has started since. */
@@ -358,7 +366,7 @@ typedef struct RootExt {
     RootDoneHook done;
     void* done_data;
 #if FUTOIN_TRACING
-    struct TraceBuf* trace; /* the last error's trace, see observe/trace.c */
+    struct TraceBuf* trace; /* the last error's trace, see engine/trace.c */
 #endif
 } RootExt;
 
@@ -559,7 +567,7 @@ static inline RootDoneHook futoin__root_done(const Root* r)
  * it. */
 void futoin__root_on_done(Root* r, RootDoneHook hook, void* data);
 
-/* The engine core (engine_core.h lists its files) */
+/* The engine core (engine_impl.h lists its files) */
 EngineCtx* futoin__ctx_create(FutoInLoop* loop);
 /* The loop's engine context, created on first use. */
 static inline EngineCtx* futoin__ctx_get(FutoInLoop* loop)
@@ -702,9 +710,6 @@ void futoin__wait_info_block(void* value);
 /* The futoin_set_wait_info() text of fl's frame at level d, NULL if none. */
 const char* futoin__frame_wait_info(Flow* fl, uint32_t d);
 
-/* engine/await.c, threads/worker_pool.c: which helper a SK_OWNED step belongs to (introspection). */
-int futoin__owner_is_await(const StepOwner* o);
-int futoin__owner_is_work(const StepOwner* o);
 
 /* Results waiting in a flow for its next step. */
 void futoin__results_drop_slow(Flow* fl);

@@ -4,7 +4,7 @@
  * has checked the calling context: success(), error(), setTimeout(),
  * setCancel(), waitExternal(), break and continue.
  */
-#include "engine/engine_core.h"
+#include "engine/engine_impl.h"
 
 static inline int args_need_cleanup(const FutoInArgs* a)
 {

@@ -4,7 +4,7 @@
  * handler, stack() memory), wait descriptions, calling a cancel handler or
  * unlock(), and taking a frame off the stack with everything it holds.
  */
-#include "engine/engine_core.h"
+#include "engine/engine_impl.h"
 
 #include <stdio.h>
 

@@ -4,7 +4,7 @@
  * relinquish, copyFrom, forEach over arrays and key/value pairs.
  */
 #include "engine/engine_internal.h"
-#include "engine/interop.h"
+#include "engine/interop_impl.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -10,8 +10,8 @@
  * The sync objects park and wake every contended flow through here, so
  * the common case (a flow of ours, on its loop thread) is kept inline.
  */
-#include "engine/engine_core.h"
-#include "threads/cross_thread_calls.h"
+#include "engine/engine_impl.h"
+#include "engine/cross_thread_calls_impl.h"
 
 /* Our flow behind as: the common case costs one comparison. */
 static FUTOIN_ALWAYS_INLINE Flow* flow_of(FutoInAsyncSteps* as)

@@ -4,7 +4,7 @@
  * free(). A root is destroyed only once no engine frame of it is on the C
  * stack (Root.busy); branch flows wait for that on the zombie list.
  */
-#include "engine/engine_core.h"
+#include "engine/engine_impl.h"
 
 void futoin__root_hold(Root* r)
 {

@@ -4,7 +4,7 @@
  * values passed between steps, releasing a step that never started, and
  * the deep copy of copyFrom().
  */
-#include "engine/engine_core.h"
+#include "engine/engine_impl.h"
 
 Parallel* futoin__parallel_new(EngineCtx* ctx, Flow* owner)
 {

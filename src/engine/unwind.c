@@ -4,7 +4,7 @@
  * and loops; aborting frames (cancel, free, a failed sibling branch)
  * innermost first, without a C call per level of nesting.
  */
-#include "engine/engine_core.h"
+#include "engine/engine_impl.h"
 
 /* An error was raised at frame k: the frames above k are aborted innermost
  * first; frame k's own work stops (own: the step failed by itself, so its

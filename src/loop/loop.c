@@ -762,9 +762,9 @@ void futoin_loop_free(FutoInLoop* loop)
     if (!loop) {
         return;
     }
-    if (loop->dump_sig) {
-        /* No signal handler may ask this loop for a dump any more. */
-        futoin__dump_signal_forget(loop);
+    if (loop->free_hook) {
+        /* E.g. no signal handler may ask this loop for a dump any more. */
+        loop->free_hook(loop);
     }
     /* A thread may still be finishing the wake-up of a post or release
      * that the loop thread has already acted on. */

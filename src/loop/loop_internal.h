@@ -8,7 +8,7 @@
 #include <pthread.h>
 #include <stddef.h>
 
-#include "loop/cross_thread_queue.h"
+#include "loop/cross_thread_queue_internal.h"
 
 /* Internal to the library: not exported from the shared object. */
 #pragma GCC visibility push(hidden)
@@ -90,7 +90,7 @@ void futoin__loop_wait_next_timer(FutoInLoop* loop);
 void futoin__loop_post_local(FutoInLoop* loop, void* data, FutoInLoopCallback cb);
 void futoin__loop_cancel_local(FutoInLoop* loop, FutoInHandle* handle);
 
-/* ---- cross-thread messages (src/loop/cross_thread_queue.h) ---- */
+/* ---- cross-thread messages (src/loop/cross_thread_queue_internal.h) ---- */
 
 /* Any thread: a message slot of loop's queue in state XS_PENDING, or NULL
  * when out of memory. Fill the payload, run (and drop if the payload owns
@@ -131,9 +131,9 @@ int futoin__loop_dump_setup(
 /* Any thread, async-signal-safe: queues the kept slot unless it is
  * queued already (1 queued, 0 already queued, -1 no setup). */
 int futoin__loop_dump_request(FutoInLoop* loop);
-/* futoin_loop_free() calls futoin__dump_signal_forget() when this is on. */
-void futoin__loop_set_dump_sig(FutoInLoop* loop, int on);
-void futoin__dump_signal_forget(FutoInLoop* loop);
+/* What futoin_loop_free() calls first, on the loop thread, while it is set
+ * (NULL: nothing): the subsystems above the loop forget it there. */
+void futoin__loop_set_free_hook(FutoInLoop* loop, void (*hook)(FutoInLoop* loop));
 
 #pragma GCC visibility pop
 

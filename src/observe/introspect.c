@@ -18,7 +18,7 @@
  *  - Frames are an array per flow.
  */
 #include "engine/engine_internal.h"
-#include "observe/observe_internal.h"
+#include "observe/observe_impl.h"
 #include "sync/sync_internal.h"
 
 #include <futoin/introspect.h>
@@ -280,10 +280,10 @@ static FutoInWaitKind wait_kind_of(const Flow* fl)
         break;
     case SK_OWNED: {
         const StepOwner* o = futoin__step_ext(f->node);
-        if (futoin__owner_is_await(o)) {
+        if (futoin__owner_is(o, OWNER_AWAIT)) {
             return FUTOIN_WAIT_AWAIT;
         }
-        if (futoin__owner_is_work(o)) {
+        if (futoin__owner_is(o, OWNER_WORK)) {
             return FUTOIN_WAIT_WORK;
         }
         break;
@@ -427,8 +427,8 @@ void futoin__obs_frame_describe(Flow* fl, uint32_t level, FutoInFrameInfo* fi)
             break;
         case SK_OWNED: {
             const StepOwner* o = futoin__step_ext(node);
-            fi->kind = futoin__owner_is_await(o) ? FUTOIN_FRAME_AWAIT
-                    : futoin__owner_is_work(o)   ? FUTOIN_FRAME_WORK
+            fi->kind = futoin__owner_is(o, OWNER_AWAIT) ? FUTOIN_FRAME_AWAIT
+                    : futoin__owner_is(o, OWNER_WORK)   ? FUTOIN_FRAME_WORK
                                                  : FUTOIN_FRAME_STEP;
             break;
         }

@@ -16,7 +16,7 @@
  * SN_Q_RATE or SN_REJECTED; queued nodes later become SN_HOLDER or
  * SN_REJECTED (wake-up) or are removed (cancel handler).
  */
-#include "sync/sync_internal.h"
+#include "sync/sync_impl.h"
 
 #include <futoin/asyncsteps.h>
 
@@ -280,19 +280,11 @@ static void ticket_cleanup(void* value)
     ticket_end(value);
 }
 
-/* Engine flows first: the common case costs one comparison. */
-extern const FutoInAsyncStepsAPI futoin__flow_api;
-
-static int is_own_flow(FutoInAsyncSteps* bsi)
-{
-    return bsi->api == &futoin__flow_api || futoin_asyncsteps_loop(bsi) != NULL;
-}
-
 /* Arms the cancel handler of a flow that waits in a queue. Returns 0, or
  * -1 if a foreign flow's ticket cannot be had (the caller undoes the wait). */
 static int arm_wait(FutoInAsyncSteps* bsi, SyncNode* n)
 {
-    if (is_own_flow(bsi)) {
+    if (futoin__is_library_flow(bsi)) {
         /* Owned: a success() through the interface meant for an earlier
          * step of the flow must not end the lock wait; only the wake-up
          * with this node does. */

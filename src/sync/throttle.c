@@ -9,7 +9,7 @@
  * A timer exists only while flows wait; it fires at the window's end, opens
  * the next window at that end time and admits the head of the queue.
  */
-#include "sync/sync_internal.h"
+#include "sync/sync_impl.h"
 
 #include "common/slab_pool.h"
 

@@ -283,11 +283,6 @@ static void work_owner_release(StepOwner* self)
     }
 }
 
-int futoin__owner_is_work(const StepOwner* o)
-{
-    return o && o->release == work_owner_release;
-}
-
 static void work_step(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
@@ -341,6 +336,7 @@ void futoin_add_work(FutoInAsyncSteps* as, FutoInWorkFn fn, void* work_data,
         return;
     }
     w->owner.release = work_owner_release;
+    w->owner.kind = OWNER_WORK;
     w->fn = fn;
     w->data = work_data;
     w->release = release;

@@ -12,8 +12,8 @@
  * comment how the caller must check (Flow.gen, Root.busy): user code may
  * cancel or free the root.
  */
-#ifndef FUTOIN_ENGINE_CORE_H
-#define FUTOIN_ENGINE_CORE_H
+#ifndef FUTOIN_ENGINE_IMPL_H
+#define FUTOIN_ENGINE_IMPL_H
 
 #include "common/compiler.h"
 #include "engine/engine_internal.h"

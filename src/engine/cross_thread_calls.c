@@ -18,7 +18,7 @@
  * a *later* step of the same flow that happens to be waiting by then (the
  * step timed out, the error handler recovered, the next step waits).
  */
-#include "threads/cross_thread_calls.h"
+#include "engine/cross_thread_calls_impl.h"
 
 #include <stdio.h>
 #include <stdlib.h>
