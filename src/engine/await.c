@@ -4,7 +4,7 @@
  * a completion object that any callback may resolve or reject, awaited as a
  * step; and a call that runs a root to completion and reports its outcome.
  */
-#include "engine/engine_internal.h"
+#include "engine/engine_impl.h"
 #include "engine/interop_impl.h"
 
 #include <stdio.h>
@@ -250,15 +250,11 @@ void futoin_await(FutoInAsyncSteps* as, FutoInCompletion* c,
         futoin__misuse(fl, "%s", bad);
         return;
     }
-    Frame* fr = futoin__add_target(fl, "await");
-    if (!fr) {
-        return;
+    if (futoin__add_owned_step(fl, "await", &c->owner, await_step, eh ? await_eh : NULL, c) == 0) {
+        c->registered = 1;
+        c->user_eh = eh;
+        c->user_data = data;
     }
-    c->registered = 1;
-    c->user_eh = eh;
-    c->user_data = data;
-    futoin__queue_step(fl, fr, futoin__step_new(futoin__flow_ctx(fl), SK_OWNED, c, await_step,
-                                   eh ? await_eh : NULL, &c->owner));
 }
 
 /* ------------------------------------------------------------------------ */

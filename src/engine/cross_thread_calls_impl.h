@@ -9,7 +9,7 @@
 #ifndef FUTOIN_CROSS_THREAD_CALLS_IMPL_H
 #define FUTOIN_CROSS_THREAD_CALLS_IMPL_H
 
-#include "engine/engine_internal.h"
+#include "engine/engine_impl.h"
 #include "engine/parked_steps_internal.h"
 
 /* Internal to the library: not exported from the shared object. */

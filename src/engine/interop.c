@@ -4,7 +4,7 @@
  * successStep() and relinquish() for AsyncSteps of other implementations,
  * and the per-root record of what their unstarted steps own (engine/interop_impl.h).
  */
-#include "engine/engine_internal.h"
+#include "engine/engine_impl.h"
 #include "engine/interop_impl.h"
 
 #include <stdlib.h>

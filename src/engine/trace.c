@@ -18,7 +18,7 @@
  */
 #define _GNU_SOURCE /* dladdr() */
 
-#include "engine/engine_internal.h"
+#include "engine/engine_impl.h"
 
 #include <futoin/introspect.h>
 

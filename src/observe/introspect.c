@@ -56,33 +56,13 @@ static Flow* flow_checked(FutoInAsyncSteps* as)
 }
 
 /* The live branches of the parallel frame on top of fl, if it is one. */
-static Flow* top_branches(const Flow* fl)
-{
-    const Frame* top = &fl->frames[fl->depth];
-    if (!fl->depth || top->kind != SK_PARALLEL) {
-        return NULL;
-    }
-    const Parallel* p = futoin__step_ext(top->node);
-    return p->started ? p->branches : NULL;
-}
-
-static FrameExtra* frame_extra(const Flow* fl, const Frame* f)
-{
-    if (!(f->flags & FR_X)) {
-        return NULL;
-    }
-    EngineCtx* ctx = futoin__flow_ctx(fl);
-    uint32_t id = f->xid & ~FUTOIN_XID_OWNED;
-    return &ctx->xchunks[id / FUTOIN_XCHUNK][id % FUTOIN_XCHUNK];
-}
-
 /* The ms left of a frame's timeout, if it has one armed. */
 static int frame_timer(Flow* fl, const Frame* f, uint64_t* left)
 {
     if (!(f->flags & FR_TIMER) || f->kind == SK_YIELD) {
         return 0; /* relinquish() holds an immediate, not a timeout */
     }
-    FrameExtra* x = frame_extra(fl, f);
+    FrameExtra* x = futoin__frame_extras(fl, f);
     return x && futoin__loop_timer_left(fl->loop, x->timer, left);
 }
 
@@ -164,7 +144,7 @@ FutoInAsyncSteps* futoin_root_iter_next(FutoInRootIter* it)
  * (if not NULL) follows: +1 down, -1 per level up. */
 Flow* futoin__obs_next_flow(Flow* cur, uint32_t* nesting)
 {
-    Flow* b = top_branches(cur);
+    Flow* b = futoin__live_branches(cur);
     if (b) {
         if (nesting) {
             ++*nesting;
@@ -408,7 +388,7 @@ void futoin__obs_frame_describe(Flow* fl, uint32_t level, FutoInFrameInfo* fi)
             fi->kind = FUTOIN_FRAME_SYNC;
             fi->sync = futoin__step_ext(node);
             fi->data = node->data; /* the critical section's */
-            FrameExtra* x = frame_extra(fl, f);
+            FrameExtra* x = futoin__frame_extras(fl, f);
             SyncWaitPos pos;
             int ours = futoin__sync_describe(fi->sync,
                     x && (f->flags & FR_LOCK_PHASE) ? x->on_cancel : NULL,
@@ -455,7 +435,7 @@ void futoin__obs_frame_describe(Flow* fl, uint32_t level, FutoInFrameInfo* fi)
     if (f->flags & FR_LOCKED) {
         fi->flags |= FUTOIN_FRAME_LOCKED;
     }
-    FrameExtra* x = frame_extra(fl, f);
+    FrameExtra* x = futoin__frame_extras(fl, f);
     if (x) {
         if (x->on_cancel) {
             fi->flags |= FUTOIN_FRAME_CANCEL_HANDLER;

@@ -55,7 +55,7 @@ struct SyncNode {
     SyncNode* hnext; /* holder-table chain */
     SyncNode* outer; /* for a re-entry: the record it nests in */
     SyncCore* core;
-    FutoInAsyncSteps* bsi; /* the flow: resumed with success()/handle_error() */
+    FutoInAsyncSteps* as; /* the flow: resumed with success()/handle_error() */
     struct SyncTicket* ticket; /* a waiting flow of another implementation */
     ptrdiff_t root_id;
     uint8_t state;

@@ -38,7 +38,7 @@ static void shared_arm_timer(SyncCore* c)
     if (c->timer_armed || !c->rate_q.l.head) {
         return;
     }
-    FutoInLoop* loop = futoin_asyncsteps_loop(futoin__sync_queue_first(&c->rate_q)->bsi);
+    FutoInLoop* loop = futoin_asyncsteps_loop(futoin__sync_queue_first(&c->rate_q)->as);
     uint32_t seq = ++c->timer_seq;
     c->win_timer = futoin__loop_deferred2_x(loop, delay_to_window_end(c), c, seq, shared_window_end);
     if (!c->win_timer.data1) {
