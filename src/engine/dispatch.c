@@ -494,7 +494,7 @@ static int start_frame(Flow* fl, FutoInAsyncSteps_execute_callback fn, void* dat
         return GO_ON;
     }
     case SK_YIELD: {
-        FutoInHandle h = futoin__loop_immediate2(fl->loop, fl, fl->depth, yield_resume);
+        FutoInHandle h = futoin__loop_immediate_aux(fl->loop, fl, fl->depth, yield_resume);
         if (FUTOIN_UNLIKELY(!h.data1)) {
             /* No memory for the trip through the loop: the ready queue
              * still lets the loop's other work run before the flow goes

@@ -99,7 +99,7 @@ void futoin__flow_set_timeout(Flow* fl, uint32_t ms)
 {
     Frame* f = &fl->frames[fl->depth];
     frame_stop_timer(fl, f);
-    FutoInHandle h = futoin__loop_deferred2(fl->loop, ms, fl, fl->depth, on_timeout);
+    FutoInHandle h = futoin__loop_deferred_aux(fl->loop, ms, fl, fl->depth, on_timeout);
     if (FUTOIN_UNLIKELY(!h.data1)) {
         /* Unarmed, the step could wait forever. */
         futoin__step_out_of_memory(fl, "setTimeout()");

@@ -319,8 +319,8 @@ void futoin__loop_post_local(FutoInLoop* loop, void* data, FutoInLoopCallback cb
     imm_store(loop, seq, fn, data, 0, IMM_PLAIN);
 }
 
-FutoInHandle futoin__loop_immediate2(
-        FutoInLoop* loop, void* data, uintptr_t aux, FutoInLoopCallback2 cb)
+FutoInHandle futoin__loop_immediate_aux(
+        FutoInLoop* loop, void* data, uintptr_t aux, FutoInLoopAuxCallback cb)
 {
     if (!loop || !cb) {
         return handle_none();
@@ -330,8 +330,8 @@ FutoInHandle futoin__loop_immediate2(
     return schedule_immediate(loop, fn, data, aux, IMM_AUX);
 }
 
-FutoInHandle futoin__loop_deferred2(FutoInLoop* loop, uint32_t delay_ms,
-        void* data, uintptr_t aux, FutoInLoopCallback2 cb)
+FutoInHandle futoin__loop_deferred_aux(FutoInLoop* loop, uint32_t delay_ms,
+        void* data, uintptr_t aux, FutoInLoopAuxCallback cb)
 {
     if (!loop || !cb) {
         return handle_none();

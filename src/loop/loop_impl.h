@@ -74,7 +74,7 @@ enum ImmKind { IMM_DEAD, IMM_PLAIN, IMM_AUX };
 
 typedef union {
     FutoInLoopCallback plain;
-    FutoInLoopCallback2 with_aux;
+    FutoInLoopAuxCallback with_aux;
 } LoopFn;
 
 /* What is needed to invoke a callback once its record is gone. */
@@ -323,7 +323,7 @@ static inline LoopCall call_plain(void* data, FutoInLoopCallback cb)
     return call;
 }
 
-static inline LoopCall call_with_aux(void* data, uintptr_t aux, FutoInLoopCallback2 cb)
+static inline LoopCall call_with_aux(void* data, uintptr_t aux, FutoInLoopAuxCallback cb)
 {
     LoopCall call;
     call.fn.with_aux = cb;

@@ -34,12 +34,12 @@ static inline int futoin__loop_on_thread(const FutoInLoop* loop)
 
 /* Callback with one extra word, so the engine can address a (flow, frame)
  * pair without allocating a record per timer. */
-typedef void (*FutoInLoopCallback2)(void* data, uintptr_t aux);
+typedef void (*FutoInLoopAuxCallback)(void* data, uintptr_t aux);
 
-FutoInHandle futoin__loop_immediate2(
-        FutoInLoop* loop, void* data, uintptr_t aux, FutoInLoopCallback2 cb);
-FutoInHandle futoin__loop_deferred2(FutoInLoop* loop, uint32_t delay_ms,
-        void* data, uintptr_t aux, FutoInLoopCallback2 cb);
+FutoInHandle futoin__loop_immediate_aux(
+        FutoInLoop* loop, void* data, uintptr_t aux, FutoInLoopAuxCallback cb);
+FutoInHandle futoin__loop_deferred_aux(FutoInLoop* loop, uint32_t delay_ms,
+        void* data, uintptr_t aux, FutoInLoopAuxCallback cb);
 
 /* A loop handle without its loop pointer: 8 bytes instead of 24, for
  * structures that hold one per object (the engine's frames). Relies on the
@@ -105,8 +105,8 @@ void futoin__loop_xmsg_free(FutoInLoop* loop, XMsg* msg);
 /* Any thread, the loop thread included: a deferred callback whose handle is
  * a cross-thread handle, so that futoin_loop_try_cancel() decides its fate
  * exactly from any thread (shared sync objects arm timers on other loops). */
-FutoInHandle futoin__loop_deferred2_x(FutoInLoop* loop, uint32_t delay_ms,
-        void* data, uintptr_t aux, FutoInLoopCallback2 cb);
+FutoInHandle futoin__loop_deferred_aux_x(FutoInLoop* loop, uint32_t delay_ms,
+        void* data, uintptr_t aux, FutoInLoopAuxCallback cb);
 
 /* For a loop thread that has stopped: runs only what other threads post
  * (no callbacks, no timers) until nothing holds the loop any more, so
