@@ -42,27 +42,11 @@
 /* ------------------------------------------------------------------------ */
 /* Utilities                                                                  */
 
-double bench_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static double cpu_now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static const char* g_check_failed;
-
-void bench_check(int ok, const char* what)
-{
-    if (!ok && !g_check_failed) {
-        g_check_failed = what;
-    }
 }
 
 static int cmp_double(const void* a, const void* b)
@@ -588,7 +572,7 @@ static void measure2(const BenchWorkload* w, const BenchWorkload* partner, Resul
     double v[2][MAX_REPS];
     unsigned long long allocs[2] = {0, 0};
     uint64_t ops_total[2] = {0, 0};
-    g_check_failed = NULL;
+    bench_check_reset();
     hwm_reset();
     w->setup();
     for (unsigned k = 0; k < nw; ++k) {
@@ -613,7 +597,7 @@ static void measure2(const BenchWorkload* w, const BenchWorkload* partner, Resul
         outs[k]->ns = median(v[k], g_reps);
         outs[k]->mallocs = (double)allocs[k] / (double)ops_total[k];
         outs[k]->peak_kb = peak;
-        outs[k]->check = g_check_failed;
+        outs[k]->check = bench_check_failed();
     }
 }
 
@@ -696,7 +680,7 @@ static void run_memory(const char* name, FutoInAsyncSteps_error_callback eh)
     size_t n = (size_t)scaled(MEMORY_ROOTS);
     FutoInAsyncSteps** roots = calloc(n, sizeof(*roots));
     memset(roots, 1, n * sizeof(*roots)); /* touch: not part of the delta */
-    g_check_failed = NULL;
+    bench_check_reset();
     hwm_reset();
     setup_loop();
 #ifdef __GLIBC__
@@ -731,8 +715,8 @@ static void run_memory(const char* name, FutoInAsyncSteps_error_callback eh)
     printf("%-18s %-7s %9.1f %7s  %-17s %10.4g %8ldKi  %s", name, "root", per_root, "B",
             eh ? "(for comparison)" : "<=128 B/root", (double)allocs / (double)n, peak,
             eh ? "-" : per_root <= 128 ? "PASS" : "MISS(size)");
-    if (g_check_failed) {
-        printf("  CHECK FAILED: %s", g_check_failed);
+    if (bench_check_failed()) {
+        printf("  CHECK FAILED: %s", bench_check_failed());
     }
     printf("\n   (%zu parked roots: RSS +%ld KiB; heap requested %.0f B/root in %.2f mallocs;"
            " create+park %.0f ns/root, free %.0f ns/root)\n",
@@ -858,8 +842,8 @@ static int run_once(const char* name, uint64_t n)
     uint64_t ops = w->run(n ? n : 1);
     w->teardown();
     printf("%s: %llu ops\n", name, (unsigned long long)ops);
-    if (g_check_failed) {
-        printf("CHECK FAILED: %s\n", g_check_failed);
+    if (bench_check_failed()) {
+        printf("CHECK FAILED: %s\n", bench_check_failed());
         return 1;
     }
     return 0;

@@ -33,7 +33,11 @@ unsigned long long bench_alloc_bytes(void);
 int bench_alloc_counting(void);
 /* Set when a workload's own sanity check fails (the engine did not run
  * what was asked); printed in the table. */
+/* bench_support.c: what the workloads of every file share. A failed
+ * check is kept (the first one) until bench_check_reset(). */
 void bench_check(int ok, const char* what);
+const char* bench_check_failed(void);
+void bench_check_reset(void);
 
 /* sync_bench.c: the Mutex, Throttle and Limiter rows. */
 const BenchWorkload* bench_sync_workloads(unsigned* count);

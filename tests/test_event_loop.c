@@ -288,11 +288,11 @@ static void test_aux_callbacks(void** state)
     (void)state;
     FutoInLoop* loop = futoin_loop_new_virtual();
     AuxLog log = { { 0 }, { 0 }, 0 };
-    futoin__loop_deferred2(loop, 5, &log, 42, log_aux);
-    FutoInHandle h = futoin__loop_immediate2(loop, &log, 7, must_not_run2);
-    futoin__loop_immediate2(loop, &log, UINTPTR_MAX, log_aux);
+    futoin__loop_deferred_aux(loop, 5, &log, 42, log_aux);
+    FutoInHandle h = futoin__loop_immediate_aux(loop, &log, 7, must_not_run2);
+    futoin__loop_immediate_aux(loop, &log, UINTPTR_MAX, log_aux);
     futoin_loop_cancel(loop, &h);
-    FutoInHandle t = futoin__loop_deferred2(loop, 1, &log, 8, must_not_run2);
+    FutoInHandle t = futoin__loop_deferred_aux(loop, 1, &log, 8, must_not_run2);
     assert_true(futoin_loop_is_valid(loop, &t));
     futoin_loop_cancel(loop, &t);
 
@@ -774,7 +774,7 @@ static void test_free_with_pending(void** state)
     for (int i = 0; i < 200; ++i) {
         futoin_loop_immediate(loop, NULL, must_not_run);
         futoin_loop_deferred(loop, (uint32_t)i, NULL, must_not_run);
-        futoin__loop_deferred2(loop, 7, NULL, 1, must_not_run2);
+        futoin__loop_deferred_aux(loop, 7, NULL, 1, must_not_run2);
     }
     futoin_loop_free(loop);
 

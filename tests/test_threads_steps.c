@@ -4,7 +4,7 @@
  * exactly once, and a many-producer completion stress (docs/THREADS.md). */
 #include "threads_support.h"
 
-#include "threads/cross_thread_calls.h"
+#include "engine/cross_thread_calls_impl.h"
 
 /* ---- a root whose step waits for another thread ---- */
 

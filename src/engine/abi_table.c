@@ -8,8 +8,8 @@
  * interface parallel() returns has its own table (abi_table_parallel.c),
  * which forwards to this one.
  */
-#include "engine/engine_internal.h"
-#include "threads/cross_thread_calls.h"
+#include "engine/engine_impl.h"
+#include "engine/cross_thread_calls_impl.h"
 
 #include <string.h>
 
@@ -103,37 +103,33 @@ static inline int in_exec(Flow* fl, const char* what)
 /* ------------------------------------------------------------------------ */
 /* Flow interface                                                            */
 
-static void flow_add(FutoInAsyncSteps* bsi, void* data, FutoInAsyncSteps_execute_callback f,
+static void api_add(FutoInAsyncSteps* as, void* data, FutoInAsyncSteps_execute_callback f,
         FutoInAsyncSteps_error_callback eh)
 {
-    Flow* fl = (Flow*)bsi;
+    Flow* fl = (Flow*)as;
     if (!f) {
         futoin__misuse(fl, "add() with a NULL execute callback");
         return;
     }
-    Frame* fr = futoin__add_target(fl, "add");
-    if (fr) {
-        futoin__queue_step(fl, fr, futoin__step_new(futoin__flow_ctx(fl), SK_PLAIN, data, f, eh, NULL));
-    }
+    futoin__add_step(fl, "add", SK_PLAIN, data, f, eh, NULL);
 }
 
-static FutoInAsyncSteps* flow_parallel(FutoInAsyncSteps* bsi, void* data, FutoInAsyncSteps_error_callback eh)
+static FutoInAsyncSteps* api_parallel(FutoInAsyncSteps* as, void* data, FutoInAsyncSteps_error_callback eh)
 {
-    Flow* fl = (Flow*)bsi;
+    Flow* fl = (Flow*)as;
     Frame* fr = futoin__add_target(fl, "parallel");
     if (!fr) {
         return &futoin__inert_iface;
     }
-    EngineCtx* ctx = futoin__flow_ctx(fl);
-    Parallel* p = futoin__parallel_new(ctx, fl);
-    futoin__queue_step(fl, fr, futoin__step_new(ctx, SK_PARALLEL, data, NULL, eh, p));
+    Parallel* p = futoin__parallel_new(futoin__flow_ctx(fl), fl);
+    futoin__add_step_at(fl, fr, SK_PARALLEL, data, NULL, eh, p);
     return &p->iface;
 }
 
-static void* flow_state_variable(FutoInAsyncSteps* bsi, void* data, const char* name,
+static void* api_state_variable(FutoInAsyncSteps* as, void* data, const char* name,
         void* (*allocate)(void* data), void (*cleanup)(void* data, void* value))
 {
-    Flow* fl = (Flow*)bsi;
+    Flow* fl = (Flow*)as;
     if (!name) {
         futoin__misuse(fl, "stateVariable() with a NULL name");
         return NULL;
@@ -141,9 +137,9 @@ static void* flow_state_variable(FutoInAsyncSteps* bsi, void* data, const char* 
     return futoin__state_var(futoin__flow_root(fl), data, name, allocate, cleanup);
 }
 
-static void* flow_stack(FutoInAsyncSteps* bsi, size_t size, void (*cleanup)(void*))
+static void* api_stack(FutoInAsyncSteps* as, size_t size, void (*cleanup)(void*))
 {
-    Flow* fl = (Flow*)bsi;
+    Flow* fl = (Flow*)as;
     if (!futoin__flow_in_step(fl) && !futoin__flow_is_idle_root(fl)) {
         if (!misuse_if_gone(fl, "stack", NULL)) {
             futoin__misuse(fl, "stack() called from %s", cb_name(fl->cb));
@@ -197,9 +193,9 @@ FUTOIN_COLD static void report_late_error(Flow* fl, const char* code)
     }
 }
 
-static void flow_success(FutoInAsyncSteps* bsi, FutoInArgs* args)
+static void api_success(FutoInAsyncSteps* as, FutoInArgs* args)
 {
-    Flow* fl = (Flow*)bsi;
+    Flow* fl = (Flow*)as;
     /* Another thread: queued for the loop thread, nothing else is read. */
     if (!futoin__loop_on_thread(fl->loop)) {
         futoin__xflow_success(fl, args, NULL);
@@ -226,9 +222,9 @@ static void flow_success(FutoInAsyncSteps* bsi, FutoInArgs* args)
     report_late_success(fl, args);
 }
 
-static void flow_handle_error(FutoInAsyncSteps* bsi, const char* code, const char* info)
+static void api_handle_error(FutoInAsyncSteps* as, const char* code, const char* info)
 {
-    Flow* fl = (Flow*)bsi;
+    Flow* fl = (Flow*)as;
     if (!futoin__loop_on_thread(fl->loop)) {
         futoin__xflow_error(fl, code, info, NULL);
         return;
@@ -258,17 +254,17 @@ static void flow_handle_error(FutoInAsyncSteps* bsi, const char* code, const cha
     report_late_error(fl, code);
 }
 
-static void flow_set_timeout(FutoInAsyncSteps* bsi, uint32_t timeout_ms)
+static void api_set_timeout(FutoInAsyncSteps* as, uint32_t timeout_ms)
 {
-    Flow* fl = (Flow*)bsi;
+    Flow* fl = (Flow*)as;
     if (in_exec(fl, "setTimeout")) {
         futoin__flow_set_timeout(fl, timeout_ms);
     }
 }
 
-static void flow_set_cancel(FutoInAsyncSteps* bsi, void* data, FutoInAsyncSteps_cancel_callback ch)
+static void api_set_cancel(FutoInAsyncSteps* as, void* data, FutoInAsyncSteps_cancel_callback ch)
 {
-    Flow* fl = (Flow*)bsi;
+    Flow* fl = (Flow*)as;
     if (!in_exec(fl, "setCancel")) {
         return;
     }
@@ -279,9 +275,9 @@ static void flow_set_cancel(FutoInAsyncSteps* bsi, void* data, FutoInAsyncSteps_
     futoin__flow_set_cancel(fl, data, ch);
 }
 
-static void flow_wait_external(FutoInAsyncSteps* bsi)
+static void api_wait_external(FutoInAsyncSteps* as)
 {
-    Flow* fl = (Flow*)bsi;
+    Flow* fl = (Flow*)as;
     if (in_exec(fl, "waitExternal")) {
         futoin__flow_wait(fl);
     }
@@ -304,10 +300,10 @@ static void add_loop(Flow* fl, void* data, size_t count,
     futoin__queue_step(fl, fr, futoin__loopspec_new(ctx, label, data, count, loop_fn, repeat_fn));
 }
 
-static void flow_loop(FutoInAsyncSteps* bsi, void* data, void (*f)(FutoInAsyncSteps*, void*),
+static void api_loop(FutoInAsyncSteps* as, void* data, void (*f)(FutoInAsyncSteps*, void*),
         const char* label)
 {
-    Flow* fl = (Flow*)bsi;
+    Flow* fl = (Flow*)as;
     if (!f) {
         futoin__misuse(fl, "loop() with a NULL loop body");
         return;
@@ -315,10 +311,10 @@ static void flow_loop(FutoInAsyncSteps* bsi, void* data, void (*f)(FutoInAsyncSt
     add_loop(fl, data, 0, f, NULL, label);
 }
 
-static void flow_repeat(FutoInAsyncSteps* bsi, void* data, size_t count,
+static void api_repeat(FutoInAsyncSteps* as, void* data, size_t count,
         void (*f)(FutoInAsyncSteps*, void*, size_t), const char* label)
 {
-    Flow* fl = (Flow*)bsi;
+    Flow* fl = (Flow*)as;
     if (!f) {
         futoin__misuse(fl, "repeat() with a NULL loop body");
         return;
@@ -350,14 +346,14 @@ static void loop_control(Flow* fl, uint8_t ctl, const char* label)
     futoin__flow_ctl(fl, ctl, label);
 }
 
-static void flow_break(FutoInAsyncSteps* bsi, const char* label)
+static void api_break(FutoInAsyncSteps* as, const char* label)
 {
-    loop_control((Flow*)bsi, CTL_BREAK, label);
+    loop_control((Flow*)as, CTL_BREAK, label);
 }
 
-static void flow_continue(FutoInAsyncSteps* bsi, const char* label)
+static void api_continue(FutoInAsyncSteps* as, const char* label)
 {
-    loop_control((Flow*)bsi, CTL_CONTINUE, label);
+    loop_control((Flow*)as, CTL_CONTINUE, label);
 }
 
 /* Why execute() of a root was refused. */
@@ -374,9 +370,9 @@ FUTOIN_COLD static void report_bad_execute(Flow* fl)
     }
 }
 
-static void flow_execute(FutoInAsyncSteps* bsi, void* data, FutoInAsyncSteps_error_callback unhandled)
+static void api_execute(FutoInAsyncSteps* as, void* data, FutoInAsyncSteps_error_callback unhandled)
 {
-    Flow* fl = (Flow*)bsi;
+    Flow* fl = (Flow*)as;
     if (fl->is_branch) {
         futoin__misuse(fl, "execute() on a parallel branch: only a root can be executed");
         return;
@@ -388,9 +384,9 @@ static void flow_execute(FutoInAsyncSteps* bsi, void* data, FutoInAsyncSteps_err
     futoin__root_execute(fl, data, unhandled);
 }
 
-static void flow_cancel(FutoInAsyncSteps* bsi)
+static void api_cancel(FutoInAsyncSteps* as)
 {
-    Flow* fl = (Flow*)bsi;
+    Flow* fl = (Flow*)as;
     if (!futoin__loop_on_thread(fl->loop)) {
         futoin__xflow_cancel(fl);
         return;
@@ -412,10 +408,10 @@ const char* futoin__sync_problem(const FutoInSync* sync)
     return sync->api ? NULL : "addSync() with a sync object whose api is NULL";
 }
 
-static void flow_add_sync(FutoInAsyncSteps* bsi, FutoInSync* sync, void* data,
+static void api_add_sync(FutoInAsyncSteps* as, FutoInSync* sync, void* data,
         FutoInAsyncSteps_execute_callback f, FutoInAsyncSteps_error_callback eh)
 {
-    Flow* fl = (Flow*)bsi;
+    Flow* fl = (Flow*)as;
     const char* problem = futoin__sync_problem(sync);
     if (problem) {
         futoin__misuse(fl, "%s", problem);
@@ -425,20 +421,17 @@ static void flow_add_sync(FutoInAsyncSteps* bsi, FutoInSync* sync, void* data,
         futoin__misuse(fl, "addSync() with a NULL execute callback");
         return;
     }
-    Frame* fr = futoin__add_target(fl, "addSync");
-    if (fr) {
-        futoin__queue_step(fl, fr, futoin__step_new(futoin__flow_ctx(fl), SK_SYNC, data, f, eh, sync));
-    }
+    futoin__add_step(fl, "addSync", SK_SYNC, data, f, eh, sync);
 }
 
-static ptrdiff_t flow_root_id(FutoInAsyncSteps* bsi)
+static ptrdiff_t api_root_id(FutoInAsyncSteps* as)
 {
-    return (ptrdiff_t)(uintptr_t)bsi;
+    return (ptrdiff_t)(uintptr_t)as;
 }
 
-static int flow_is_valid(FutoInAsyncSteps* bsi)
+static int api_is_valid(FutoInAsyncSteps* as)
 {
-    Flow* fl = (Flow*)bsi;
+    Flow* fl = (Flow*)as;
     Root* r = futoin__flow_root(fl);
     if (futoin__root_is_gone(r)) {
         return 0;
@@ -446,14 +439,14 @@ static int flow_is_valid(FutoInAsyncSteps* bsi)
     return fl == &r->main || fl->state != FS_DONE;
 }
 
-static FutoInAsyncSteps* flow_new_instance(FutoInAsyncSteps* bsi)
+static FutoInAsyncSteps* api_new_instance(FutoInAsyncSteps* as)
 {
-    return futoin_asyncsteps_new(((Flow*)bsi)->loop);
+    return futoin_asyncsteps_new(((Flow*)as)->loop);
 }
 
-static void flow_free(FutoInAsyncSteps* bsi)
+static void api_free(FutoInAsyncSteps* as)
 {
-    Flow* fl = (Flow*)bsi;
+    Flow* fl = (Flow*)as;
     if (!futoin__loop_on_thread(fl->loop)) {
         futoin__xflow_free(fl);
         return;
@@ -465,30 +458,30 @@ static void flow_free(FutoInAsyncSteps* bsi)
     futoin__root_free(futoin__flow_root(fl));
 }
 
-static FutoInHandle flow_sched_immediate(FutoInAsyncSteps* bsi, void* data, void (*cb)(void*))
+static FutoInHandle api_sched_immediate(FutoInAsyncSteps* as, void* data, void (*cb)(void*))
 {
-    return futoin_loop_immediate(((Flow*)bsi)->loop, data, cb);
+    return futoin_loop_immediate(((Flow*)as)->loop, data, cb);
 }
 
-static FutoInHandle flow_sched_deferred(FutoInAsyncSteps* bsi, uint32_t delay_ms, void* data,
+static FutoInHandle api_sched_deferred(FutoInAsyncSteps* as, uint32_t delay_ms, void* data,
         void (*cb)(void*))
 {
-    return futoin_loop_deferred(((Flow*)bsi)->loop, delay_ms, data, cb);
+    return futoin_loop_deferred(((Flow*)as)->loop, delay_ms, data, cb);
 }
 
-static void flow_sched_cancel(FutoInAsyncSteps* bsi, FutoInHandle* handle)
+static void api_sched_cancel(FutoInAsyncSteps* as, FutoInHandle* handle)
 {
-    futoin_loop_cancel(((Flow*)bsi)->loop, handle);
+    futoin_loop_cancel(((Flow*)as)->loop, handle);
 }
 
-static int flow_sched_is_valid(FutoInAsyncSteps* bsi, FutoInHandle* handle)
+static int api_sched_is_valid(FutoInAsyncSteps* as, FutoInHandle* handle)
 {
-    return futoin_loop_is_valid(((Flow*)bsi)->loop, handle);
+    return futoin_loop_is_valid(((Flow*)as)->loop, handle);
 }
 
-static int flow_is_same_thread(FutoInAsyncSteps* bsi)
+static int api_is_same_thread(FutoInAsyncSteps* as)
 {
-    return futoin_loop_is_same_thread(((Flow*)bsi)->loop);
+    return futoin_loop_is_same_thread(((Flow*)as)->loop);
 }
 
 /* futoin_success() of asyncsteps.h: a flow of ours takes "no result" as
@@ -497,7 +490,7 @@ static int flow_is_same_thread(FutoInAsyncSteps* bsi)
 void futoin_success_empty(FutoInAsyncSteps* as)
 {
     if (as->api == &futoin__flow_api) {
-        flow_success(as, NULL);
+        api_success(as, NULL);
         return;
     }
     FutoInArgs none;
@@ -506,29 +499,29 @@ void futoin_success_empty(FutoInAsyncSteps* as)
 }
 
 const FutoInAsyncStepsAPI futoin__flow_api = {
-    .add = flow_add,
-    .parallel = flow_parallel,
-    .stateVariable = flow_state_variable,
-    .stack = flow_stack,
-    .success = flow_success,
-    .handle_error = flow_handle_error,
-    .setTimeout = flow_set_timeout,
-    .setCancel = flow_set_cancel,
-    .waitExternal = flow_wait_external,
-    .loop = flow_loop,
-    .repeat = flow_repeat,
-    .breakLoop = flow_break,
-    .continueLoop = flow_continue,
-    .execute = flow_execute,
-    .cancel = flow_cancel,
-    .addSync = flow_add_sync,
-    .rootId = flow_root_id,
-    .isValid = flow_is_valid,
-    .newInstance = flow_new_instance,
-    .free = flow_free,
-    .sched_immediate = flow_sched_immediate,
-    .sched_deferred = flow_sched_deferred,
-    .sched_cancel = flow_sched_cancel,
-    .sched_is_valid = flow_sched_is_valid,
-    .is_same_thread = flow_is_same_thread,
+    .add = api_add,
+    .parallel = api_parallel,
+    .stateVariable = api_state_variable,
+    .stack = api_stack,
+    .success = api_success,
+    .handle_error = api_handle_error,
+    .setTimeout = api_set_timeout,
+    .setCancel = api_set_cancel,
+    .waitExternal = api_wait_external,
+    .loop = api_loop,
+    .repeat = api_repeat,
+    .breakLoop = api_break,
+    .continueLoop = api_continue,
+    .execute = api_execute,
+    .cancel = api_cancel,
+    .addSync = api_add_sync,
+    .rootId = api_root_id,
+    .isValid = api_is_valid,
+    .newInstance = api_new_instance,
+    .free = api_free,
+    .sched_immediate = api_sched_immediate,
+    .sched_deferred = api_sched_deferred,
+    .sched_cancel = api_sched_cancel,
+    .sched_is_valid = api_sched_is_valid,
+    .is_same_thread = api_is_same_thread,
 };

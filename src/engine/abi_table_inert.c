@@ -5,7 +5,7 @@
  * the result cannot crash. Every entry ignores its arguments and returns
  * zero or NULL; the misuse itself was already reported.
  */
-#include "engine/engine_internal.h"
+#include "engine/engine_impl.h"
 
 static const FutoInAsyncStepsAPI inert_api;
 FutoInAsyncSteps futoin__inert_iface = {&inert_api};

@@ -6,11 +6,11 @@
  * flow that created the parallel step, through that flow's own table
  * (abi_table.c), so the context checks live in one place.
  */
-#include "engine/engine_internal.h"
+#include "engine/engine_impl.h"
 
-static Parallel* par_of(FutoInAsyncSteps* bsi)
+static Parallel* par_of(FutoInAsyncSteps* as)
 {
-    return (Parallel*)bsi;
+    return (Parallel*)as;
 }
 
 static int par_can_add(Parallel* p, const char* what)
@@ -22,10 +22,10 @@ static int par_can_add(Parallel* p, const char* what)
     return 1;
 }
 
-static void par_add(FutoInAsyncSteps* bsi, void* data, FutoInAsyncSteps_execute_callback f,
+static void par_add(FutoInAsyncSteps* as, void* data, FutoInAsyncSteps_execute_callback f,
         FutoInAsyncSteps_error_callback eh)
 {
-    Parallel* p = par_of(bsi);
+    Parallel* p = par_of(as);
     if (!f) {
         futoin__misuse(p->owner, "add() with a NULL execute callback");
         return;
@@ -35,9 +35,9 @@ static void par_add(FutoInAsyncSteps* bsi, void* data, FutoInAsyncSteps_execute_
     }
 }
 
-static FutoInAsyncSteps* par_parallel(FutoInAsyncSteps* bsi, void* data, FutoInAsyncSteps_error_callback eh)
+static FutoInAsyncSteps* par_parallel(FutoInAsyncSteps* as, void* data, FutoInAsyncSteps_error_callback eh)
 {
-    Parallel* p = par_of(bsi);
+    Parallel* p = par_of(as);
     if (!par_can_add(p, "parallel")) {
         return &futoin__inert_iface;
     }
@@ -63,22 +63,22 @@ static void par_loop_branch(Parallel* p, void* data, size_t count,
     futoin__parallel_append(p, futoin__loopspec_new(ctx, label, data, count, loop_fn, repeat_fn));
 }
 
-static void par_loop(FutoInAsyncSteps* bsi, void* data, void (*f)(FutoInAsyncSteps*, void*),
+static void par_loop(FutoInAsyncSteps* as, void* data, void (*f)(FutoInAsyncSteps*, void*),
         const char* label)
 {
-    par_loop_branch(par_of(bsi), data, 0, f, NULL, label);
+    par_loop_branch(par_of(as), data, 0, f, NULL, label);
 }
 
-static void par_repeat(FutoInAsyncSteps* bsi, void* data, size_t count,
+static void par_repeat(FutoInAsyncSteps* as, void* data, size_t count,
         void (*f)(FutoInAsyncSteps*, void*, size_t), const char* label)
 {
-    par_loop_branch(par_of(bsi), data, count, NULL, f, label);
+    par_loop_branch(par_of(as), data, count, NULL, f, label);
 }
 
-static void par_add_sync(FutoInAsyncSteps* bsi, FutoInSync* sync, void* data,
+static void par_add_sync(FutoInAsyncSteps* as, FutoInSync* sync, void* data,
         FutoInAsyncSteps_execute_callback f, FutoInAsyncSteps_error_callback eh)
 {
-    Parallel* p = par_of(bsi);
+    Parallel* p = par_of(as);
     const char* problem = f ? futoin__sync_problem(sync) : "addSync() with a NULL execute callback";
     if (problem) {
         futoin__misuse(p->owner, "%s", problem);
@@ -89,89 +89,89 @@ static void par_add_sync(FutoInAsyncSteps* bsi, FutoInSync* sync, void* data,
     }
 }
 
-#define OWNER(bsi) (&par_of(bsi)->owner->iface)
+#define OWNER(as) (&par_of(as)->owner->iface)
 
-static void* par_state_variable(FutoInAsyncSteps* bsi, void* data, const char* name,
+static void* par_state_variable(FutoInAsyncSteps* as, void* data, const char* name,
         void* (*allocate)(void*), void (*cleanup)(void*, void*))
 {
-    return futoin__flow_api.stateVariable(OWNER(bsi), data, name, allocate, cleanup);
+    return futoin__flow_api.stateVariable(OWNER(as), data, name, allocate, cleanup);
 }
-static void* par_stack(FutoInAsyncSteps* bsi, size_t size, void (*cleanup)(void*))
+static void* par_stack(FutoInAsyncSteps* as, size_t size, void (*cleanup)(void*))
 {
-    return futoin__flow_api.stack(OWNER(bsi), size, cleanup);
+    return futoin__flow_api.stack(OWNER(as), size, cleanup);
 }
-static void par_success(FutoInAsyncSteps* bsi, FutoInArgs* args)
+static void par_success(FutoInAsyncSteps* as, FutoInArgs* args)
 {
-    futoin__flow_api.success(OWNER(bsi), args);
+    futoin__flow_api.success(OWNER(as), args);
 }
-static void par_handle_error(FutoInAsyncSteps* bsi, const char* code, const char* info)
+static void par_handle_error(FutoInAsyncSteps* as, const char* code, const char* info)
 {
-    futoin__flow_api.handle_error(OWNER(bsi), code, info);
+    futoin__flow_api.handle_error(OWNER(as), code, info);
 }
-static void par_set_timeout(FutoInAsyncSteps* bsi, uint32_t ms)
+static void par_set_timeout(FutoInAsyncSteps* as, uint32_t ms)
 {
-    futoin__flow_api.setTimeout(OWNER(bsi), ms);
+    futoin__flow_api.setTimeout(OWNER(as), ms);
 }
-static void par_set_cancel(FutoInAsyncSteps* bsi, void* data, FutoInAsyncSteps_cancel_callback ch)
+static void par_set_cancel(FutoInAsyncSteps* as, void* data, FutoInAsyncSteps_cancel_callback ch)
 {
-    futoin__flow_api.setCancel(OWNER(bsi), data, ch);
+    futoin__flow_api.setCancel(OWNER(as), data, ch);
 }
-static void par_wait_external(FutoInAsyncSteps* bsi)
+static void par_wait_external(FutoInAsyncSteps* as)
 {
-    futoin__flow_api.waitExternal(OWNER(bsi));
+    futoin__flow_api.waitExternal(OWNER(as));
 }
-static void par_break(FutoInAsyncSteps* bsi, const char* label)
+static void par_break(FutoInAsyncSteps* as, const char* label)
 {
-    futoin__flow_api.breakLoop(OWNER(bsi), label);
+    futoin__flow_api.breakLoop(OWNER(as), label);
 }
-static void par_continue(FutoInAsyncSteps* bsi, const char* label)
+static void par_continue(FutoInAsyncSteps* as, const char* label)
 {
-    futoin__flow_api.continueLoop(OWNER(bsi), label);
+    futoin__flow_api.continueLoop(OWNER(as), label);
 }
-static void par_execute(FutoInAsyncSteps* bsi, void* data, FutoInAsyncSteps_error_callback eh)
+static void par_execute(FutoInAsyncSteps* as, void* data, FutoInAsyncSteps_error_callback eh)
 {
-    futoin__misuse(par_of(bsi)->owner, "execute() on a parallel step interface");
+    futoin__misuse(par_of(as)->owner, "execute() on a parallel step interface");
     (void)data, (void)eh;
 }
-static void par_cancel(FutoInAsyncSteps* bsi)
+static void par_cancel(FutoInAsyncSteps* as)
 {
-    futoin__flow_api.cancel(OWNER(bsi));
+    futoin__flow_api.cancel(OWNER(as));
 }
-static ptrdiff_t par_root_id(FutoInAsyncSteps* bsi)
+static ptrdiff_t par_root_id(FutoInAsyncSteps* as)
 {
-    return futoin__flow_api.rootId(OWNER(bsi));
+    return futoin__flow_api.rootId(OWNER(as));
 }
-static int par_is_valid(FutoInAsyncSteps* bsi)
+static int par_is_valid(FutoInAsyncSteps* as)
 {
-    return futoin__flow_api.isValid(OWNER(bsi));
+    return futoin__flow_api.isValid(OWNER(as));
 }
-static FutoInAsyncSteps* par_new_instance(FutoInAsyncSteps* bsi)
+static FutoInAsyncSteps* par_new_instance(FutoInAsyncSteps* as)
 {
-    return futoin__flow_api.newInstance(OWNER(bsi));
+    return futoin__flow_api.newInstance(OWNER(as));
 }
-static void par_free(FutoInAsyncSteps* bsi)
+static void par_free(FutoInAsyncSteps* as)
 {
-    futoin__misuse(par_of(bsi)->owner, "free() on a parallel step interface");
+    futoin__misuse(par_of(as)->owner, "free() on a parallel step interface");
 }
-static FutoInHandle par_sched_immediate(FutoInAsyncSteps* bsi, void* data, void (*cb)(void*))
+static FutoInHandle par_sched_immediate(FutoInAsyncSteps* as, void* data, void (*cb)(void*))
 {
-    return futoin__flow_api.sched_immediate(OWNER(bsi), data, cb);
+    return futoin__flow_api.sched_immediate(OWNER(as), data, cb);
 }
-static FutoInHandle par_sched_deferred(FutoInAsyncSteps* bsi, uint32_t ms, void* data, void (*cb)(void*))
+static FutoInHandle par_sched_deferred(FutoInAsyncSteps* as, uint32_t ms, void* data, void (*cb)(void*))
 {
-    return futoin__flow_api.sched_deferred(OWNER(bsi), ms, data, cb);
+    return futoin__flow_api.sched_deferred(OWNER(as), ms, data, cb);
 }
-static void par_sched_cancel(FutoInAsyncSteps* bsi, FutoInHandle* h)
+static void par_sched_cancel(FutoInAsyncSteps* as, FutoInHandle* h)
 {
-    futoin__flow_api.sched_cancel(OWNER(bsi), h);
+    futoin__flow_api.sched_cancel(OWNER(as), h);
 }
-static int par_sched_is_valid(FutoInAsyncSteps* bsi, FutoInHandle* h)
+static int par_sched_is_valid(FutoInAsyncSteps* as, FutoInHandle* h)
 {
-    return futoin__flow_api.sched_is_valid(OWNER(bsi), h);
+    return futoin__flow_api.sched_is_valid(OWNER(as), h);
 }
-static int par_is_same_thread(FutoInAsyncSteps* bsi)
+static int par_is_same_thread(FutoInAsyncSteps* as)
 {
-    return futoin__flow_api.is_same_thread(OWNER(bsi));
+    return futoin__flow_api.is_same_thread(OWNER(as));
 }
 
 const FutoInAsyncStepsAPI futoin__par_api = {

@@ -4,8 +4,8 @@
  * a completion object that any callback may resolve or reject, awaited as a
  * step; and a call that runs a root to completion and reports its outcome.
  */
-#include "engine/engine_internal.h"
-#include "engine/interop.h"
+#include "engine/engine_impl.h"
+#include "engine/interop_impl.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,16 +56,12 @@ static void await_step_ended(StepOwner* self)
     }
 }
 
-int futoin__owner_is_await(const StepOwner* o)
-{
-    return o && o->release == await_step_ended;
-}
-
 FutoInCompletion* futoin_completion_new(void)
 {
     FutoInCompletion* c = calloc(1, sizeof(FutoInCompletion));
     if (c) {
         c->owner.release = await_step_ended;
+        c->owner.kind = OWNER_AWAIT;
     }
     return c;
 }
@@ -156,7 +152,7 @@ static void await_eh(FutoInAsyncSteps* as, void* data, const char* code)
 
 /* ---- await on another implementation's AsyncSteps ----
  * Its engine does not tell us when it drops the await step, so the
- * registration is recorded on the root (engine/interop.h) until the step runs,
+ * registration is recorded on the root (engine/interop_impl.h) until the step runs,
  * and from then on tied to the step's stack() memory, whose cleanup runs
  * when the step is destroyed, after its error handler. */
 
@@ -254,15 +250,11 @@ void futoin_await(FutoInAsyncSteps* as, FutoInCompletion* c,
         futoin__misuse(fl, "%s", bad);
         return;
     }
-    Frame* fr = futoin__add_target(fl, "await");
-    if (!fr) {
-        return;
+    if (futoin__add_owned_step(fl, "await", &c->owner, await_step, eh ? await_eh : NULL, c) == 0) {
+        c->registered = 1;
+        c->user_eh = eh;
+        c->user_data = data;
     }
-    c->registered = 1;
-    c->user_eh = eh;
-    c->user_data = data;
-    futoin__queue_step(fl, fr, futoin__step_new(futoin__flow_ctx(fl), SK_OWNED, c, await_step,
-                                   eh ? await_eh : NULL, &c->owner));
 }
 
 /* ------------------------------------------------------------------------ */

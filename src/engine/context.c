@@ -4,7 +4,7 @@
  * the misuse handler), the error code and error_info of a flow, argument
  * moves, and the misuse reporter.
  */
-#include "engine/engine_core.h"
+#include "engine/engine_impl.h"
 
 #include <assert.h>
 #include <stdarg.h>
@@ -40,10 +40,10 @@ static void ctx_free(void* p)
     futoin__pool_destroy(&ctx->boxes);
     futoin__pool_destroy(&ctx->stacks);
     futoin__pool_destroy(&ctx->strs); /* ctx itself is the loop's memory */
-    for (uint32_t i = 0; i < ctx->nxchunks; ++i) {
-        free(ctx->xchunks[i]);
+    for (uint32_t i = 0; i < ctx->n_extras_chunks; ++i) {
+        free(ctx->extras_chunks[i]);
     }
-    free(ctx->xchunks);
+    free(ctx->extras_chunks);
 }
 
 static void default_misuse(void* data, FutoInAsyncSteps* as, const char* info)
@@ -70,7 +70,7 @@ EngineCtx* futoin__ctx_create(FutoInLoop* loop)
         ctx->loop = loop;
         ctx->burst = DEFAULT_BURST;
         ctx->misuse = default_misuse;
-        ctx->xfree = FUTOIN_XNONE;
+        ctx->extras_free = FUTOIN_EXTRAS_NONE;
         /* Steps, loop specs and parallels share one pool of nodes
          * (and error codes and labels the small-string pool), so memory
          * freed by one kind serves the others. */
@@ -108,16 +108,16 @@ void futoin_set_misuse_handler(FutoInLoop* loop, FutoInMisuseHandler cb, void* d
     ctx->misuse_data = cb ? data : NULL;
 }
 
-Flow* futoin__flow_of(FutoInAsyncSteps* bsi)
+Flow* futoin__flow_of(FutoInAsyncSteps* as)
 {
-    if (!bsi) {
+    if (!as) {
         return NULL;
     }
-    if (bsi->api == &futoin__flow_api) {
-        return (Flow*)bsi;
+    if (as->api == &futoin__flow_api) {
+        return (Flow*)as;
     }
-    if (bsi->api == &futoin__par_api) {
-        return ((Parallel*)bsi)->owner;
+    if (as->api == &futoin__par_api) {
+        return ((Parallel*)as)->owner;
     }
     return NULL;
 }
@@ -216,55 +216,6 @@ void futoin__set_info(Root* r, const char* info)
     } else {
         memmove(x->info, info, len + 1);
     }
-}
-
-void futoin__args_drop(FutoInArgs* args)
-{
-    if (args) {
-        futoin__args_reset(args, 4);
-    }
-}
-
-void futoin__args_drop_refused(Flow* fl, FutoInArgs* args)
-{
-    if (!args) {
-        return;
-    }
-    /* A root whose free() completed is pooled (free_pending, nothing of
-     * it on the stack): a stale handle, nothing to keep alive. */
-    Root* r = futoin__flow_root(fl);
-    int live = !r->free_pending || r->busy > 0;
-    if (live) {
-        futoin__root_hold(r);
-    }
-    futoin__args_reset(args, 4);
-    if (live) {
-        futoin__root_unhold(r);
-    }
-}
-
-void futoin__args_reset(FutoInArgs* a, uint8_t n)
-{
-    for (uint8_t i = 0; i < n; ++i) {
-        futoin_reset_binval(&a->args[i]);
-    }
-}
-
-/* Moves the values of src into dst (which must be empty); returns the count
- * of argument slots used. */
-uint8_t futoin__args_take(FutoInArgs* dst, FutoInArgs* src)
-{
-    uint8_t n = 0;
-    if (!src) {
-        return 0;
-    }
-    for (uint8_t i = 0; i < 4; ++i) {
-        if (src->args[i].type) {
-            dst->args[i] = src->args[i];
-            n = (uint8_t)(i + 1);
-        }
-    }
-    return n;
 }
 
 /* The running step fails: the spec's InternalError. */

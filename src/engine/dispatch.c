@@ -6,7 +6,7 @@
  * completing them. The step path lives here, in one file, so that the
  * compiler sees it whole.
  */
-#include "engine/engine_core.h"
+#include "engine/engine_impl.h"
 
 #include <stdio.h>
 
@@ -32,13 +32,13 @@ void futoin__dispatch(void* data)
         Flow* fl = list_pop_front(&ctx->rq, RQ_LINK);
         fl->in_rq = 0;
         Root* r = futoin__flow_root(fl);
-        root_enter(r);
+        futoin__root_hold(r);
         if (fl->pending == PD_UNWIND) {
             futoin__flow_unwind(fl);
         } else {
             advance(fl);
         }
-        root_leave(r);
+        futoin__root_unhold(r);
         if (ctx->budget) {
             --ctx->budget;
         }
@@ -128,40 +128,6 @@ enum { GO_ON = 0, /* no user callback ran: keep advancing */
 
 static const FutoInArgs no_args;
 
-/* The values' cleanups are user code that may call back into the engine,
- * on this flow too: the box is the caller's alone before they run. */
-void futoin__results_drop_slow(Flow* fl)
-{
-    ArgsBox* b = fl->results;
-    fl->results = NULL;
-    box_free(futoin__flow_ctx(fl), b);
-}
-
-/* Takes ownership of args' values (none: the flow has no results). The
- * new results are in place before the old ones' cleanups run. */
-void futoin__results_set(Flow* fl, FutoInArgs* args)
-{
-    FutoInBinaryValue* a = args ? args->args : NULL;
-    uint8_t n = !a ? 0 : a[3].type ? 4 : a[2].type ? 3 : a[1].type ? 2 : a[0].type ? 1 : 0;
-    if (!n) {
-        futoin__results_drop(fl);
-        return;
-    }
-    ArgsBox* b = futoin__pool_get(&futoin__flow_ctx(fl)->boxes);
-    b->args = *args;
-    for (uint8_t i = 0; i < n; ++i) {
-        if (!a[i].type) {
-            memset(&b->args.args[i], 0, sizeof(FutoInBinaryValue)); /* a gap */
-        }
-    }
-    b->nargs = n;
-    ArgsBox* old = fl->results;
-    fl->results = b;
-    if (old) {
-        box_free(futoin__flow_ctx(fl), old);
-    }
-}
-
 /* Drops a step's input values once its callback has returned. Their
  * cleanups are user code: if the step has already completed (success() or
  * error() in its callback), a cleanup that cancels or frees the root must
@@ -171,13 +137,13 @@ static void input_drop(Flow* fl, Frame* f, ArgsBox* in, uint32_t gen)
 {
     /* gen: the flow as it was when the callback started; if the callback
      * aborted or freed it, the frame is not the step's any more. */
-    if (futoin__flow_survived(fl, gen) && (fl->out == OUT_SUCCESS || fl->out == OUT_ERROR) && (f->flags & FR_X)) {
-        FrameExtra* x = frame_xp(fl, f);
+    if (futoin__flow_survived(fl, gen) && (fl->out == OUT_SUCCESS || fl->out == OUT_ERROR) && (f->flags & FR_EXTRAS)) {
+        FrameExtra* x = futoin__frame_extras(fl, f);
         if (x) {
             x->on_cancel = NULL;
         }
     }
-    box_free(futoin__flow_ctx(fl), in);
+    futoin__box_free(futoin__flow_ctx(fl), in);
 }
 
 /* A callback of the top frame f starts: add() appends to f, success()
@@ -264,7 +230,7 @@ static FUTOIN_ALWAYS_INLINE int enter_section(Flow* fl, Frame* f)
             futoin__step_new(futoin__flow_ctx(fl), SK_PLAIN, s->data, s->f, s->eh, NULL));
     if (dropped) { /* user cleanups: last */
         uint32_t gen = futoin__flow_mark(fl);
-        box_free(futoin__flow_ctx(fl), dropped);
+        futoin__box_free(futoin__flow_ctx(fl), dropped);
         return futoin__flow_survived(fl, gen);
     }
     return 1;
@@ -366,7 +332,7 @@ static void yield_resume(void* data, uintptr_t depth)
     Flow* fl = data;
     Frame* f = &fl->frames[depth];
     f->flags &= (uint8_t)~(FR_TIMER | FR_WAIT);
-    frame_xp(fl, f)->timer.slot = 0;
+    futoin__frame_extras(fl, f)->timer.slot = 0;
     futoin__rq_push(fl);
 }
 
@@ -420,7 +386,7 @@ static void start_parallel(Flow* fl, Frame* f)
         }
     }
     if (dropped) {
-        box_free(ctx, dropped);
+        futoin__box_free(ctx, dropped);
     }
 }
 
@@ -452,7 +418,7 @@ static void branch_done(Flow* fl)
     }
     futoin__flow_release(fl);
     if (res) {
-        box_free(futoin__flow_ctx(parent), res);
+        futoin__box_free(futoin__flow_ctx(parent), res);
     }
 }
 
@@ -522,13 +488,13 @@ static int start_frame(Flow* fl, FutoInAsyncSteps_execute_callback fn, void* dat
         futoin__step_set(f->node, SK_VALUE, NULL);
         if (dropped) {
             uint32_t gen = futoin__flow_mark(fl);
-            box_free(futoin__flow_ctx(fl), dropped);
+            futoin__box_free(futoin__flow_ctx(fl), dropped);
             return futoin__flow_survived(fl, gen) ? GO_ON : HANDLED;
         }
         return GO_ON;
     }
     case SK_YIELD: {
-        FutoInHandle h = futoin__loop_immediate2(fl->loop, fl, fl->depth, yield_resume);
+        FutoInHandle h = futoin__loop_immediate_aux(fl->loop, fl, fl->depth, yield_resume);
         if (FUTOIN_UNLIKELY(!h.data1)) {
             /* No memory for the trip through the loop: the ready queue
              * still lets the loop's other work run before the flow goes
@@ -537,9 +503,9 @@ static int start_frame(Flow* fl, FutoInAsyncSteps_execute_callback fn, void* dat
             return HANDLED;
         }
         f->flags |= FR_WAIT | FR_TIMER;
-        frame_x(fl, f)->timer = futoin__loop_ref(h);
+        frame_extras_make(fl, f)->timer = futoin__loop_ref(h);
         /* Owned: only its immediate ends it, never a success() from outside. */
-        f->xid |= FUTOIN_XID_OWNED;
+        f->extras_id |= FUTOIN_EXTRAS_OWNED;
         fl->state = FS_WAIT;
         return HANDLED;
     }
@@ -573,7 +539,7 @@ static int frame_complete(Flow* fl)
         /* lock() done: run the critical section as this frame's sub-step,
          * with the results that came into the sync step. */
         return enter_section(fl, f) ? GO_ON : HANDLED; /* lock() completed through sub-steps */
-    } else if (f->kind == SK_SYNC && !(f->flags & FR_X)) {
+    } else if (f->kind == SK_SYNC && !(f->flags & FR_EXTRAS)) {
         /* The critical section is done: pop the frame, then unlock() (it
          * may wake other flows, never this one). */
         FutoInSync* sync = futoin__step_ext(f->node);
@@ -599,7 +565,7 @@ FUTOIN_NOINLINE static void root_finish_slow(Root* r, const char* code)
     ArgsBox* res = fl->results;
     Frame level0 = fl->frames[0];
     fl->frames[0].q_head = NULL;
-    fl->frames[0].flags &= (uint8_t)~FR_X;
+    fl->frames[0].flags &= (uint8_t)~FR_EXTRAS;
     fl->results = NULL;
     RootDoneHook hook = futoin__root_done(r);
     if (hook) { /* while code and the results are still as they ended */
@@ -609,9 +575,9 @@ FUTOIN_NOINLINE static void root_finish_slow(Root* r, const char* code)
     if (queued) {
         futoin__queue_free(ctx, queued);
     }
-    frame_x_release(ctx, &level0);
+    frame_extras_release(ctx, &level0);
     if (res) {
-        box_free(ctx, res);
+        futoin__box_free(ctx, res);
     }
 }
 
@@ -621,7 +587,7 @@ static inline void root_finish(Root* r, const char* code)
 {
     Flow* fl = &r->main;
     fl->state = FS_DONE;
-    if (fl->frames[0].q_head || (fl->frames[0].flags & FR_X) || fl->results || futoin__root_done(r)) {
+    if (fl->frames[0].q_head || (fl->frames[0].flags & FR_EXTRAS) || fl->results || futoin__root_done(r)) {
         root_finish_slow(r, code);
     }
 }

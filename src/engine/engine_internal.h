@@ -63,7 +63,15 @@ enum StepKind {
  * exactly once, when the step is dropped unstarted or its frame ends. */
 typedef struct StepOwner {
     void (*release)(struct StepOwner* self);
+    int kind; /* an OwnerKind: what introspection calls the step */
 } StepOwner;
+
+typedef enum OwnerKind { OWNER_STEP = 0, OWNER_AWAIT, OWNER_WORK } OwnerKind;
+
+static inline int futoin__owner_is(const StepOwner* o, OwnerKind kind)
+{
+    return o && o->kind == (int)kind;
+}
 
 /* Step.tag holds a pointer and, where pointers leave three low bits free,
  * the step's kind in those bits: a step node is five words. Every pointer
@@ -98,8 +106,8 @@ struct Step {
          * neither (NULL) and completes at once. */
         struct {
             union {
-                void (*loop_fn)(FutoInAsyncSteps* bsi, void* data);
-                void (*repeat_fn)(FutoInAsyncSteps* bsi, void* data, size_t i);
+                void (*loop_fn)(FutoInAsyncSteps* as, void* data);
+                void (*repeat_fn)(FutoInAsyncSteps* as, void* data, size_t i);
             };
             size_t count;
             void* loop_data;
@@ -160,11 +168,11 @@ enum FrameFlags {
     FR_LOCKED = 16,   /* SYNC frame: unlock() owed */
     FR_TIMER = 32,    /* timer holds a setTimeout() or relinquish handle */
     FR_SECTION = 64,  /* SYNC frame: the critical section has been queued */
-    FR_X = 128        /* Frame.xid names the frame's FrameExtra */
+    FR_EXTRAS = 128        /* Frame.extras_id names the frame's FrameExtra */
 };
 
 /* What few frames need: a cancel handler, stack() memory or a timer. Kept
- * out of the frame, in a loop-wide table (EngineCtx.xchunks) that the frame
+ * out of the frame, in a loop-wide table (EngineCtx.extras_chunks) that the frame
  * names by index, so that a frame is 24 bytes, and a frame without one is
  * told apart by its flags alone. */
 typedef struct FrameExtra {
@@ -179,8 +187,8 @@ typedef struct FrameExtra {
 
 /* FrameExtra table: chunks of this many, never moved once made (code may
  * hold a FrameExtra* while another frame gets one). */
-#define FUTOIN_XCHUNK 256
-#define FUTOIN_XNONE UINT32_MAX
+#define FUTOIN_EXTRAS_CHUNK 256
+#define FUTOIN_EXTRAS_NONE UINT32_MAX
 
 /* Who may complete a frame's wait from outside its step.
  * - The step's own code made it wait (waitExternal(), setTimeout(),
@@ -197,7 +205,7 @@ typedef struct FrameExtra {
  * the mark is the top bit of the frame's extras index: no byte of the
  * frame, and no store when a frame starts. A loop iteration or frame that
  * gives its extras back loses the mark with them. */
-#define FUTOIN_XID_OWNED 0x80000000u
+#define FUTOIN_EXTRAS_OWNED 0x80000000u
 
 /* A frame does not keep its step's execute callback: it is called once,
  * straight from the queued step. Nor the tail of its sub-step queue: steps
@@ -223,9 +231,9 @@ struct Frame {
     };
     uint8_t kind;
     uint8_t flags;
-    /* With FR_X: the FrameExtra's index (else stale), and in its top bit
-     * (FUTOIN_XID_OWNED) whether the frame's wait is owned. */
-    uint32_t xid;
+    /* With FR_EXTRAS: the FrameExtra's index (else stale), and in its top bit
+     * (FUTOIN_EXTRAS_OWNED) whether the frame's wait is owned. */
+    uint32_t extras_id;
 #if FUTOIN_TRACING
     /* Kept from the step, which the frame may not keep (see above). */
     void (*fn)(void);
@@ -258,7 +266,7 @@ struct Flow {
         Flow* pool_next;  /* pooled: the next pooled flow or root */
     };
     uint32_t gen;   /* bumped when the flow is aborted or released */
-    /* Cross-thread calls (threads/cross_thread_calls.c) read xepoch and loop from other
+    /* Cross-thread calls (engine/cross_thread_calls.c) read xepoch and loop from other
      * threads. xepoch counts step callbacks started: a success()/error()
      * from another thread carries the value it saw and is dropped if
      * another step has started since. */
@@ -358,7 +366,7 @@ typedef struct RootExt {
     RootDoneHook done;
     void* done_data;
 #if FUTOIN_TRACING
-    struct TraceBuf* trace; /* the last error's trace, see observe/trace.c */
+    struct TraceBuf* trace; /* the last error's trace, see engine/trace.c */
 #endif
 } RootExt;
 
@@ -385,9 +393,9 @@ struct EngineCtx {
     SlabPool boxes;
     SlabPool stacks; /* small stack() blocks */
     SlabPool strs;   /* FUTOIN_SMALL_STR blocks: codes and labels */
-    FrameExtra** xchunks; /* see FrameExtra */
-    uint32_t nxchunks;
-    uint32_t xfree; /* first unused FrameExtra's index; FUTOIN_XNONE: none */
+    FrameExtra** extras_chunks; /* see FrameExtra */
+    uint32_t n_extras_chunks;
+    uint32_t extras_free; /* first unused FrameExtra's index; FUTOIN_EXTRAS_NONE: none */
     /* Memory of roots and branch flows: carved from slabs (no malloc
      * header each) and never returned to the pool: once made, they are
      * recycled through free_roots / free_flows, whose links leave the
@@ -422,92 +430,6 @@ extern const FutoInAsyncStepsAPI futoin__flow_api;
 extern const FutoInAsyncStepsAPI futoin__par_api;
 extern FutoInAsyncSteps futoin__inert_iface;
 
-/* NULL if addSync() can use sync, else what is wrong with it. */
-const char* futoin__sync_problem(const FutoInSync* sync);
-
-/* Whether a flow outlived the user code just called on it. Every place
- * that calls user code (a callback, a cleanup, lock()/unlock()) takes
- * the flow's mark first and asks afterwards: the code may have cancelled
- * or freed the root, or aborted the flow's branch, which bumps Flow.gen
- * (the flow's memory stays valid while Root.busy holds it). Once it has
- * not survived, the caller leaves the flow alone: the abort has done
- * what was left to do. */
-static inline uint32_t futoin__flow_mark(const Flow* fl)
-{
-    return fl->gen;
-}
-
-static inline int futoin__flow_survived(const Flow* fl, uint32_t mark)
-{
-    return fl->gen == mark;
-}
-
-/* A step or an error handler of fl is on the C stack: what it calls
- * (success(), error(), add()...) decides its own outcome (Flow.out). */
-static inline int futoin__flow_in_step(const Flow* fl)
-{
-    return fl->cb == CB_EXEC || fl->cb == CB_ERROR;
-}
-
-/* The running step (or error handler) has already decided its outcome:
- * success(), error(), break() or continue() was called (Flow.out). */
-static inline int futoin__flow_step_settled(const Flow* fl)
-{
-    return fl->out != OUT_NONE;
-}
-
-/* break() and continue(): as a step's outcome (Flow.out) and as what the
- * unwind carries up to the loop (Flow.ctl). */
-static inline uint8_t futoin__ctl_of_outcome(uint8_t out)
-{
-    return out == OUT_BREAK ? CTL_BREAK : CTL_CONTINUE;
-}
-
-static inline uint8_t futoin__outcome_of_ctl(uint8_t ctl)
-{
-    return ctl == CTL_BREAK ? OUT_BREAK : OUT_CONTINUE;
-}
-
-/* A root that was cancelled, or whose free() was called: its handle and
- * its flows answer isValid() with 0, and late calls on it are reported as
- * made on a cancelled or freed instance. */
-static inline int futoin__root_is_gone(const Root* r)
-{
-    return r->free_pending || r->state == RS_CANCELLED;
-}
-
-/* fl is the main flow of a root that does not run, with no callback of it
- * on the C stack and no free() pending: add() and stack() go to level 0,
- * to be run by the next execute(). */
-static inline int futoin__flow_is_idle_root(const Flow* fl)
-{
-    const Root* r = futoin__flow_root(fl);
-    return fl->cb == CB_NONE && fl == &r->main && r->state != RS_RUNNING && !r->free_pending;
-}
-
-/* A running root's flow parked on a step that waits for an external
- * success() or error() (waitExternal(), setTimeout(), setCancel()), with
- * no callback of the flow on the C stack: the state in which a completion
- * from outside the step applies. On the loop thread that includes a root
- * whose cancel or free() is under way: a sync object's unlock() run by
- * that very abort may hand its slot to a waiter of the same root, and the
- * abort then releases the flow it woke. A completion from another thread
- * also needs the root not freed, and its epoch (cross_thread_calls.c). */
-static inline int futoin__flow_waits_external(const Flow* fl)
-{
-    return fl->cb == CB_NONE && fl->state == FS_WAIT && fl->depth > 0
-            && (fl->frames[fl->depth].flags & FR_WAIT)
-            && futoin__flow_root(fl)->state == RS_RUNNING;
-}
-
-/* The wait on top of fl (futoin__flow_waits_external()) was armed by
- * futoin_wait_owned(): a completion through the interface is refused. */
-static inline int futoin__flow_wait_is_owned(const Flow* fl)
-{
-    const Frame* f = &fl->frames[fl->depth];
-    return (f->flags & FR_X) && (f->xid & FUTOIN_XID_OWNED);
-}
-
 /* The engine context of a flow's loop, which lives in the loop's head
  * (futoin__ctx_create()). Flow.loop never changes, so this needs no field
  * in the root and no load beyond the loop pointer. */
@@ -521,10 +443,28 @@ static inline EngineCtx* futoin__root_ctx(const Root* r)
     return futoin__flow_ctx(&r->main);
 }
 
-RootExt* futoin__root_ext_make(Root* r);
-static inline RootExt* futoin__root_ext(Root* r) /* created on first use */
+/* id may carry FUTOIN_EXTRAS_OWNED. */
+static inline FrameExtra* futoin__extras_slot(EngineCtx* ctx, uint32_t id)
 {
-    return r->ext ? r->ext : futoin__root_ext_make(r);
+    id &= ~FUTOIN_EXTRAS_OWNED;
+    return &ctx->extras_chunks[id / FUTOIN_EXTRAS_CHUNK][id % FUTOIN_EXTRAS_CHUNK];
+}
+
+/* The frame's extras, NULL if it has none. */
+static inline FrameExtra* futoin__frame_extras(const Flow* fl, const Frame* f)
+{
+    return f->flags & FR_EXTRAS ? futoin__extras_slot(futoin__flow_ctx(fl), f->extras_id) : NULL;
+}
+
+/* The live branches of the parallel frame on top of fl, if it is one. */
+static inline Flow* futoin__live_branches(const Flow* fl)
+{
+    const Frame* top = &fl->frames[fl->depth];
+    if (top->kind != SK_PARALLEL || !fl->depth) {
+        return NULL;
+    }
+    const Parallel* p = futoin__step_ext(top->node);
+    return p->started ? p->branches : NULL;
 }
 
 extern char futoin__no_code[1];
@@ -547,11 +487,6 @@ static inline const char* futoin__root_info(const Root* r)
     return r->ext && r->ext->info ? r->ext->info : "";
 }
 
-static inline RootDoneHook futoin__root_done(const Root* r)
-{
-    return r->ext ? r->ext->done : NULL;
-}
-
 /* The seam for code that runs a root to its end and must hear of it (the
  * loop pool, promise()): hook(data, root, code, results) is called once
  * when the root's run ends (code NULL on success), before what the run
@@ -559,168 +494,23 @@ static inline RootDoneHook futoin__root_done(const Root* r)
  * it. */
 void futoin__root_on_done(Root* r, RootDoneHook hook, void* data);
 
-/* The engine core (engine_core.h lists its files) */
-EngineCtx* futoin__ctx_create(FutoInLoop* loop);
-/* The loop's engine context, created on first use. */
-static inline EngineCtx* futoin__ctx_get(FutoInLoop* loop)
-{
-    EngineCtx* ctx = *futoin__loop_engine_slot(loop);
-    return ctx ? ctx : futoin__ctx_create(loop);
-}
-Flow* futoin__flow_of(FutoInAsyncSteps* bsi); /* NULL for a foreign interface */
+Flow* futoin__flow_of(FutoInAsyncSteps* as); /* NULL for a foreign interface */
 /* Reports misuse: the running step fails with InternalError (error_info
  * the formatted text), or, where no step runs, the loop's misuse handler
  * gets it. */
 FUTOIN_PRINTF(2, 3) void futoin__misuse(Flow* fl, const char* fmt, ...);
-Frame* futoin__add_target_slow(Flow* fl, const char* what);
-
-/* Hot helpers used by every add(): kept inline so that adding a step costs
- * a cursor load, a pool pop and a queue append. */
-static inline Frame* futoin__add_target(Flow* fl, const char* what)
-{
-    Frame* fr = fl->add_fr;
-    return fr ? fr : futoin__add_target_slow(fl, what);
-}
-
-#if FUTOIN_TRACING
-/* Below this depth a spent frame keeps its place in the tracing build, so
- * that traces show each step of a chain (dispatch.c, frame_spent()). */
-#define FUTOIN_TRACE_KEEP_DEPTH 1024u
-
-/* Where the steps being added come from (futoin_trace_at()). */
-typedef struct TraceLoc {
-    const char* file;
-    uint32_t line;
-} TraceLoc;
-extern _Thread_local TraceLoc futoin__trace_loc;
-
-static inline void futoin__trace_stamp(Step* s)
-{
-    s->file = futoin__trace_loc.file;
-    s->line = futoin__trace_loc.line;
-}
-/* The error just raised in fl: its chain of frames, from frame `top` of fl
- * out to the root, becomes the root's trace. */
-void futoin__trace_capture(Flow* fl, uint32_t top);
-void futoin__trace_free(RootExt* x);
-#else
-static inline void futoin__trace_stamp(Step* s)
-{
-    (void)s;
-}
-static inline void futoin__trace_capture(Flow* fl, uint32_t top)
-{
-    (void)fl, (void)top;
-}
-#endif
-
-static inline Step* futoin__step_new(EngineCtx* ctx, uint8_t kind, void* data,
-        FutoInAsyncSteps_execute_callback f, FutoInAsyncSteps_error_callback eh, void* ext)
-{
-    Step* s = (Step*)futoin__pool_get(&ctx->steps);
-    s->next = NULL;
-    s->f = f;
-    s->eh = eh;
-    s->data = data;
-    futoin__step_set(s, kind, ext);
-    futoin__trace_stamp(s);
-    return s;
-}
-
-/* Appends to fr, which must be the frame add() targets (see Flow.q_tail). */
-static inline void futoin__queue_step(Flow* fl, Frame* fr, Step* s)
-{
-    if (fr->q_head) {
-        fl->q_tail->next = s;
-    } else {
-        fr->q_head = s;
-    }
-    fl->q_tail = s;
-}
-void futoin__step_free(EngineCtx* ctx, Step* s);
-Step* futoin__step_copy(EngineCtx* ctx, const Step* s, Flow* owner, const char** err);
-Parallel* futoin__parallel_new(EngineCtx* ctx, Flow* owner);
-/* Appends a branch step to a parallel that has not started. */
-static inline void futoin__parallel_append(Parallel* p, Step* s)
-{
-    if (p->b_tail) {
-        p->b_tail->next = s;
-    } else {
-        p->b_head = s;
-    }
-    p->b_tail = s;
-}
-/* A loop step: loop() with loop_fn, else repeat() of count iterations. */
-LoopSpec* futoin__loopspec_new(EngineCtx* ctx, const char* label, void* data, size_t count,
-        void (*loop_fn)(FutoInAsyncSteps*, void*),
-        void (*repeat_fn)(FutoInAsyncSteps*, void*, size_t));
-void futoin__flow_set_code(Flow* fl, const char* s);
-void futoin__set_info(Root* r, const char* info);
-/* Runs the cleanups of a's first n values and empties their holders. */
-void futoin__args_reset(FutoInArgs* a, uint8_t n);
 /* The same for all four; args may be NULL. What every call that refuses
- * or drops a success() does with the values it was given. */
+ * or drops a success() does with the values it was given (values.c). */
 void futoin__args_drop(FutoInArgs* args);
-/* The same for the values of a success() on fl that was refused: their
- * cleanups are user code that may free the root, so a live root is held
- * until the last has run (it is destroyed after them, not under them). */
-void futoin__args_drop_refused(Flow* fl, FutoInArgs* args);
-static inline void futoin__args_clear(FutoInArgs* a, uint8_t* n)
-{
-    if (*n) {
-        futoin__args_reset(a, *n);
-        *n = 0;
-    }
-}
-uint8_t futoin__args_take(FutoInArgs* dst, FutoInArgs* src);
-int futoin__find_loop(Flow* fl, const char* label);
-
-void futoin__flow_success(Flow* fl, FutoInArgs* args);
-void futoin__flow_error(Flow* fl, const char* code, const char* info);
-void futoin__flow_set_timeout(Flow* fl, uint32_t ms);
-void futoin__flow_set_cancel(Flow* fl, void* data, FutoInAsyncSteps_cancel_callback ch);
-void futoin__flow_wait(Flow* fl);
-/* fl's top frame waits on the owned wait armed with key
- * (futoin_wait_owned(), engine/owned_wait.c). */
-int futoin__flow_owned_by(Flow* fl, const void* key);
-/* Takes the cancel handler (ch, data) off fl's top frame if that is its
- * handler: it will not be called. Returns 1 if it was. */
-int futoin__flow_drop_cancel(Flow* fl, FutoInAsyncSteps_cancel_callback ch, void* data);
-void futoin__flow_ctl(Flow* fl, uint8_t ctl, const char* label);
-void futoin__root_execute(Flow* fl, void* data, FutoInAsyncSteps_error_callback unhandled);
-void futoin__root_cancel(Root* r);
-/* Keeps r from being destroyed while code outside the engine's own paths
- * calls user code on it (a free() meanwhile takes effect at the matching
- * unhold, which may destroy r). */
-void futoin__root_hold(Root* r);
-void futoin__root_unhold(Root* r);
-void futoin__root_free(Root* r);
-void* futoin__flow_stack(Flow* fl, size_t size, void (*cleanup)(void*));
-int futoin__flow_wait_info(Flow* fl, const char* what);
-/* The cleanup that marks a stack() block as futoin_set_wait_info() text. */
-void futoin__wait_info_block(void* value);
 /* The futoin_set_wait_info() text of fl's frame at level d, NULL if none. */
 const char* futoin__frame_wait_info(Flow* fl, uint32_t d);
 
-/* engine/await.c, threads/worker_pool.c: which helper a SK_OWNED step belongs to (introspection). */
-int futoin__owner_is_await(const StepOwner* o);
-int futoin__owner_is_work(const StepOwner* o);
-
-/* Results waiting in a flow for its next step. */
-void futoin__results_drop_slow(Flow* fl);
-static inline void futoin__results_drop(Flow* fl)
-{
-    if (fl->results) {
-        futoin__results_drop_slow(fl);
-    }
-}
-void futoin__results_set(Flow* fl, FutoInArgs* args);
-
-/* engine/state_vars.c */
-void* futoin__state_var(Root* r, void* data, const char* name,
-        void* (*allocate)(void*), void (*cleanup)(void*, void*));
-void futoin__state_copy(Root* dst, Root* src);
-void futoin__state_free(Root* r);
+/* The one way for code outside the core to add a step: a step of its own
+ * (owner released with it, exactly once) added to fl where add() would
+ * add it; what names the caller in a misuse report. Returns 0, or -1 if
+ * fl takes no steps now (reported to the step, as for add()). */
+int futoin__add_owned_step(Flow* fl, const char* what, StepOwner* owner,
+        FutoInAsyncSteps_execute_callback f, FutoInAsyncSteps_error_callback eh, void* data);
 
 /* Pools shared between kinds (see futoin__ctx_create()). */
 _Static_assert(sizeof(Parallel) <= sizeof(Step), "Parallel must fit a step node");

@@ -4,33 +4,7 @@
  * has checked the calling context: success(), error(), setTimeout(),
  * setCancel(), waitExternal(), break and continue.
  */
-#include "engine/engine_core.h"
-
-static inline int args_need_cleanup(const FutoInArgs* a)
-{
-    for (int i = 0; i < 4; ++i) {
-        if (a->args[i].type && a->args[i].type->cleanup) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
-/* success(args) of a loop body whose values are dropped: the step
- * completes with no result first, then the values' cleanups run, so a
- * cleanup that cancels or frees the root finds the step done (no cancel
- * handler for it). */
-FUTOIN_NOINLINE static void success_then_drop(Flow* fl, FutoInArgs* args)
-{
-    /* The caller's args stay valid until its success() returns, and are
-     * not cleared (the caller's holders are left as they are). Held: a
-     * cleanup that frees the root must not destroy it under the others. */
-    Root* r = futoin__flow_root(fl);
-    root_enter(r);
-    futoin__flow_success(fl, NULL);
-    args_release(args, 4);
-    root_leave(r);
-}
+#include "engine/engine_impl.h"
 
 void futoin__flow_success(Flow* fl, FutoInArgs* args)
 {
@@ -41,8 +15,8 @@ void futoin__flow_success(Flow* fl, FutoInArgs* args)
          * the values over without clearing the caller's holders. Their
          * cleanups are user code that may cancel or free the root: they
          * run once the step is complete (success_then_drop). */
-        if (args_need_cleanup(args)) {
-            success_then_drop(fl, args);
+        if (futoin__args_need_cleanup(args)) {
+            futoin__success_then_drop(fl, args);
             return;
         }
         args = NULL;
@@ -56,7 +30,7 @@ void futoin__flow_success(Flow* fl, FutoInArgs* args)
     /* External completion of a waiting step: resume on the next round.
      * One test of the flags for the common waiter, which holds no lock
      * phase, timer or cancel handler. */
-    if (f->flags & (FR_LOCK_PHASE | FR_X)) {
+    if (f->flags & (FR_LOCK_PHASE | FR_EXTRAS)) {
         if (f->flags & FR_LOCK_PHASE) {
             futoin__lock_acquired(fl, f);
         }
@@ -70,9 +44,9 @@ void futoin__flow_success(Flow* fl, FutoInArgs* args)
          * held, so that one that frees the root does not destroy it under
          * the others. */
         Root* r = futoin__flow_root(fl);
-        root_enter(r);
+        futoin__root_hold(r);
         futoin__results_set(fl, args);
-        root_leave(r);
+        futoin__root_unhold(r);
     } else if (args) {
         futoin__results_set(fl, args);
     }
@@ -94,11 +68,11 @@ void futoin__flow_error(Flow* fl, const char* code, const char* info)
     /* From outside the engine: the unwind runs user code (cleanups), which
      * may free the root; that takes effect once the unwind is done. */
     Root* r = futoin__flow_root(fl);
-    root_enter(r);
+    futoin__root_hold(r);
     if (futoin__start_unwind(fl, fl->depth, 1)) {
         futoin__rq_push(fl);
     }
-    root_leave(r);
+    futoin__root_unhold(r);
 }
 
 static void on_timeout(void* data, uintptr_t k)
@@ -107,10 +81,10 @@ static void on_timeout(void* data, uintptr_t k)
     Root* r = futoin__flow_root(fl);
     Frame* f = &fl->frames[k];
     f->flags &= (uint8_t)~FR_TIMER;
-    frame_xp(fl, f)->timer.slot = 0;
+    futoin__frame_extras(fl, f)->timer.slot = 0;
     ++futoin__flow_ctx(fl)->n_timeouts;
     futoin__trace_capture(fl, (uint32_t)k);
-    root_enter(r);
+    futoin__root_hold(r);
     futoin__flow_set_code(fl, FUTOIN_TIMEOUT);
     futoin__set_info(r, futoin__wait_info_of(fl, (uint32_t)k));
     fl->ctl = CTL_NONE;
@@ -118,27 +92,27 @@ static void on_timeout(void* data, uintptr_t k)
     if (futoin__start_unwind(fl, (uint32_t)k, 0)) {
         futoin__rq_push(fl);
     }
-    root_leave(r);
+    futoin__root_unhold(r);
 }
 
 void futoin__flow_set_timeout(Flow* fl, uint32_t ms)
 {
     Frame* f = &fl->frames[fl->depth];
     frame_stop_timer(fl, f);
-    FutoInHandle h = futoin__loop_deferred2(fl->loop, ms, fl, fl->depth, on_timeout);
+    FutoInHandle h = futoin__loop_deferred_aux(fl->loop, ms, fl, fl->depth, on_timeout);
     if (FUTOIN_UNLIKELY(!h.data1)) {
         /* Unarmed, the step could wait forever. */
         futoin__step_out_of_memory(fl, "setTimeout()");
         return;
     }
-    frame_x(fl, f)->timer = futoin__loop_ref(h);
+    frame_extras_make(fl, f)->timer = futoin__loop_ref(h);
     f->flags |= FR_TIMER | FR_WAIT;
 }
 
 void futoin__flow_set_cancel(Flow* fl, void* data, FutoInAsyncSteps_cancel_callback ch)
 {
     Frame* f = &fl->frames[fl->depth];
-    FrameExtra* x = frame_x(fl, f);
+    FrameExtra* x = frame_extras_make(fl, f);
     x->on_cancel = ch;
     x->cancel_data = data;
     f->flags |= FR_WAIT;
@@ -146,7 +120,7 @@ void futoin__flow_set_cancel(Flow* fl, void* data, FutoInAsyncSteps_cancel_callb
 
 int futoin__flow_drop_cancel(Flow* fl, FutoInAsyncSteps_cancel_callback ch, void* data)
 {
-    FrameExtra* x = frame_xp(fl, &fl->frames[fl->depth]);
+    FrameExtra* x = futoin__frame_extras(fl, &fl->frames[fl->depth]);
     if (!x || x->on_cancel != ch || x->cancel_data != data) {
         return 0;
     }

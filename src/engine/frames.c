@@ -4,31 +4,31 @@
  * handler, stack() memory), wait descriptions, calling a cancel handler or
  * unlock(), and taking a frame off the stack with everything it holds.
  */
-#include "engine/engine_core.h"
+#include "engine/engine_impl.h"
 
 #include <stdio.h>
 
 /* Another chunk of unused extras, put in front of the free list. */
-void futoin__xtable_grow(EngineCtx* ctx)
+void futoin__extras_grow(EngineCtx* ctx)
 {
-    uint32_t n = ctx->nxchunks;
-    if (n == FUTOIN_XNONE / FUTOIN_XCHUNK) {
+    uint32_t n = ctx->n_extras_chunks;
+    if (n == FUTOIN_EXTRAS_NONE / FUTOIN_EXTRAS_CHUNK) {
         /* 2^32 frames with extras at once: over 200 GB, like an OOM. */
         fputs("futoin: out of frame extras\n", stderr);
         abort();
     }
     if ((n & (n - 1)) == 0) { /* 0, 1, 2, 4...: the array is full, double it */
-        ctx->xchunks = futoin__xrealloc(ctx->xchunks, sizeof(*ctx->xchunks) * (n ? 2 * n : 1));
+        ctx->extras_chunks = futoin__xrealloc(ctx->extras_chunks, sizeof(*ctx->extras_chunks) * (n ? 2 * n : 1));
     }
-    FrameExtra* chunk = futoin__xmalloc(sizeof(FrameExtra) * FUTOIN_XCHUNK);
-    ctx->xchunks[n] = chunk;
-    ctx->nxchunks = n + 1;
-    uint32_t base = n * FUTOIN_XCHUNK;
-    for (uint32_t i = 0; i + 1 < FUTOIN_XCHUNK; ++i) {
+    FrameExtra* chunk = futoin__xmalloc(sizeof(FrameExtra) * FUTOIN_EXTRAS_CHUNK);
+    ctx->extras_chunks[n] = chunk;
+    ctx->n_extras_chunks = n + 1;
+    uint32_t base = n * FUTOIN_EXTRAS_CHUNK;
+    for (uint32_t i = 0; i + 1 < FUTOIN_EXTRAS_CHUNK; ++i) {
         chunk[i].next_free = base + i + 1;
     }
-    chunk[FUTOIN_XCHUNK - 1].next_free = ctx->xfree;
-    ctx->xfree = base;
+    chunk[FUTOIN_EXTRAS_CHUNK - 1].next_free = ctx->extras_free;
+    ctx->extras_free = base;
 }
 
 void futoin__stack_free(EngineCtx* ctx, StackBlock** head)
@@ -65,7 +65,7 @@ void* futoin__flow_stack(Flow* fl, size_t size, void (*cleanup)(void*))
         }
         b->hdr.h.pooled = 0;
     }
-    FrameExtra* x = frame_x(fl, f);
+    FrameExtra* x = frame_extras_make(fl, f);
     b->hdr.h.cleanup = cleanup;
     b->hdr.h.next = x->stack;
     x->stack = b;
@@ -96,10 +96,10 @@ int futoin__flow_wait_info(Flow* fl, const char* what)
 const char* futoin__frame_wait_info(Flow* fl, uint32_t d)
 {
     const Frame* f = &fl->frames[d];
-    if (!(f->flags & FR_X)) {
+    if (!(f->flags & FR_EXTRAS)) {
         return NULL;
     }
-    for (StackBlock* b = xslot(futoin__flow_ctx(fl), f->xid)->stack; b; b = b->hdr.h.next) {
+    for (StackBlock* b = futoin__extras_slot(futoin__flow_ctx(fl), f->extras_id)->stack; b; b = b->hdr.h.next) {
         if (b->hdr.h.cleanup == futoin__wait_info_block) {
             return (const char*)(b + 1);
         }
@@ -112,7 +112,7 @@ const char* futoin__frame_wait_info(Flow* fl, uint32_t d)
 const char* futoin__wait_info_of(Flow* fl, uint32_t k)
 {
     for (uint32_t d = fl->depth + 1; d-- > k;) {
-        FrameExtra* x = frame_xp(fl, &fl->frames[d]);
+        FrameExtra* x = futoin__frame_extras(fl, &fl->frames[d]);
         for (StackBlock* b = x ? x->stack : NULL; b; b = b->hdr.h.next) {
             if (b->hdr.h.cleanup == futoin__wait_info_block) {
                 return (const char*)(b + 1);
@@ -125,7 +125,7 @@ const char* futoin__wait_info_of(Flow* fl, uint32_t k)
 /* Calls a cancel handler with the flow in the CANCEL context. */
 void futoin__call_cancel(Flow* fl, Frame* f)
 {
-    FrameExtra* x = frame_xp(fl, f);
+    FrameExtra* x = futoin__frame_extras(fl, f);
     FutoInAsyncSteps_cancel_callback ch = x ? x->on_cancel : NULL;
     if (!ch) {
         return;
@@ -151,16 +151,16 @@ void futoin__call_cancel(Flow* fl, Frame* f)
 /* Stops the timer of a frame taken off the stack (FR_TIMER). */
 static inline void popped_timer_stop(EngineCtx* ctx, const Frame* f)
 {
-    FutoInHandle h = futoin__loop_handle(ctx->loop, xslot(ctx, f->xid)->timer);
+    FutoInHandle h = futoin__loop_handle(ctx->loop, futoin__extras_slot(ctx, f->extras_id)->timer);
     futoin__loop_cancel_local(ctx->loop, &h);
 }
 
 int futoin__frame_pop_slow(Flow* fl, int aborted)
 {
     EngineCtx* ctx = futoin__flow_ctx(fl);
-    if (!aborted && (fl->frames[fl->depth].flags & FR_X)
+    if (!aborted && (fl->frames[fl->depth].flags & FR_EXTRAS)
             && fl->frames[fl->depth].kind == SK_PLAIN && !fl->frames[fl->depth].node
-            && !fl->frames[fl->depth].q_head && !xslot(ctx, fl->frames[fl->depth].xid)->stack) {
+            && !fl->frames[fl->depth].q_head && !futoin__extras_slot(ctx, fl->frames[fl->depth].extras_id)->stack) {
         /* A completed plain step that kept only a timer or a spent cancel
          * handler (setTimeout()): no user code runs, so nothing is to be
          * re-checked after. */
@@ -168,11 +168,11 @@ int futoin__frame_pop_slow(Flow* fl, int aborted)
         if (f.flags & FR_TIMER) {
             popped_timer_stop(ctx, &f);
         }
-        frame_x_release(ctx, &f);
+        frame_extras_release(ctx, &f);
         return 1;
     }
     uint32_t gen = futoin__flow_mark(fl);
-    if (aborted && live_branches(fl)) {
+    if (aborted && futoin__live_branches(fl)) {
         /* Every caller has already aborted them (futoin__flow_unwind_to()); were
          * one not to, they go first, without nesting C calls per level.
          * (A parallel that completed has none left.) */
@@ -199,7 +199,7 @@ int futoin__frame_pop_slow(Flow* fl, int aborted)
     case SK_SYNC: {
         FutoInSync* sync = futoin__step_ext(node);
         if (node->held) {
-            box_free(ctx, node->held);
+            futoin__box_free(ctx, node->held);
         }
         futoin__pool_put(&ctx->steps, node);
         if (f.flags & FR_LOCKED) {
@@ -216,7 +216,7 @@ int futoin__frame_pop_slow(Flow* fl, int aborted)
         break;
     }
     /* Last: a cancel handler may still use the step's stack memory. */
-    frame_x_release(ctx, &f);
+    frame_extras_release(ctx, &f);
     return futoin__flow_survived(fl, gen);
 }
 
@@ -230,13 +230,13 @@ int futoin__iteration_reset_slow(Flow* fl, Frame* f)
     /* What the iteration held is taken off the frame, then released: the
      * cleanups are user code. */
     Frame spent = *f;
-    if (f->flags & FR_X) {
+    if (f->flags & FR_EXTRAS) {
         frame_stop_timer(fl, f);
-        f->flags &= (uint8_t)~FR_X;
+        f->flags &= (uint8_t)~FR_EXTRAS;
     }
     if (queued) {
         futoin__queue_free(futoin__flow_ctx(fl), queued);
     }
-    frame_x_release(futoin__flow_ctx(fl), &spent);
+    frame_extras_release(futoin__flow_ctx(fl), &spent);
     return futoin__flow_survived(fl, gen);
 }

@@ -3,8 +3,8 @@
  * C API conveniences built on the engine: owned string values, successStep,
  * relinquish, copyFrom, forEach over arrays and key/value pairs.
  */
-#include "engine/engine_internal.h"
-#include "engine/interop.h"
+#include "engine/engine_impl.h"
+#include "engine/interop_impl.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -68,7 +68,7 @@ void futoin_success_step(FutoInAsyncSteps* as, FutoInArgs* args)
         box->args = taken;
         box->nargs = n;
     }
-    futoin__queue_step(fl, fr, futoin__step_new(ctx, SK_VALUE, NULL, NULL, NULL, box));
+    futoin__add_step_at(fl, fr, SK_VALUE, NULL, NULL, NULL, box);
 }
 
 void futoin_relinquish(FutoInAsyncSteps* as)
@@ -78,10 +78,7 @@ void futoin_relinquish(FutoInAsyncSteps* as)
         futoin__foreign_relinquish(as);
         return;
     }
-    Frame* fr = futoin__add_target(fl, "relinquish");
-    if (fr) {
-        futoin__queue_step(fl, fr, futoin__step_new(futoin__flow_ctx(fl), SK_YIELD, NULL, NULL, NULL, NULL));
-    }
+    futoin__add_step(fl, "relinquish", SK_YIELD, NULL, NULL, NULL, NULL);
 }
 
 int futoin_set_wait_info(FutoInAsyncSteps* as, const char* what)

@@ -2,10 +2,10 @@
  * SPDX-License-Identifier: MIT
  *
  * successStep() and relinquish() for AsyncSteps of other implementations,
- * and the per-root record of what their unstarted steps own (engine/interop.h).
+ * and the per-root record of what their unstarted steps own (engine/interop_impl.h).
  */
-#include "engine/engine_internal.h"
-#include "engine/interop.h"
+#include "engine/engine_impl.h"
+#include "engine/interop_impl.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -10,8 +10,8 @@
  * The sync objects park and wake every contended flow through here, so
  * the common case (a flow of ours, on its loop thread) is kept inline.
  */
-#include "engine/engine_core.h"
-#include "threads/cross_thread_calls.h"
+#include "engine/engine_impl.h"
+#include "engine/cross_thread_calls_impl.h"
 
 /* Our flow behind as: the common case costs one comparison. */
 static FUTOIN_ALWAYS_INLINE Flow* flow_of(FutoInAsyncSteps* as)
@@ -22,8 +22,8 @@ static FUTOIN_ALWAYS_INLINE Flow* flow_of(FutoInAsyncSteps* as)
 static FUTOIN_ALWAYS_INLINE int owned_by(Flow* fl, const void* key)
 {
     Frame* f = &fl->frames[fl->depth];
-    return (f->flags & (FR_WAIT | FR_X)) == (FR_WAIT | FR_X) && (f->xid & FUTOIN_XID_OWNED)
-            && xslot(futoin__flow_ctx(fl), f->xid)->cancel_data == key;
+    return (f->flags & (FR_WAIT | FR_EXTRAS)) == (FR_WAIT | FR_EXTRAS) && (f->extras_id & FUTOIN_EXTRAS_OWNED)
+            && futoin__extras_slot(futoin__flow_ctx(fl), f->extras_id)->cancel_data == key;
 }
 
 int futoin__flow_owned_by(Flow* fl, const void* key)
@@ -54,10 +54,10 @@ void futoin_wait_owned(FutoInAsyncSteps* as, FutoInAsyncSteps_cancel_callback ch
         return;
     }
     Frame* f = &fl->frames[fl->depth];
-    FrameExtra* x = frame_x(fl, f);
+    FrameExtra* x = frame_extras_make(fl, f);
     x->on_cancel = ch;
     x->cancel_data = key;
-    f->xid |= FUTOIN_XID_OWNED;
+    f->extras_id |= FUTOIN_EXTRAS_OWNED;
     f->flags |= FR_WAIT;
 }
 

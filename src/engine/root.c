@@ -4,17 +4,7 @@
  * free(). A root is destroyed only once no engine frame of it is on the C
  * stack (Root.busy); branch flows wait for that on the zombie list.
  */
-#include "engine/engine_core.h"
-
-void futoin__root_hold(Root* r)
-{
-    root_enter(r);
-}
-
-void futoin__root_unhold(Root* r)
-{
-    root_leave(r);
-}
+#include "engine/engine_impl.h"
 
 /* Gives r the state futoin_asyncsteps_new() hands out, but for
  * free_pending, its pool link and add_fr. Done when a root is first made and
@@ -111,7 +101,7 @@ void futoin__flow_release(Flow* fl)
     futoin__branch(fl)->sib_next = x->zombies;
     x->zombies = fl;
     /* A branch's level 0 runs no step, so it holds no extras. */
-    assert(!(fl->frames[0].flags & FR_X));
+    assert(!(fl->frames[0].flags & FR_EXTRAS));
 }
 
 void futoin__root_on_done(Root* r, RootDoneHook hook, void* data)
@@ -129,14 +119,14 @@ void futoin__root_cancel(Root* r)
     if (r->cancelling || r->state != RS_RUNNING) {
         return;
     }
-    root_enter(r);
+    futoin__root_hold(r);
     r->cancelling = 1;
     ++futoin__root_ctx(r)->n_cancels;
     futoin__flow_abort(&r->main);
-    frame_x_release(futoin__root_ctx(r), &r->main.frames[0]);
+    frame_extras_release(futoin__root_ctx(r), &r->main.frames[0]);
     r->state = RS_CANCELLED;
     r->cancelling = 0;
-    root_leave(r);
+    futoin__root_unhold(r);
 }
 
 /* What a destroyed root may hold beyond its frames: level 0's extras (an
@@ -144,7 +134,7 @@ void futoin__root_cancel(Root* r)
 static void root_release_extras(Root* r)
 {
     Flow* fl = &r->main;
-    frame_x_release(futoin__root_ctx(r), &fl->frames[0]);
+    frame_extras_release(futoin__root_ctx(r), &fl->frames[0]);
     futoin__flow_code_release(fl);
     if (r->ext) {
         if (r->ext->vars) {
@@ -180,7 +170,7 @@ static void root_destroy_slow(Root* r)
     if (fl->in_rq || flow_holds_work(fl)) {
         futoin__flow_abort(fl);
     }
-    if ((fl->frames[0].flags & FR_X) || r->ext) { /* a code lives in r->ext */
+    if ((fl->frames[0].flags & FR_EXTRAS) || r->ext) { /* a code lives in r->ext */
         root_release_extras(r);
     }
     root_pool(r);
@@ -215,9 +205,9 @@ void futoin__root_free(Root* r)
         root_destroy(r); /* nothing of it runs or is on the C stack */
         return;
     }
-    root_enter(r);
+    futoin__root_hold(r);
     futoin__root_cancel(r); /* no-op if idle, finished or already cancelling */
-    root_leave(r);          /* destroys now, or when the outermost callback returns */
+    futoin__root_unhold(r);          /* destroys now, or when the outermost callback returns */
 }
 
 void futoin_asyncsteps_free(FutoInAsyncSteps* root)

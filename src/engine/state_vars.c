@@ -5,7 +5,7 @@
  * A root has a handful of them, so a small array with linear search beats a
  * hash table here.
  */
-#include "engine/engine_internal.h"
+#include "engine/engine_impl.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -4,7 +4,7 @@
  * values passed between steps, releasing a step that never started, and
  * the deep copy of copyFrom().
  */
-#include "engine/engine_core.h"
+#include "engine/engine_impl.h"
 
 Parallel* futoin__parallel_new(EngineCtx* ctx, Flow* owner)
 {
@@ -64,6 +64,12 @@ static void parallel_free(EngineCtx* ctx, Parallel* p)
 }
 
 /* Releases a step that never started, with whatever it owns. */
+int futoin__add_owned_step(Flow* fl, const char* what, StepOwner* owner,
+        FutoInAsyncSteps_execute_callback f, FutoInAsyncSteps_error_callback eh, void* data)
+{
+    return futoin__add_step(fl, what, SK_OWNED, data, f, eh, owner);
+}
+
 void futoin__step_free(EngineCtx* ctx, Step* s)
 {
     void* ext = futoin__step_ext(s);
@@ -76,7 +82,7 @@ void futoin__step_free(EngineCtx* ctx, Step* s)
         return;
     case SK_VALUE:
         if (ext) {
-            box_free(ctx, ext);
+            futoin__box_free(ctx, ext);
         }
         break;
     case SK_OWNED:

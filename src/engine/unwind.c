@@ -4,7 +4,7 @@
  * and loops; aborting frames (cancel, free, a failed sibling branch)
  * innermost first, without a C call per level of nesting.
  */
-#include "engine/engine_core.h"
+#include "engine/engine_impl.h"
 
 /* An error was raised at frame k: the frames above k are aborted innermost
  * first; frame k's own work stops (own: the step failed by itself, so its
@@ -14,14 +14,14 @@ int futoin__start_unwind(Flow* fl, uint32_t k, int own)
 {
     uint32_t gen = futoin__flow_mark(fl);
     /* The frames above k and, if frame k is a parallel, its branches. */
-    if ((fl->depth > k || live_branches(fl)) && !futoin__flow_unwind_to(fl, k)) {
+    if ((fl->depth > k || futoin__live_branches(fl)) && !futoin__flow_unwind_to(fl, k)) {
         return 0;
     }
     Frame* f = &fl->frames[k];
     frame_stop_timer(fl, f);
     if (own) {
-        if (f->flags & FR_X) {
-            frame_xp(fl, f)->on_cancel = NULL;
+        if (f->flags & FR_EXTRAS) {
+            futoin__frame_extras(fl, f)->on_cancel = NULL;
         }
     } else {
         futoin__call_cancel(fl, f);
@@ -40,7 +40,7 @@ int futoin__start_unwind(Flow* fl, uint32_t k, int own)
         EngineCtx* ctx = futoin__flow_ctx(fl);
         futoin__queue_free(ctx, queued);
         if (dropped) {
-            box_free(ctx, dropped);
+            futoin__box_free(ctx, dropped);
         }
         return futoin__flow_survived(fl, gen);
     }
@@ -187,7 +187,7 @@ static void flow_end_aborted(Flow* fl)
         futoin__queue_free(ctx, queued);
     }
     if (dropped) {
-        box_free(ctx, dropped);
+        futoin__box_free(ctx, dropped);
     }
 }
 
@@ -206,7 +206,7 @@ int futoin__flow_unwind_to(Flow* base, uint32_t k)
     uint32_t gen = futoin__flow_mark(base);
     Flow* cur = base;
     for (;;) {
-        Flow* b = live_branches(cur);
+        Flow* b = futoin__live_branches(cur);
         if (b) {
             /* Down into the first live branch; it is aborted from now on
              * (a callback of it still on the C stack sees its gen move). */

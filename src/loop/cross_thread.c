@@ -177,8 +177,8 @@ FutoInHandle futoin__loop_xsched_post(FutoInLoop* loop, const LoopCall* call, in
     return h;
 }
 
-FutoInHandle futoin__loop_deferred2_x(FutoInLoop* loop, uint32_t delay_ms,
-        void* data, uintptr_t aux, FutoInLoopCallback2 cb)
+FutoInHandle futoin__loop_deferred_aux_x(FutoInLoop* loop, uint32_t delay_ms,
+        void* data, uintptr_t aux, FutoInLoopAuxCallback cb)
 {
     if (!loop || !cb) {
         return handle_none();

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The cross-thread message queue and its slot pool (see loop/cross_thread_queue.h).
+ * The cross-thread message queue and its slot pool (see loop/cross_thread_queue_internal.h).
  *
  * Queue: Dmitry Vyukov's intrusive MPSC queue. A push is one atomic
  * exchange of the head plus one store linking the previous node, so
@@ -14,7 +14,7 @@
  * Treiber stack whose top word carries a counter against ABA. Growth is
  * the only locked path and happens O(log n) times.
  */
-#include "loop/cross_thread_queue.h"
+#include "loop/cross_thread_queue_internal.h"
 
 #include <sched.h>
 #include <stdlib.h>

@@ -319,8 +319,8 @@ void futoin__loop_post_local(FutoInLoop* loop, void* data, FutoInLoopCallback cb
     imm_store(loop, seq, fn, data, 0, IMM_PLAIN);
 }
 
-FutoInHandle futoin__loop_immediate2(
-        FutoInLoop* loop, void* data, uintptr_t aux, FutoInLoopCallback2 cb)
+FutoInHandle futoin__loop_immediate_aux(
+        FutoInLoop* loop, void* data, uintptr_t aux, FutoInLoopAuxCallback cb)
 {
     if (!loop || !cb) {
         return handle_none();
@@ -330,8 +330,8 @@ FutoInHandle futoin__loop_immediate2(
     return schedule_immediate(loop, fn, data, aux, IMM_AUX);
 }
 
-FutoInHandle futoin__loop_deferred2(FutoInLoop* loop, uint32_t delay_ms,
-        void* data, uintptr_t aux, FutoInLoopCallback2 cb)
+FutoInHandle futoin__loop_deferred_aux(FutoInLoop* loop, uint32_t delay_ms,
+        void* data, uintptr_t aux, FutoInLoopAuxCallback cb)
 {
     if (!loop || !cb) {
         return handle_none();
@@ -762,9 +762,9 @@ void futoin_loop_free(FutoInLoop* loop)
     if (!loop) {
         return;
     }
-    if (loop->dump_sig) {
-        /* No signal handler may ask this loop for a dump any more. */
-        futoin__dump_signal_forget(loop);
+    if (loop->free_hook) {
+        /* E.g. no signal handler may ask this loop for a dump any more. */
+        loop->free_hook(loop);
     }
     /* A thread may still be finishing the wake-up of a post or release
      * that the loop thread has already acted on. */

@@ -21,7 +21,7 @@
 
 #include "common/compiler.h"
 #include "loop/loop_internal.h"
-#include "loop/timer_heap.h"
+#include "loop/timer_heap_impl.h"
 
 #include <stdint.h>
 #include <time.h>
@@ -74,7 +74,7 @@ enum ImmKind { IMM_DEAD, IMM_PLAIN, IMM_AUX };
 
 typedef union {
     FutoInLoopCallback plain;
-    FutoInLoopCallback2 with_aux;
+    FutoInLoopAuxCallback with_aux;
 } LoopFn;
 
 /* What is needed to invoke a callback once its record is gone. */
@@ -155,6 +155,10 @@ struct FutoInLoop {
     /* Where the loop reports misuse (the engine's misuse handler, once the
      * engine has a context here); NULL: one line on stderr. */
     void (*misuse_hook)(FutoInLoop* loop, const char* info);
+    /* Set while a signal may ask this loop for a dump (observe/dump.c):
+     * futoin_loop_free() calls it first, so that no handler finds the loop
+     * after it is gone. A hook, because the loop sits below observe. */
+    void (*free_hook)(FutoInLoop* loop);
 
     void* wakeup_data;
 
@@ -167,7 +171,6 @@ struct FutoInLoop {
     _Atomic int dump_pending;
     void (*dump_cb)(FutoInLoop* loop, void* data);
     void* dump_data;
-    uint8_t dump_sig; /* in the signal table of observe/introspect.c */
 
     /* ---- cross-thread ---- */
     _Alignas(LOOP_LINE) XQueue xq;
@@ -320,7 +323,7 @@ static inline LoopCall call_plain(void* data, FutoInLoopCallback cb)
     return call;
 }
 
-static inline LoopCall call_with_aux(void* data, uintptr_t aux, FutoInLoopCallback2 cb)
+static inline LoopCall call_with_aux(void* data, uintptr_t aux, FutoInLoopAuxCallback cb)
 {
     LoopCall call;
     call.fn.with_aux = cb;

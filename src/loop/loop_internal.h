@@ -8,7 +8,7 @@
 #include <pthread.h>
 #include <stddef.h>
 
-#include "loop/cross_thread_queue.h"
+#include "loop/cross_thread_queue_internal.h"
 
 /* Internal to the library: not exported from the shared object. */
 #pragma GCC visibility push(hidden)
@@ -34,12 +34,12 @@ static inline int futoin__loop_on_thread(const FutoInLoop* loop)
 
 /* Callback with one extra word, so the engine can address a (flow, frame)
  * pair without allocating a record per timer. */
-typedef void (*FutoInLoopCallback2)(void* data, uintptr_t aux);
+typedef void (*FutoInLoopAuxCallback)(void* data, uintptr_t aux);
 
-FutoInHandle futoin__loop_immediate2(
-        FutoInLoop* loop, void* data, uintptr_t aux, FutoInLoopCallback2 cb);
-FutoInHandle futoin__loop_deferred2(FutoInLoop* loop, uint32_t delay_ms,
-        void* data, uintptr_t aux, FutoInLoopCallback2 cb);
+FutoInHandle futoin__loop_immediate_aux(
+        FutoInLoop* loop, void* data, uintptr_t aux, FutoInLoopAuxCallback cb);
+FutoInHandle futoin__loop_deferred_aux(FutoInLoop* loop, uint32_t delay_ms,
+        void* data, uintptr_t aux, FutoInLoopAuxCallback cb);
 
 /* A loop handle without its loop pointer: 8 bytes instead of 24, for
  * structures that hold one per object (the engine's frames). Relies on the
@@ -90,7 +90,7 @@ void futoin__loop_wait_next_timer(FutoInLoop* loop);
 void futoin__loop_post_local(FutoInLoop* loop, void* data, FutoInLoopCallback cb);
 void futoin__loop_cancel_local(FutoInLoop* loop, FutoInHandle* handle);
 
-/* ---- cross-thread messages (src/loop/cross_thread_queue.h) ---- */
+/* ---- cross-thread messages (src/loop/cross_thread_queue_internal.h) ---- */
 
 /* Any thread: a message slot of loop's queue in state XS_PENDING, or NULL
  * when out of memory. Fill the payload, run (and drop if the payload owns
@@ -105,8 +105,8 @@ void futoin__loop_xmsg_free(FutoInLoop* loop, XMsg* msg);
 /* Any thread, the loop thread included: a deferred callback whose handle is
  * a cross-thread handle, so that futoin_loop_try_cancel() decides its fate
  * exactly from any thread (shared sync objects arm timers on other loops). */
-FutoInHandle futoin__loop_deferred2_x(FutoInLoop* loop, uint32_t delay_ms,
-        void* data, uintptr_t aux, FutoInLoopCallback2 cb);
+FutoInHandle futoin__loop_deferred_aux_x(FutoInLoop* loop, uint32_t delay_ms,
+        void* data, uintptr_t aux, FutoInLoopAuxCallback cb);
 
 /* For a loop thread that has stopped: runs only what other threads post
  * (no callbacks, no timers) until nothing holds the loop any more, so
@@ -131,9 +131,9 @@ int futoin__loop_dump_setup(
 /* Any thread, async-signal-safe: queues the kept slot unless it is
  * queued already (1 queued, 0 already queued, -1 no setup). */
 int futoin__loop_dump_request(FutoInLoop* loop);
-/* futoin_loop_free() calls futoin__dump_signal_forget() when this is on. */
-void futoin__loop_set_dump_sig(FutoInLoop* loop, int on);
-void futoin__dump_signal_forget(FutoInLoop* loop);
+/* What futoin_loop_free() calls first, on the loop thread, while it is set
+ * (NULL: nothing): the subsystems above the loop forget it there. */
+void futoin__loop_set_free_hook(FutoInLoop* loop, void (*hook)(FutoInLoop* loop));
 
 #pragma GCC visibility pop
 

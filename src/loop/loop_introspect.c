@@ -72,9 +72,9 @@ int futoin__loop_dump_setup(FutoInLoop* loop, void (*cb)(FutoInLoop*, void*), vo
     return 0;
 }
 
-void futoin__loop_set_dump_sig(FutoInLoop* loop, int on)
+void futoin__loop_set_free_hook(FutoInLoop* loop, void (*hook)(FutoInLoop* loop))
 {
-    loop->dump_sig = (uint8_t)(on != 0);
+    loop->free_hook = hook;
 }
 
 int futoin__loop_dump_request(FutoInLoop* loop)

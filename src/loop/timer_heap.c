@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "loop/timer_heap.h"
+#include "loop/timer_heap_impl.h"
 
 #include "common/compiler.h"
 

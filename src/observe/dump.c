@@ -9,8 +9,7 @@
 #include <futoin/introspect.h>
 
 #include "engine/engine_internal.h"
-#include "observe/observe_internal.h"
-#include "sync/sync_internal.h"
+#include "observe/observe_impl.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -288,10 +287,10 @@ static void sig_forget_locked(FutoInLoop* loop)
     while (atomic_load(&g_sig_inflight) > 0) {
         sched_yield();
     }
-    futoin__loop_set_dump_sig(loop, 0);
+    futoin__loop_set_free_hook(loop, NULL);
 }
 
-void futoin__dump_signal_forget(FutoInLoop* loop)
+static void dump_signal_forget(FutoInLoop* loop)
 {
     pthread_mutex_lock(&g_sig_lock);
     sig_forget_locked(loop);
@@ -343,7 +342,7 @@ int futoin_loop_dump_on_signal(FutoInLoop* loop, int signo)
         if (rc == 0 && free_slot >= 0) {
             atomic_store(&g_sig[free_slot].signo, signo);
             atomic_store(&g_sig[free_slot].loop, loop);
-            futoin__loop_set_dump_sig(loop, 1);
+            futoin__loop_set_free_hook(loop, dump_signal_forget);
         }
     }
     pthread_mutex_unlock(&g_sig_lock);

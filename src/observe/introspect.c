@@ -18,7 +18,7 @@
  *  - Frames are an array per flow.
  */
 #include "engine/engine_internal.h"
-#include "observe/observe_internal.h"
+#include "observe/observe_impl.h"
 #include "sync/sync_internal.h"
 
 #include <futoin/introspect.h>
@@ -56,33 +56,13 @@ static Flow* flow_checked(FutoInAsyncSteps* as)
 }
 
 /* The live branches of the parallel frame on top of fl, if it is one. */
-static Flow* top_branches(const Flow* fl)
-{
-    const Frame* top = &fl->frames[fl->depth];
-    if (!fl->depth || top->kind != SK_PARALLEL) {
-        return NULL;
-    }
-    const Parallel* p = futoin__step_ext(top->node);
-    return p->started ? p->branches : NULL;
-}
-
-static FrameExtra* frame_extra(const Flow* fl, const Frame* f)
-{
-    if (!(f->flags & FR_X)) {
-        return NULL;
-    }
-    EngineCtx* ctx = futoin__flow_ctx(fl);
-    uint32_t id = f->xid & ~FUTOIN_XID_OWNED;
-    return &ctx->xchunks[id / FUTOIN_XCHUNK][id % FUTOIN_XCHUNK];
-}
-
 /* The ms left of a frame's timeout, if it has one armed. */
 static int frame_timer(Flow* fl, const Frame* f, uint64_t* left)
 {
     if (!(f->flags & FR_TIMER) || f->kind == SK_YIELD) {
         return 0; /* relinquish() holds an immediate, not a timeout */
     }
-    FrameExtra* x = frame_extra(fl, f);
+    FrameExtra* x = futoin__frame_extras(fl, f);
     return x && futoin__loop_timer_left(fl->loop, x->timer, left);
 }
 
@@ -164,7 +144,7 @@ FutoInAsyncSteps* futoin_root_iter_next(FutoInRootIter* it)
  * (if not NULL) follows: +1 down, -1 per level up. */
 Flow* futoin__obs_next_flow(Flow* cur, uint32_t* nesting)
 {
-    Flow* b = top_branches(cur);
+    Flow* b = futoin__live_branches(cur);
     if (b) {
         if (nesting) {
             ++*nesting;
@@ -280,10 +260,10 @@ static FutoInWaitKind wait_kind_of(const Flow* fl)
         break;
     case SK_OWNED: {
         const StepOwner* o = futoin__step_ext(f->node);
-        if (futoin__owner_is_await(o)) {
+        if (futoin__owner_is(o, OWNER_AWAIT)) {
             return FUTOIN_WAIT_AWAIT;
         }
-        if (futoin__owner_is_work(o)) {
+        if (futoin__owner_is(o, OWNER_WORK)) {
             return FUTOIN_WAIT_WORK;
         }
         break;
@@ -408,7 +388,7 @@ void futoin__obs_frame_describe(Flow* fl, uint32_t level, FutoInFrameInfo* fi)
             fi->kind = FUTOIN_FRAME_SYNC;
             fi->sync = futoin__step_ext(node);
             fi->data = node->data; /* the critical section's */
-            FrameExtra* x = frame_extra(fl, f);
+            FrameExtra* x = futoin__frame_extras(fl, f);
             SyncWaitPos pos;
             int ours = futoin__sync_describe(fi->sync,
                     x && (f->flags & FR_LOCK_PHASE) ? x->on_cancel : NULL,
@@ -427,8 +407,8 @@ void futoin__obs_frame_describe(Flow* fl, uint32_t level, FutoInFrameInfo* fi)
             break;
         case SK_OWNED: {
             const StepOwner* o = futoin__step_ext(node);
-            fi->kind = futoin__owner_is_await(o) ? FUTOIN_FRAME_AWAIT
-                    : futoin__owner_is_work(o)   ? FUTOIN_FRAME_WORK
+            fi->kind = futoin__owner_is(o, OWNER_AWAIT) ? FUTOIN_FRAME_AWAIT
+                    : futoin__owner_is(o, OWNER_WORK)   ? FUTOIN_FRAME_WORK
                                                  : FUTOIN_FRAME_STEP;
             break;
         }
@@ -455,7 +435,7 @@ void futoin__obs_frame_describe(Flow* fl, uint32_t level, FutoInFrameInfo* fi)
     if (f->flags & FR_LOCKED) {
         fi->flags |= FUTOIN_FRAME_LOCKED;
     }
-    FrameExtra* x = frame_extra(fl, f);
+    FrameExtra* x = futoin__frame_extras(fl, f);
     if (x) {
         if (x->on_cancel) {
             fi->flags |= FUTOIN_FRAME_CANCEL_HANDLER;

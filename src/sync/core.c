@@ -16,7 +16,7 @@
  * SN_Q_RATE or SN_REJECTED; queued nodes later become SN_HOLDER or
  * SN_REJECTED (wake-up) or are removed (cancel handler).
  */
-#include "sync/sync_internal.h"
+#include "sync/sync_impl.h"
 
 #include <futoin/asyncsteps.h>
 
@@ -25,15 +25,15 @@
 
 #define SYNC_INITIAL_BUCKETS 8
 
-static void sync_lock(FutoInAsyncSteps* bsi, FutoInSync* sync);
-static void sync_unlock(FutoInAsyncSteps* bsi, FutoInSync* sync);
+static void sync_lock(FutoInAsyncSteps* as, FutoInSync* sync);
+static void sync_unlock(FutoInAsyncSteps* as, FutoInSync* sync);
 
 static const FutoInSyncAPI sync_api = { .lock = sync_lock, .unlock = sync_unlock };
 
 /* ------------------------------------------------------------------------ */
 /* Node free list                                                             */
 
-static void sync_cancel(FutoInAsyncSteps* bsi, void* data);
+static void sync_cancel(FutoInAsyncSteps* as, void* data);
 
 static SyncNode* node_get(SyncCore* c)
 {
@@ -250,7 +250,7 @@ typedef struct SyncTicket {
     SyncNode* n;
 } SyncTicket;
 
-static void sync_cancel_locked(FutoInAsyncSteps* bsi, SyncNode* n);
+static void sync_cancel_locked(FutoInAsyncSteps* as, SyncNode* n);
 
 static void ticket_detach(SyncNode* n)
 {
@@ -265,13 +265,13 @@ static void ticket_end(SyncTicket* t)
     SyncNode* n = t->n;
     if (n) {
         ticket_detach(n);
-        sync_cancel_locked(n->bsi, n);
+        sync_cancel_locked(n->as, n);
     }
 }
 
-static void ticket_cancel(FutoInAsyncSteps* bsi, void* data)
+static void ticket_cancel(FutoInAsyncSteps* as, void* data)
 {
-    (void)bsi;
+    (void)as;
     ticket_end(data);
 }
 
@@ -280,32 +280,24 @@ static void ticket_cleanup(void* value)
     ticket_end(value);
 }
 
-/* Engine flows first: the common case costs one comparison. */
-extern const FutoInAsyncStepsAPI futoin__flow_api;
-
-static int is_own_flow(FutoInAsyncSteps* bsi)
-{
-    return bsi->api == &futoin__flow_api || futoin_asyncsteps_loop(bsi) != NULL;
-}
-
 /* Arms the cancel handler of a flow that waits in a queue. Returns 0, or
  * -1 if a foreign flow's ticket cannot be had (the caller undoes the wait). */
-static int arm_wait(FutoInAsyncSteps* bsi, SyncNode* n)
+static int arm_wait(FutoInAsyncSteps* as, SyncNode* n)
 {
-    if (is_own_flow(bsi)) {
+    if (futoin__is_library_flow(as)) {
         /* Owned: a success() through the interface meant for an earlier
          * step of the flow must not end the lock wait; only the wake-up
          * with this node does. */
-        futoin_wait_owned(bsi, sync_cancel, n);
+        futoin_wait_owned(as, sync_cancel, n);
         return 0;
     }
-    SyncTicket* t = bsi->api->stack(bsi, sizeof(*t), ticket_cleanup);
+    SyncTicket* t = as->api->stack(as, sizeof(*t), ticket_cleanup);
     if (!t) {
         return -1;
     }
     t->n = n;
     n->ticket = t;
-    bsi->api->setCancel(bsi, t, ticket_cancel);
+    as->api->setCancel(as, t, ticket_cancel);
     return 0;
 }
 
@@ -316,7 +308,7 @@ void futoin__sync_wake(SyncNode* n)
     /* The waiter may be on another loop (a shared object): queued there,
      * and quietly dropped if its cancel handler wins (it hands the slot
      * on). Another implementation's flow gets success(). */
-    futoin_owned_success(n->bsi, n, NULL);
+    futoin_owned_success(n->as, n, NULL);
 }
 
 
@@ -331,7 +323,7 @@ void futoin__sync_reject_waiting(SyncNode* n, const char* info)
      * its cancel handler, sync_cancel(), would give the node back too. So
      * the handler is taken off first, or, across threads, left to give the
      * node back itself. */
-    switch (futoin__fail_parked_step(n->bsi, sync_cancel, n, FUTOIN_DEFENSE_REJECTED, info)) {
+    switch (futoin__fail_parked_step(n->as, sync_cancel, n, FUTOIN_DEFENSE_REJECTED, info)) {
     case FUTOIN_PARKED_FAILED:
         break;
     case FUTOIN_PARKED_QUEUED:
@@ -340,7 +332,7 @@ void futoin__sync_reject_waiting(SyncNode* n, const char* info)
         /* Another engine's flow: its ticket gives the node back when the
          * step ends (ticket_end), which may happen inside handle_error(). */
         int ticketed = n->ticket != NULL;
-        n->bsi->api->handle_error(n->bsi, FUTOIN_DEFENSE_REJECTED, info);
+        n->as->api->handle_error(n->as, FUTOIN_DEFENSE_REJECTED, info);
         if (ticketed) {
             return;
         }
@@ -351,7 +343,7 @@ void futoin__sync_reject_waiting(SyncNode* n, const char* info)
 }
 
 /* The sync step was aborted or failed before the lock was held. */
-static void sync_cancel_locked(FutoInAsyncSteps* bsi, SyncNode* n)
+static void sync_cancel_locked(FutoInAsyncSteps* as, SyncNode* n)
 {
     SyncCore* c = n->core;
     switch (n->state) {
@@ -364,7 +356,7 @@ static void sync_cancel_locked(FutoInAsyncSteps* bsi, SyncNode* n)
             /* Nobody left to admit: a pending timer would only keep the
              * loop alive. */
             futoin__sync_rate_cancel_timer(c);
-        } else if (c->mtx && c->timer_loop == futoin_asyncsteps_loop(bsi)) {
+        } else if (c->mtx && c->timer_loop == futoin_asyncsteps_loop(as)) {
             /* A shared object's timer lives on a waiter's loop, which may
              * be going away (its roots are being freed): move it to the
              * loop of the new head of the queue. */
@@ -383,24 +375,24 @@ static void sync_cancel_locked(FutoInAsyncSteps* bsi, SyncNode* n)
     node_put(c, n);
 }
 
-static void sync_cancel(FutoInAsyncSteps* bsi, void* data)
+static void sync_cancel(FutoInAsyncSteps* as, void* data)
 {
     SyncNode* n = data;
     SyncCore* c = n->core;
     futoin__sync_enter(c);
-    sync_cancel_locked(bsi, n);
+    sync_cancel_locked(as, n);
     futoin__sync_leave(c);
 }
 
-static void sync_lock_locked(FutoInAsyncSteps* bsi, SyncCore* c)
+static void sync_lock_locked(FutoInAsyncSteps* as, SyncCore* c)
 {
     SyncNode* n = node_get(c);
     if (!n) {
-        bsi->api->handle_error(bsi, FUTOIN_INTERNAL_ERROR, "sync object: out of memory");
+        as->api->handle_error(as, FUTOIN_INTERNAL_ERROR, "sync object: out of memory");
         return;
     }
-    n->bsi = bsi;
-    n->root_id = bsi->api->rootId(bsi);
+    n->as = as;
+    n->root_id = as->api->rootId(as);
     n->state = SN_NEW;
     SyncVerdict v = futoin__sync_progress(c, n, 0);
     switch (v) {
@@ -409,17 +401,17 @@ static void sync_lock_locked(FutoInAsyncSteps* bsi, SyncCore* c)
     case SYNC_WAIT:
         /* Resumed by success()/handle_error() from unlock(), another
          * flow's cancel handler or the rate timer. */
-        if (arm_wait(bsi, n) != 0) {
-            sync_cancel_locked(bsi, n);
-            bsi->api->handle_error(bsi, FUTOIN_INTERNAL_ERROR, "sync object: out of memory");
+        if (arm_wait(as, n) != 0) {
+            sync_cancel_locked(as, n);
+            as->api->handle_error(as, FUTOIN_INTERNAL_ERROR, "sync object: out of memory");
         }
         return;
     case SYNC_REJECT_CONC:
     case SYNC_REJECT_RATE: {
         int had_slot = n->slot;
         n->slot = 0;
-        futoin__note_sync_rejection(bsi);
-        bsi->api->handle_error(bsi, FUTOIN_DEFENSE_REJECTED,
+        futoin__note_sync_rejection(as);
+        as->api->handle_error(as, FUTOIN_DEFENSE_REJECTED,
                 v == SYNC_REJECT_CONC ? c->reject_conc : c->reject_rate);
         if (had_slot) {
             /* A Limiter flow that got a slot but no rate place. */
@@ -431,27 +423,27 @@ static void sync_lock_locked(FutoInAsyncSteps* bsi, SyncCore* c)
     }
 }
 
-static void sync_lock(FutoInAsyncSteps* bsi, FutoInSync* sync)
+static void sync_lock(FutoInAsyncSteps* as, FutoInSync* sync)
 {
     SyncCore* c = (SyncCore*)sync;
-    if (c->mtx && !futoin_asyncsteps_loop(bsi)) {
+    if (c->mtx && !futoin_asyncsteps_loop(as)) {
         /* Waking a waiter across threads needs this library's flows. */
-        bsi->api->handle_error(bsi, FUTOIN_INTERNAL_ERROR,
+        as->api->handle_error(as, FUTOIN_INTERNAL_ERROR,
                 "shared sync object: needs an AsyncSteps of this library");
         return;
     }
     futoin__sync_enter(c);
-    sync_lock_locked(bsi, c);
+    sync_lock_locked(as, c);
     futoin__sync_leave(c);
 }
 
 /* Called by the engine exactly once when a held sync step ends, possibly
  * from a cancel path: only bookkeeping and wake-ups of other flows here. */
-static void sync_unlock(FutoInAsyncSteps* bsi, FutoInSync* sync)
+static void sync_unlock(FutoInAsyncSteps* as, FutoInSync* sync)
 {
     SyncCore* c = (SyncCore*)sync;
     futoin__sync_enter(c);
-    SyncNode** pp = holder_link(c, bsi->api->rootId(bsi));
+    SyncNode** pp = holder_link(c, as->api->rootId(as));
     SyncNode* n = *pp;
     if (n) {
         /* The innermost record of the flow: the one this unlock() ends. */

@@ -5,7 +5,7 @@
  * while holding its slot, as a Throttle nested in a Mutex would behave, but
  * with one node and one lock/unlock per entry.
  */
-#include "sync/sync_internal.h"
+#include "sync/sync_impl.h"
 
 void futoin_limiter_options_init(FutoInLimiterOptions* opts)
 {

@@ -6,7 +6,7 @@
  * the count never drops while someone waits and a newcomer cannot take the
  * slot first.
  */
-#include "sync/sync_internal.h"
+#include "sync/sync_impl.h"
 
 SyncVerdict futoin__sync_conc_admit(SyncCore* c, SyncNode* n)
 {

@@ -7,7 +7,7 @@
  * monotonic clock, waiters woken with a cross-thread success(), and the
  * rate timer hosted by the loop of the flow it will admit.
  */
-#include "sync/sync_internal.h"
+#include "sync/sync_impl.h"
 
 FutoInSync* futoin_mutex_new_shared(uint32_t max, uint32_t max_queue)
 {

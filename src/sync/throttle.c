@@ -9,7 +9,7 @@
  * A timer exists only while flows wait; it fires at the window's end, opens
  * the next window at that end time and admits the head of the queue.
  */
-#include "sync/sync_internal.h"
+#include "sync/sync_impl.h"
 
 #include "common/slab_pool.h"
 
@@ -38,9 +38,9 @@ static void shared_arm_timer(SyncCore* c)
     if (c->timer_armed || !c->rate_q.l.head) {
         return;
     }
-    FutoInLoop* loop = futoin_asyncsteps_loop(futoin__sync_queue_first(&c->rate_q)->bsi);
+    FutoInLoop* loop = futoin_asyncsteps_loop(futoin__sync_queue_first(&c->rate_q)->as);
     uint32_t seq = ++c->timer_seq;
-    c->win_timer = futoin__loop_deferred2_x(loop, delay_to_window_end(c), c, seq, shared_window_end);
+    c->win_timer = futoin__loop_deferred_aux_x(loop, delay_to_window_end(c), c, seq, shared_window_end);
     if (!c->win_timer.data1) {
         /* Without it the queued flows are never admitted, and the flow
          * whose lock() queued it may not be the one running. */

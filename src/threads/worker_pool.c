@@ -283,11 +283,6 @@ static void work_owner_release(StepOwner* self)
     }
 }
 
-int futoin__owner_is_work(const StepOwner* o)
-{
-    return o && o->release == work_owner_release;
-}
-
 static void work_step(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
@@ -322,7 +317,6 @@ void futoin_add_work(FutoInAsyncSteps* as, FutoInWorkFn fn, void* work_data,
     /* On every refusal work_data is released at once: the caller handed
      * it over and gets no other chance to free it. */
     Flow* fl = futoin__flow_of(as);
-    Frame* fr = NULL;
     WorkItem* w = NULL;
     if (!fl) {
         /* Its result comes back through our loop: own objects only. */
@@ -330,19 +324,20 @@ void futoin_add_work(FutoInAsyncSteps* as, FutoInWorkFn fn, void* work_data,
                 "futoin_add_work() needs an AsyncSteps of this library");
     } else if (!fn) {
         futoin__misuse(fl, "futoin_add_work() with a NULL work function");
-    } else if ((fr = futoin__add_target(fl, "futoin_add_work")) != NULL
-            && (w = calloc(1, sizeof(*w))) == NULL) {
+    } else if ((w = calloc(1, sizeof(*w))) == NULL) {
         futoin__misuse(fl, "futoin_add_work(): out of memory");
-    }
-    if (!w) {
-        if (release) {
-            release(work_data);
+    } else {
+        w->owner.release = work_owner_release;
+        w->owner.kind = OWNER_WORK;
+        w->fn = fn;
+        w->data = work_data;
+        w->release = release;
+        if (futoin__add_owned_step(fl, "futoin_add_work", &w->owner, work_step, NULL, w) == 0) {
+            return;
         }
-        return;
+        free(w); /* refused before it was queued: nothing else has it */
     }
-    w->owner.release = work_owner_release;
-    w->fn = fn;
-    w->data = work_data;
-    w->release = release;
-    futoin__queue_step(fl, fr, futoin__step_new(futoin__flow_ctx(fl), SK_OWNED, w, work_step, NULL, &w->owner));
+    if (release) {
+        release(work_data);
+    }
 }

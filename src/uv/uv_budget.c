@@ -4,7 +4,7 @@
  * loop or thread, charged with their receive buffers beyond their first
  * FUTOIN_UV_BUDGET_FREE_BYTES; atomics only, no lock.
  */
-#include "uv_internal.h"
+#include "uv_impl.h"
 
 #include <limits.h>
 #include <stdio.h>

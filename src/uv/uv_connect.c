@@ -3,7 +3,7 @@
  * futoin_uv_tcp_connect(): resolve (unless numeric), then try each address
  * in turn until one connects; the step gets the stream.
  */
-#include "uv_internal.h"
+#include "uv_impl.h"
 
 #include <limits.h>
 #include <stdio.h>

@@ -3,7 +3,7 @@
  * DNS resolution step on futoin__uv_lookup() (uv_lookup.c): a cancelled
  * step lets go of its lookup at once, and the lookup ends on its own.
  */
-#include "uv_internal.h"
+#include "uv_impl.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -17,7 +17,7 @@
  * but would block (some of /proc or tracefs) fails with EAGAIN instead of
  * holding a thread.
  */
-#include "uv_internal.h"
+#include "uv_impl.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

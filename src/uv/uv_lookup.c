@@ -35,7 +35,7 @@
  * created. Those keep the old bound: a cancelled lookup that already runs
  * keeps the loop alive until the resolver gives up.
  */
-#include "uv_internal.h"
+#include "uv_impl.h"
 
 #include <errno.h>
 #include <netdb.h>

@@ -19,7 +19,7 @@
  * every step resumed by an I/O callback of that poll runs in the same libuv
  * iteration, in one batch.
  */
-#include "uv_internal.h"
+#include "uv_impl.h"
 
 #include <stdarg.h>
 #include <stdio.h>

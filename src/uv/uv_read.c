@@ -10,7 +10,7 @@
  * keep-alive connection. A read step that finds its data already buffered
  * completes inside its own callback without waiting.
  */
-#include "uv_internal.h"
+#include "uv_impl.h"
 
 #include <limits.h>
 #include <stdio.h>

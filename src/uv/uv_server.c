@@ -12,7 +12,7 @@
 #ifndef _DEFAULT_SOURCE
 #define _DEFAULT_SOURCE
 #endif
-#include "uv_internal.h"
+#include "uv_impl.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -10,7 +10,7 @@
  * in the close callback, or at the last release if that comes later. libuv
  * owns the handle until the close callback, whatever the steps do.
  */
-#include "uv_internal.h"
+#include "uv_impl.h"
 
 #include <limits.h>
 #include <stdio.h>

@@ -6,7 +6,7 @@
  * once, so the step completes without a round trip through libuv); only the
  * remainder is queued with uv_write.
  */
-#include "uv_internal.h"
+#include "uv_impl.h"
 
 #include <limits.h>
 #include <stdio.h>

@@ -654,12 +654,12 @@ static void root_release(FrnRoot* r)
     quarantine(l, r);
 }
 
-static void root_enter(FrnRoot* r)
+static void futoin__root_hold(FrnRoot* r)
 {
     r->depth++;
 }
 
-static void root_leave(FrnRoot* r)
+static void futoin__root_unhold(FrnRoot* r)
 {
     if (--r->depth) {
         return;
@@ -1436,11 +1436,11 @@ static void flow_tick(void* p)
     FrnFlow* fl = p;
     FrnRoot* r = fl->root;
     fl->sched = 0;
-    root_enter(r);
+    futoin__root_hold(r);
     busy_enter(r);
     flow_run(fl);
     busy_leave(r);
-    root_leave(r);
+    futoin__root_unhold(r);
 }
 
 static void frame_timeout(void* p)
@@ -1673,14 +1673,14 @@ static void* f_stateVariable(FutoInAsyncSteps* b, void* data, const char* name,
     if (!allocate) {
         return NULL;
     }
-    root_enter(r);
+    futoin__root_hold(r);
     void* value = allocate(data);
     if (r->freed) {
         /* the root went away inside allocate(): nobody will clean up later */
         if (cleanup) {
             cleanup(data, value);
         }
-        root_leave(r);
+        futoin__root_unhold(r);
         return NULL;
     }
     FrnVar* v = xcalloc(1, sizeof *v);
@@ -1691,7 +1691,7 @@ static void* f_stateVariable(FutoInAsyncSteps* b, void* data, const char* name,
     v->next = r->vars;
     r->vars = v;
     l->live++;
-    root_leave(r);
+    futoin__root_unhold(r);
     return value;
 }
 
@@ -1991,11 +1991,11 @@ static void f_cancel(FutoInAsyncSteps* b)
         r->cancel_req = 1;
         return;
     }
-    root_enter(r);
+    futoin__root_hold(r);
     busy_enter(r);
     do_cancel(r);
     busy_leave(r);
-    root_leave(r);
+    futoin__root_unhold(r);
 }
 
 static void f_addSync(FutoInAsyncSteps* b, FutoInSync* sync, void* data,
@@ -2070,11 +2070,11 @@ static void f_free(FutoInAsyncSteps* b)
         r->free_req = 1;
         return;
     }
-    root_enter(r);
+    futoin__root_hold(r);
     busy_enter(r);
     do_free(r);
     busy_leave(r);
-    root_leave(r); /* releases the memory unless a callback of r is running */
+    futoin__root_unhold(r); /* releases the memory unless a callback of r is running */
 }
 
 static FutoInHandle make_handle(FrnLoop* l, uint32_t i)
@@ -2232,11 +2232,11 @@ void frn_loop_free(FrnLoop* l)
                 continue;
             }
             if (!r->freed) {
-                root_enter(r);
+                futoin__root_hold(r);
                 busy_enter(r);
                 do_free(r);
                 busy_leave(r);
-                root_leave(r);
+                futoin__root_unhold(r);
             } else {
                 root_release(r);
             }

@@ -20,7 +20,7 @@
 
 #include "uv_tsupport.h"
 
-#include "uv/uv_internal.h"
+#include "uv/uv_impl.h"
 
 #include <fcntl.h>
 #include <net/if.h>

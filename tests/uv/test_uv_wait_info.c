@@ -15,7 +15,7 @@
 
 #include "uv_tsupport.h"
 
-#include "uv/uv_internal.h"
+#include "uv/uv_impl.h"
 
 static Peer g_peer;
 

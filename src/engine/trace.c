@@ -18,7 +18,7 @@
  */
 #define _GNU_SOURCE /* dladdr() */
 
-#include "engine/engine_internal.h"
+#include "engine/engine_impl.h"
 
 #include <futoin/introspect.h>
 
@@ -62,7 +62,7 @@ static FutoInFrameKind frame_kind(const Frame* f)
     case SK_VALUE: return FUTOIN_FRAME_VALUE;
     case SK_YIELD: return FUTOIN_FRAME_YIELD;
     case SK_OWNED:
-        return f->node && futoin__owner_is_await(futoin__step_ext(f->node)) ? FUTOIN_FRAME_AWAIT
+        return f->node && futoin__owner_is(futoin__step_ext(f->node), OWNER_AWAIT) ? FUTOIN_FRAME_AWAIT
                                                                              : FUTOIN_FRAME_WORK;
     default: return FUTOIN_FRAME_STEP;
     }

@@ -18,7 +18,7 @@
  * a *later* step of the same flow that happens to be waiting by then (the
  * step timed out, the error handler recovered, the next step waits).
  */
-#include "threads/cross_thread_calls.h"
+#include "engine/cross_thread_calls_impl.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -270,10 +270,10 @@ void futoin__xflow_free(Flow* fl)
     post_root_op(fl, xfree_run, "free()");
 }
 
-int futoin__fail_parked_step(FutoInAsyncSteps* bsi, FutoInAsyncSteps_cancel_callback ch, void* data,
+int futoin__fail_parked_step(FutoInAsyncSteps* as, FutoInAsyncSteps_cancel_callback ch, void* data,
         const char* code, const char* info)
 {
-    Flow* fl = futoin__flow_of(bsi);
+    Flow* fl = futoin__flow_of(as);
     if (!fl) {
         return 0;
     }
@@ -290,9 +290,9 @@ int futoin__fail_parked_step(FutoInAsyncSteps* bsi, FutoInAsyncSteps_cancel_call
     return FUTOIN_PARKED_FAILED;
 }
 
-void futoin__note_sync_rejection(FutoInAsyncSteps* bsi)
+void futoin__note_sync_rejection(FutoInAsyncSteps* as)
 {
-    Flow* fl = futoin__flow_of(bsi);
+    Flow* fl = futoin__flow_of(as);
     if (fl && futoin__loop_on_thread(fl->loop)) {
         ++futoin__flow_ctx(fl)->n_sync_rejections;
     }

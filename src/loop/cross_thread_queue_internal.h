@@ -18,8 +18,8 @@
  * running a scheduled callback and another thread cancelling it with one
  * compare-and-swap.
  */
-#ifndef FUTOIN_XQUEUE_H
-#define FUTOIN_XQUEUE_H
+#ifndef FUTOIN_CROSS_THREAD_QUEUE_INTERNAL_H
+#define FUTOIN_CROSS_THREAD_QUEUE_INTERNAL_H
 
 #include <pthread.h>
 #include <stdatomic.h>

@@ -10,8 +10,8 @@
  * Ordering is (due, seq): seq is assigned by the heap at push time, so
  * timers that share a due time come out in the order they were pushed.
  */
-#ifndef FUTOIN_TIMER_HEAP_H
-#define FUTOIN_TIMER_HEAP_H
+#ifndef FUTOIN_TIMER_HEAP_IMPL_H
+#define FUTOIN_TIMER_HEAP_IMPL_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -3,8 +3,8 @@
  * What the walk (observe/introspect.c) lends the text dump
  * (observe/dump.c): how a root, a flow and a frame are described.
  */
-#ifndef FUTOIN_OBSERVE_INTERNAL_H
-#define FUTOIN_OBSERVE_INTERNAL_H
+#ifndef FUTOIN_OBSERVE_IMPL_H
+#define FUTOIN_OBSERVE_IMPL_H
 
 #include <futoin/introspect.h>
 

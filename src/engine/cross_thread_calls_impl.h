@@ -1,16 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Cross-thread calls on AsyncSteps flows (src/threads/cross_thread_calls.c): the ABI entry
+ * Cross-thread calls on AsyncSteps flows (src/engine/cross_thread_calls.c): the ABI entry
  * points (engine/abi_table.c) hand a call made on a thread other than the flow's
  * loop thread to these functions, which queue it for the loop thread. There
  * the same internal functions run as for a same-thread call, after checking
  * that the call still applies (see docs/THREADS.md).
  */
-#ifndef FUTOIN_CROSS_THREAD_CALLS_H
-#define FUTOIN_CROSS_THREAD_CALLS_H
+#ifndef FUTOIN_CROSS_THREAD_CALLS_IMPL_H
+#define FUTOIN_CROSS_THREAD_CALLS_IMPL_H
 
-#include "engine/engine_internal.h"
-#include "threads/parked_steps.h"
+#include "engine/engine_impl.h"
+#include "engine/parked_steps_internal.h"
 
 /* Internal to the library: not exported from the shared object. */
 #pragma GCC visibility push(hidden)

@@ -11,8 +11,8 @@
  * recorded on its root with a state variable, whose cleanup (the root's
  * free) releases whatever was never taken back.
  */
-#ifndef FUTOIN_INTEROP_H
-#define FUTOIN_INTEROP_H
+#ifndef FUTOIN_INTEROP_IMPL_H
+#define FUTOIN_INTEROP_IMPL_H
 
 #include <futoin/asyncsteps.h>
 
@@ -43,4 +43,4 @@ void futoin__foreign_relinquish(FutoInAsyncSteps* as);
 
 #pragma GCC visibility pop
 
-#endif /* FUTOIN_INTEROP_H */
+#endif /* FUTOIN_INTEROP_IMPL_H */

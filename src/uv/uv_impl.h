@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Private data model of the libuv backend (futoin_asyncsteps_uv). */
-#ifndef FUTOIN_UV_INTERNAL_H
-#define FUTOIN_UV_INTERNAL_H
+#ifndef FUTOIN_UV_IMPL_H
+#define FUTOIN_UV_IMPL_H
 
 #include <futoin/uv.h>
 
