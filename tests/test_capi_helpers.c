@@ -314,7 +314,7 @@ static void test_copy_from_loops(void** state)
     (void)state;
     OWN_ONLY("copyFrom: own objects only");
     FutoInAsyncSteps* model = futoin_asyncsteps_new(g_loop);
-    futoin_loop(model, model_loop, NULL, "outer");
+    futoin_add_loop(model, model_loop, NULL, "outer");
     futoin_success_step(model, &(FutoInArgs){.arg0 = futoin_val_i32(1)});
     futoin_repeat(model, 0, model_repeat, NULL, "zero");
     futoin_add(model, show_arg, NULL, "after0");

@@ -159,7 +159,7 @@ static void body_breaks(FutoInAsyncSteps* as, void* data)
 static void step_loop(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    futoin_loop(as, body_breaks, data, NULL);
+    futoin_add_loop(as, body_breaks, data, NULL);
 }
 
 /* break/continue do not reach error handlers. */

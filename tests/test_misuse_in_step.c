@@ -218,14 +218,14 @@ static void body_break_unknown(FutoInAsyncSteps* as, void* data, const FutoInArg
 {
     (void)args;
     ++((T*)data)->body_calls;
-    futoin_loop(as, loop_break_unknown, data, "Known");
+    futoin_add_loop(as, loop_break_unknown, data, "Known");
 }
 
 static void body_continue_unknown(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
     ++((T*)data)->body_calls;
-    futoin_loop(as, loop_continue_unknown, data, "Known");
+    futoin_add_loop(as, loop_continue_unknown, data, "Known");
 }
 
 /* ------------------------------------------------------------------------ */

@@ -535,7 +535,7 @@ static void ld_body(FutoInAsyncSteps* as, void* data)
 static void ld_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    futoin_loop(as, ld_body, data, NULL);
+    futoin_add_loop(as, ld_body, data, NULL);
 }
 
 static void loop_result_cleanup_acts(int act, int inline_success)
@@ -612,7 +612,7 @@ static void ld2_body(FutoInAsyncSteps* as, void* data)
 static void ld2_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    futoin_loop(as, ld2_body, data, NULL);
+    futoin_add_loop(as, ld2_body, data, NULL);
 }
 
 static void test_loop_external_results_free_root_held(void** state)

@@ -28,7 +28,7 @@ static void test_loop_break(void** state)
     (void)state;
     g_n = 0;
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
-    futoin_loop(root, body_break_at3, NULL, NULL);
+    futoin_add_loop(root, body_break_at3, NULL, NULL);
     futoin_add(root, show_info, NULL, "after");
     futoin_execute(root, no_unhandled, NULL);
     run();
@@ -223,7 +223,7 @@ static void test_break_from_substep(void** state)
 {
     (void)state;
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
-    futoin_loop(root, body_nested_break, NULL, NULL);
+    futoin_add_loop(root, body_nested_break, NULL, NULL);
     futoin_add(root, show_info, NULL, "after");
     futoin_execute(root, no_unhandled, NULL);
     run();
@@ -275,7 +275,7 @@ static void outer_body(FutoInAsyncSteps* as, void* data)
     (void)data;
     ++g_outer;
     g_inner = 0;
-    futoin_loop(as, inner_body, NULL, "INNER");
+    futoin_add_loop(as, inner_body, NULL, "INNER");
     futoin_add(as, outer_after_inner, NULL, NULL);
 }
 
@@ -284,7 +284,7 @@ static void test_labels_nested(void** state)
     (void)state;
     g_outer = -1;
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
-    futoin_loop(root, outer_body, NULL, "OUTER");
+    futoin_add_loop(root, outer_body, NULL, "OUTER");
     futoin_add(root, show_info, NULL, "after");
     futoin_execute(root, no_unhandled, NULL);
     run();
@@ -372,7 +372,7 @@ static void test_break_from_branch(void** state)
 {
     (void)state;
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
-    futoin_loop(root, body_with_parallel, NULL, NULL);
+    futoin_add_loop(root, body_with_parallel, NULL, NULL);
     futoin_add(root, show_info, NULL, "after");
     futoin_execute(root, no_unhandled, NULL);
     run();
@@ -407,7 +407,7 @@ static void test_continue_from_branch_with_label(void** state)
     (void)state;
     g_n = 0;
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
-    futoin_loop(root, body_inner_loop_parallel, NULL, "L");
+    futoin_add_loop(root, body_inner_loop_parallel, NULL, "L");
     futoin_add(root, show_info, NULL, "after");
     futoin_execute(root, no_unhandled, NULL);
     run();
@@ -677,7 +677,7 @@ static void test_loop_body_wait_external(void** state)
     (void)state;
     g_n = 0;
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
-    futoin_loop(root, body_wait, NULL, NULL);
+    futoin_add_loop(root, body_wait, NULL, NULL);
     futoin_add(root, step_tag, NULL, "after");
     futoin_execute(root, no_unhandled, NULL);
     run();
@@ -904,7 +904,7 @@ static void test_long_loop(void** state)
     g_n = 0;
     g_ticks = 0;
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
-    futoin_loop(root, body_count, NULL, NULL);
+    futoin_add_loop(root, body_count, NULL, NULL);
     futoin_execute(root, no_unhandled, NULL);
     run();
     assert_int_equal(g_n, 1000);

@@ -73,7 +73,7 @@ static void probe(FutoInAsyncSteps* as, void* data)
 static void probe_branch(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    futoin_loop(as, probe, data, NULL);
+    futoin_add_loop(as, probe, data, NULL);
 }
 
 static void recover(FutoInAsyncSteps* as, void* data, const char* code)

@@ -768,7 +768,7 @@ static void window_branch(FutoInAsyncSteps* as, void* data, const FutoInArgs* ar
 {
     (void)args;
     futoin_add(as, window_wait, window_wait_eh, data);
-    futoin_loop(as, window_probe, data, NULL);
+    futoin_add_loop(as, window_probe, data, NULL);
 }
 
 static void window_eh(FutoInAsyncSteps* as, void* data, const char* code)

@@ -302,7 +302,7 @@ void loop_iteration(FutoInAsyncSteps* as, void* data)
 void start_loop(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)data, (void)args;
-    g_loop_line = __LINE__; futoin_loop(as, loop_iteration, NULL, "outer");
+    g_loop_line = __LINE__; futoin_add_loop(as, loop_iteration, NULL, "outer");
 }
 
 static void test_frames_and_dump(void** state)

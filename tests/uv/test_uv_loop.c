@@ -296,7 +296,7 @@ static void spin(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)data;
     (void)args;
-    futoin_loop(as, spin_iter, NULL, NULL);
+    futoin_add_loop(as, spin_iter, NULL, NULL);
 }
 
 static void tick_cb(uv_timer_t* t)
