@@ -3,6 +3,8 @@
  * labels, across sub-steps and parallel branches, waiting inside bodies. */
 #include "tsupport.h"
 
+#include <futoin/introspect.h>
+
 static int g_n;
 
 static void show_info(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
@@ -33,6 +35,62 @@ static void test_loop_break(void** state)
     futoin_execute(root, no_unhandled, NULL);
     run();
     assert_trace("it0|it1|it2|it3|after:[]:0");
+    futoin_asyncsteps_free(root);
+}
+
+/* ---- futoin_loop(): the deprecated name of futoin_add_loop(), until 1.0 ---- */
+
+/* data is the loop's label. The first iteration records the loop's frame
+ * ("label@line": where the tracing build says the loop was added, else 0);
+ * the third leaves the loop by its label. */
+static void body_by_own_label(FutoInAsyncSteps* as, void* data)
+{
+    const char* label = data;
+    if (g_n == 0) {
+        FutoInFrameInfo fi;
+        if (futoin_frame_info(as, 1, &fi, sizeof(fi)) == 0 && fi.kind == FUTOIN_FRAME_LOOP
+                && fi.label && strcmp(fi.label, label) == 0) {
+            tr("%s@%u", fi.label, (unsigned)fi.line);
+        } else {
+            tr("%s:no loop frame", label);
+        }
+    }
+    tr("%s%d", label, g_n);
+    if (++g_n == 3) {
+        g_n = 0;
+        futoin_break(as, label);
+    }
+}
+
+/* Existing code keeps working: futoin_loop() adds the same loop step as
+ * futoin_add_loop(), through the inline function and, in the tracing build,
+ * through the macro that records the caller's line. The one deliberate use
+ * of the old name; everything else must use futoin_add_loop(). */
+static void test_deprecated_futoin_loop_alias(void** state)
+{
+    (void)state;
+    g_n = 0;
+    FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
+    unsigned new_line = __LINE__; futoin_add_loop(root, body_by_own_label, "new", "new");
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+    unsigned old_line = __LINE__; futoin_loop(root, body_by_own_label, "old", "old");
+#pragma GCC diagnostic pop
+    futoin_add(root, show_info, NULL, "after");
+    futoin_execute(root, no_unhandled, NULL);
+    run();
+#if FUTOIN_TRACING
+    if (!futoin_tracing_enabled()) {
+        new_line = old_line = 0; /* the macros ran, but this library drops locations */
+    }
+#else
+    new_line = old_line = 0;
+#endif
+    char want[128];
+    snprintf(want, sizeof(want), "new@%u|new0|new1|new2|old@%u|old0|old1|old2|after:[old]:0",
+            new_line, old_line);
+    assert_trace(want);
+    assert_int_equal(g_misuse, 0);
     futoin_asyncsteps_free(root);
 }
 
@@ -918,6 +976,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
             T(test_loop_break),
+            T(test_deprecated_futoin_loop_alias),
             T(test_repeat),
             T(test_repeat_zero),
             T(test_repeat_break),
