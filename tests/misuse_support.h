@@ -482,7 +482,8 @@ static inline void start_nested(MisuseFixture* t)
 
 /* ------------------------------------------------------------------------ */
 
-#define TEST(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+/* f as a cmocka test with a fresh MisuseFixture (setup() and teardown()). */
+#define MISUSE_TEST(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 /* Runs the group's table rows, then its other tests, or those MISUSE_ONLY
  * selects. Each row is a cmocka test of its own, named after the row. */

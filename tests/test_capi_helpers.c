@@ -372,14 +372,14 @@ static void test_copy_from_owned_value(void** state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-            T(test_success_step),
-            T(test_success_step_dropped),
-            T(test_relinquish_lets_loop_run),
-            T(test_relinquish_other_root),
-            T(test_relinquish_cancelled),
-            T(test_copy_from),
-            T(test_copy_from_loops),
-            T(test_copy_from_owned_value),
+            ENV_TEST(test_success_step),
+            ENV_TEST(test_success_step_dropped),
+            ENV_TEST(test_relinquish_lets_loop_run),
+            ENV_TEST(test_relinquish_other_root),
+            ENV_TEST(test_relinquish_cancelled),
+            ENV_TEST(test_copy_from),
+            ENV_TEST(test_copy_from_loops),
+            ENV_TEST(test_copy_from_owned_value),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

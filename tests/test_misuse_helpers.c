@@ -349,17 +349,17 @@ static const MisuseCase helpers_cases[] = {
 int main(void)
 {
     const struct CMUnitTest all[] = {
-            TEST(test_add_sync_null_callback),
-            TEST(test_add_sync_misaligned),
-            TEST(test_par_add_sync_misaligned),
-            TEST(test_state_variable_null_name),
-            TEST(test_state_variable_null_name_idle_root),
-            TEST(test_copy_from_running_model),
-            TEST(test_promise_on_running_root),
-            TEST(test_completion_awaited_twice),
-            TEST(test_completion_awaited_twice_same_step),
-            TEST(test_completion_await_step_dropped),
-            TEST(test_completion_freed_while_awaited),
+            MISUSE_TEST(test_add_sync_null_callback),
+            MISUSE_TEST(test_add_sync_misaligned),
+            MISUSE_TEST(test_par_add_sync_misaligned),
+            MISUSE_TEST(test_state_variable_null_name),
+            MISUSE_TEST(test_state_variable_null_name_idle_root),
+            MISUSE_TEST(test_copy_from_running_model),
+            MISUSE_TEST(test_promise_on_running_root),
+            MISUSE_TEST(test_completion_awaited_twice),
+            MISUSE_TEST(test_completion_awaited_twice_same_step),
+            MISUSE_TEST(test_completion_await_step_dropped),
+            MISUSE_TEST(test_completion_freed_while_awaited),
     };
     return misuse_run_cases("misuse_helpers", helpers_cases, sizeof(helpers_cases) / sizeof(helpers_cases[0]),
             all, sizeof(all) / sizeof(all[0]));

@@ -255,7 +255,7 @@ static const MisuseCase in_step_cases[] = {
 int main(void)
 {
     const struct CMUnitTest all[] = {
-            TEST(test_parallel_after_success_inert),
+            MISUSE_TEST(test_parallel_after_success_inert),
     };
     return misuse_run_cases("misuse_in_step", in_step_cases, sizeof(in_step_cases) / sizeof(in_step_cases[0]),
             all, sizeof(all) / sizeof(all[0]));

@@ -439,19 +439,19 @@ static const MisuseCase lifecycle_cases[] = {
 int main(void)
 {
     const struct CMUnitTest all[] = {
-            TEST(test_execute_twice_from_outside),
-            TEST(test_execute_on_branch),
-            TEST(test_free_on_branch),
-            TEST(test_free_on_parallel_iface),
-            TEST(test_calls_on_completed_root),
-            TEST(test_add_on_running_root_from_outside),
-            TEST(test_free_in_own_step),
-            TEST(test_calls_after_step_cancels_own_root),
-            TEST(test_calls_after_step_frees_own_root),
-            TEST(test_calls_after_eh_cancels_own_root),
-            TEST(test_calls_after_eh_frees_own_root),
-            TEST(test_free_in_cancel_handler),
-            TEST(test_free_in_timeout_cancel_handler),
+            MISUSE_TEST(test_execute_twice_from_outside),
+            MISUSE_TEST(test_execute_on_branch),
+            MISUSE_TEST(test_free_on_branch),
+            MISUSE_TEST(test_free_on_parallel_iface),
+            MISUSE_TEST(test_calls_on_completed_root),
+            MISUSE_TEST(test_add_on_running_root_from_outside),
+            MISUSE_TEST(test_free_in_own_step),
+            MISUSE_TEST(test_calls_after_step_cancels_own_root),
+            MISUSE_TEST(test_calls_after_step_frees_own_root),
+            MISUSE_TEST(test_calls_after_eh_cancels_own_root),
+            MISUSE_TEST(test_calls_after_eh_frees_own_root),
+            MISUSE_TEST(test_free_in_cancel_handler),
+            MISUSE_TEST(test_free_in_timeout_cancel_handler),
     };
     return misuse_run_cases("misuse_lifecycle", lifecycle_cases, sizeof(lifecycle_cases) / sizeof(lifecycle_cases[0]),
             all, sizeof(all) / sizeof(all[0]));

@@ -245,7 +245,10 @@ static inline int env_teardown(void** state)
 #endif
 }
 
-#define T(fn) cmocka_unit_test_setup_teardown(fn, env_setup, env_teardown)
+/* fn as a cmocka test of this environment (env_setup() and env_teardown()).
+ * Each fixture has a registration macro named after it: ENV_TEST here,
+ * UV_TEST (uv/uv_tsupport.h), MISUSE_TEST (misuse_support.h). */
+#define ENV_TEST(fn) cmocka_unit_test_setup_teardown(fn, env_setup, env_teardown)
 
 static inline uint64_t now_ms(void)
 {
