@@ -127,7 +127,7 @@ static inline void on_misuse(void* data, FutoInAsyncSteps* as, const char* info)
  * foreign implementation in tests/foreign/, on a loop of its own whose
  * virtual clock run() keeps equal to g_loop's. What the test does on g_loop
  * (timers, sync objects' windows) stays on our loop. */
-#include "foreign/frn.h"
+#include "foreign/foreign_asyncsteps.h"
 
 static FrnLoop* g_frn;
 static int g_violations;
