@@ -401,7 +401,7 @@ static void pk_body(FutoInAsyncSteps* as, void* data)
 static void st_pk_loop(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    futoin_loop(as, pk_body, data, NULL);
+    futoin_add_loop(as, pk_body, data, NULL);
 }
 
 static void pk_driver(void* data)
@@ -663,7 +663,7 @@ static void mem_body(FutoInAsyncSteps* as, void* data)
 static void st_mem_loop(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    futoin_loop(as, mem_body, data, NULL);
+    futoin_add_loop(as, mem_body, data, NULL);
 }
 
 /* The same parked loop inside a step with an error handler, the usual way

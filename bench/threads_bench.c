@@ -111,7 +111,7 @@ static void lane_body(FutoInAsyncSteps* as, void* data)
 static void lane_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    futoin_loop(as, lane_body, data, NULL);
+    futoin_add_loop(as, lane_body, data, NULL);
 }
 
 static void* lane_producer(void* arg)
@@ -270,7 +270,7 @@ static void lat_body(FutoInAsyncSteps* as, void* data)
 static void lat_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    futoin_loop(as, lat_body, data, NULL);
+    futoin_add_loop(as, lat_body, data, NULL);
 }
 
 /* The busy variant: another root keeps the loop running steps. */
@@ -288,7 +288,7 @@ static void spin_body(FutoInAsyncSteps* as, void* data)
 static void spin_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    futoin_loop(as, spin_body, data, NULL);
+    futoin_add_loop(as, spin_body, data, NULL);
 }
 
 static void* lat_producer(void* arg)

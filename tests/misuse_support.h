@@ -40,7 +40,9 @@
 #define TXT 256
 #define ORDER_MAX 32
 
-typedef struct T {
+/* One test's state: made by setup(), passed to the test as *state and to
+ * the callbacks as data, checked by the test body, freed by teardown(). */
+typedef struct MisuseFixture {
     FutoInLoop* loop;
     FutoInAsyncSteps* root;
     FutoInAsyncSteps* model; /* second root of some tests */
@@ -92,9 +94,9 @@ typedef struct T {
     int norder;
 
     const struct MisuseCase* mcase; /* the table row this test runs, if any */
-} T;
+} MisuseFixture;
 
-static inline void note(T* t, char c)
+static inline void note(MisuseFixture* t, char c)
 {
     if (t->norder < ORDER_MAX - 1) {
         t->order[t->norder++] = c;
@@ -109,7 +111,7 @@ static inline void copy_str(char* dst, size_t n, const char* s)
 
 static inline void on_misuse(void* data, FutoInAsyncSteps* as, const char* info)
 {
-    T* t = data;
+    MisuseFixture* t = data;
     if (t->misuse_count < MSG_MAX) {
         copy_str(t->misuse_msg[t->misuse_count], TXT, info);
     }
@@ -119,7 +121,7 @@ static inline void on_misuse(void* data, FutoInAsyncSteps* as, const char* info)
 
 static inline int setup(void** state)
 {
-    T* t = calloc(1, sizeof(T));
+    MisuseFixture* t = calloc(1, sizeof(MisuseFixture));
     assert_non_null(t);
     t->mcase = *state; /* a table row (misuse_case_test()), or NULL */
     t->loop = futoin_loop_new_virtual();
@@ -133,7 +135,7 @@ static inline int setup(void** state)
 
 static inline int teardown(void** state)
 {
-    T* t = *state;
+    MisuseFixture* t = *state;
     if (t->c) {
         futoin_completion_free(t->c);
     }
@@ -149,7 +151,7 @@ static inline int teardown(void** state)
 }
 
 /* Runs the loop until it is empty; a runaway loop is a failure (hang). */
-static inline void run_loop(T* t)
+static inline void run_loop(MisuseFixture* t)
 {
     int n = 0;
     while (futoin_loop_run_next(t->loop)) {
@@ -174,7 +176,7 @@ static inline void run_loop(T* t)
 static inline void rec_unhandled(FutoInAsyncSteps* as, void* data, const char* code)
 {
     (void)as;
-    T* t = data;
+    MisuseFixture* t = data;
     ++t->unhandled_calls;
     copy_str(t->unhandled_code, sizeof(t->unhandled_code), code);
     note(t, 'U');
@@ -184,38 +186,38 @@ static inline void never_unhandled(FutoInAsyncSteps* as, void* data, const char*
 {
     (void)as;
     (void)code;
-    ++((T*)data)->never_calls;
+    ++((MisuseFixture*)data)->never_calls;
 }
 
 static inline void never_step(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)as;
     (void)args;
-    ++((T*)data)->never_calls;
+    ++((MisuseFixture*)data)->never_calls;
 }
 
 static inline void never_eh(FutoInAsyncSteps* as, void* data, const char* code)
 {
     (void)as;
     (void)code;
-    ++((T*)data)->never_calls;
+    ++((MisuseFixture*)data)->never_calls;
 }
 
 static inline void never_cancel(FutoInAsyncSteps* as, void* data)
 {
     (void)as;
-    ++((T*)data)->never_calls;
+    ++((MisuseFixture*)data)->never_calls;
 }
 
 static inline void never_loop_body(FutoInAsyncSteps* as, void* data)
 {
     (void)as;
-    ++((T*)data)->never_calls;
+    ++((MisuseFixture*)data)->never_calls;
 }
 
 static inline void never_cb(void* data)
 {
-    ++((T*)data)->never_calls;
+    ++((MisuseFixture*)data)->never_calls;
 }
 
 static inline void noop_step(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
@@ -227,7 +229,7 @@ static inline void noop_step(FutoInAsyncSteps* as, void* data, const FutoInArgs*
 
 static inline void after_step(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
-    T* t = data;
+    MisuseFixture* t = data;
     ++t->after_calls;
     t->after_nargs = futoin_args_count(args);
     t->after_time = futoin_loop_now(futoin_asyncsteps_loop(as));
@@ -237,7 +239,7 @@ static inline void after_step(FutoInAsyncSteps* as, void* data, const FutoInArgs
 static inline void count_cancel(FutoInAsyncSteps* as, void* data)
 {
     (void)as;
-    T* t = data;
+    MisuseFixture* t = data;
     ++t->cancel_calls;
     note(t, 'C');
 }
@@ -245,7 +247,7 @@ static inline void count_cancel(FutoInAsyncSteps* as, void* data)
 static inline void count_cancel2(FutoInAsyncSteps* as, void* data)
 {
     (void)as;
-    T* t = data;
+    MisuseFixture* t = data;
     ++t->cancel2_calls;
     note(t, 'O');
 }
@@ -254,7 +256,7 @@ static inline void count_cancel2(FutoInAsyncSteps* as, void* data)
 static inline void waiting_step(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    T* t = data;
+    MisuseFixture* t = data;
     t->saved = as;
     futoin_set_cancel(as, count_cancel, t);
     futoin_wait_external(as);
@@ -262,14 +264,14 @@ static inline void waiting_step(FutoInAsyncSteps* as, void* data, const FutoInAr
 
 static inline void* var_alloc(void* data)
 {
-    T* t = data;
+    MisuseFixture* t = data;
     ++t->alloc_calls;
     return malloc(16);
 }
 
 static inline void var_cleanup(void* data, void* value)
 {
-    T* t = data;
+    MisuseFixture* t = data;
     ++t->var_cleanup_calls;
     free(value);
 }
@@ -277,7 +279,7 @@ static inline void var_cleanup(void* data, void* value)
 /* A sync object whose lock() and unlock() only count. */
 typedef struct DummySync {
     FutoInSync base;
-    T* t;
+    MisuseFixture* t;
 } DummySync;
 
 static inline void dummy_lock(FutoInAsyncSteps* as, FutoInSync* sync)
@@ -303,7 +305,7 @@ static const FutoInSyncAPI dummy_sync_api = { .lock = dummy_lock, .unlock = dumm
 
 static inline void inner_eh(FutoInAsyncSteps* as, void* data, const char* code)
 {
-    T* t = data;
+    MisuseFixture* t = data;
     ++t->inner_eh_calls;
     copy_str(t->inner_code, sizeof(t->inner_code), code);
     copy_str(t->inner_info, sizeof(t->inner_info), futoin_error_info(as));
@@ -312,7 +314,7 @@ static inline void inner_eh(FutoInAsyncSteps* as, void* data, const char* code)
 
 static inline void outer_eh(FutoInAsyncSteps* as, void* data, const char* code)
 {
-    T* t = data;
+    MisuseFixture* t = data;
     ++t->outer_eh_calls;
     copy_str(t->outer_code, sizeof(t->outer_code), code);
     copy_str(t->outer_info, sizeof(t->outer_info), futoin_error_info(as));
@@ -325,12 +327,12 @@ static inline void outer_eh(FutoInAsyncSteps* as, void* data, const char* code)
 static inline void outer_step(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    T* t = data;
+    MisuseFixture* t = data;
     futoin_add(as, t->body, t->body_eh ? t->body_eh : inner_eh, t);
     futoin_add(as, never_step, NULL, t);
 }
 
-static inline void run_scenario(T* t, FutoInAsyncSteps_execute_callback body,
+static inline void run_scenario(MisuseFixture* t, FutoInAsyncSteps_execute_callback body,
         FutoInAsyncSteps_error_callback body_eh)
 {
     t->body = body;
@@ -342,7 +344,7 @@ static inline void run_scenario(T* t, FutoInAsyncSteps_execute_callback body,
 }
 
 /* The outer part of the flow after an InternalError with info naming what. */
-static inline void assert_outer_internal_error(T* t, const char* what)
+static inline void assert_outer_internal_error(MisuseFixture* t, const char* what)
 {
     assert_int_equal(t->outer_eh_calls, 1);
     assert_string_equal(t->outer_code, FUTOIN_INTERNAL_ERROR);
@@ -361,7 +363,7 @@ static inline void assert_outer_internal_error(T* t, const char* what)
 }
 
 /* The body's own error handler saw the InternalError, then the outer one. */
-static inline void assert_step_internal_error(T* t, const char* what)
+static inline void assert_step_internal_error(MisuseFixture* t, const char* what)
 {
     assert_int_equal(t->body_calls, 1);
     assert_int_equal(t->inner_eh_calls, 1);
@@ -373,7 +375,7 @@ static inline void assert_step_internal_error(T* t, const char* what)
 /* The step's error handler ran once for the step's own error
  * ("FirstError"), then misused the flow, which the outer handler saw as
  * InternalError naming the error handler and the call. */
-static inline void check_eh_misuse(T* t, const char* what)
+static inline void check_eh_misuse(MisuseFixture* t, const char* what)
 {
     assert_int_equal(t->body_calls, 1);
     assert_int_equal(t->inner_eh_calls, 1);
@@ -411,7 +413,7 @@ typedef struct MisuseCase {
 
 static inline void misuse_case_test(void** state)
 {
-    T* t = *state;
+    MisuseFixture* t = *state;
     const MisuseCase* c = t->mcase;
     assert_non_null(c);
     t->outer_recover = c->outer_recover;
@@ -431,7 +433,7 @@ static inline void misuse_case_test(void** state)
 
 static inline void check_first_arg(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
-    T* t = data;
+    MisuseFixture* t = data;
     const char* s = futoin_arg_cstr(args, 0, NULL);
     t->flag = futoin_args_count(args) == 1 && s && strcmp(s, "first") == 0;
     after_step(as, data, args);
@@ -439,7 +441,7 @@ static inline void check_first_arg(FutoInAsyncSteps* as, void* data, const FutoI
 
 static inline void rec_par_eh(FutoInAsyncSteps* as, void* data, const char* code)
 {
-    T* t = data;
+    MisuseFixture* t = data;
     ++t->par_eh_calls;
     copy_str(t->par_code, sizeof(t->par_code), code);
     copy_str(t->par_info, sizeof(t->par_info), futoin_error_info(as));
@@ -452,7 +454,7 @@ static FutoInAsyncSteps_cancel_callback g_inner_cancel; /* set by the test */
 static inline void step_inner_wait(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    T* t = data;
+    MisuseFixture* t = data;
     t->saved = as;
     futoin_set_cancel(as, g_inner_cancel, t);
     futoin_wait_external(as);
@@ -461,14 +463,14 @@ static inline void step_inner_wait(FutoInAsyncSteps* as, void* data, const FutoI
 static inline void step_outer_cancelable(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    T* t = data;
+    MisuseFixture* t = data;
     futoin_state(as, "var", var_alloc, var_cleanup, t);
     futoin_set_cancel(as, count_cancel2, t);
     futoin_add(as, step_inner_wait, never_eh, t);
     futoin_add(as, never_step, never_eh, t);
 }
 
-static inline void start_nested(T* t)
+static inline void start_nested(MisuseFixture* t)
 {
     futoin_add(t->root, step_outer_cancelable, never_eh, t);
     futoin_add(t->root, never_step, never_eh, t);
@@ -480,7 +482,8 @@ static inline void start_nested(T* t)
 
 /* ------------------------------------------------------------------------ */
 
-#define TEST(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+/* f as a cmocka test with a fresh MisuseFixture (setup() and teardown()). */
+#define MISUSE_TEST(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 /* Runs the group's table rows, then its other tests, or those MISUSE_ONLY
  * selects. Each row is a cmocka test of its own, named after the row. */

@@ -837,21 +837,22 @@ static void test_parallel_on_idle_root(void** state)
 
 int main(void)
 {
-#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+/* fn on a fresh virtual loop with an empty trace (setup() and teardown()). */
+#define ABI_ONLY_TEST(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
     const struct CMUnitTest tests[] = {
-            T(test_tables_complete),
-            T(test_root_entries),
-            T(test_step_wait_entries),
-            T(test_step_loop_entries),
-            T(test_step_misc_entries),
-            T(test_step_cancel_free),
-            T(test_parallel_entries),
-            T(test_parallel_timeout_cancel),
-            T(test_parallel_loop_control),
-            T(test_parallel_success_error),
-            T(test_parallel_cancel),
-            T(test_parallel_on_idle_root),
-            T(test_root_only_entries_misuse),
+            ABI_ONLY_TEST(test_tables_complete),
+            ABI_ONLY_TEST(test_root_entries),
+            ABI_ONLY_TEST(test_step_wait_entries),
+            ABI_ONLY_TEST(test_step_loop_entries),
+            ABI_ONLY_TEST(test_step_misc_entries),
+            ABI_ONLY_TEST(test_step_cancel_free),
+            ABI_ONLY_TEST(test_parallel_entries),
+            ABI_ONLY_TEST(test_parallel_timeout_cancel),
+            ABI_ONLY_TEST(test_parallel_loop_control),
+            ABI_ONLY_TEST(test_parallel_success_error),
+            ABI_ONLY_TEST(test_parallel_cancel),
+            ABI_ONLY_TEST(test_parallel_on_idle_root),
+            ABI_ONLY_TEST(test_root_only_entries_misuse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -158,8 +158,8 @@ static void test_add_sync_cancel(void** state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-            T(test_add_sync),
-            T(test_add_sync_cancel),
+            ENV_TEST(test_add_sync),
+            ENV_TEST(test_add_sync_cancel),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -346,19 +346,19 @@ static void test_promise_misuse(void** state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-            T(test_await_resolve_before),
-            T(test_await_resolve_after),
-            T(test_await_reject),
-            T(test_await_cancel_detaches),
-            T(test_await_completion_freed),
-            T(test_await_freed_before_step),
-            T(test_await_step_dropped),
-            T(test_await_twice),
-            T(test_promise_ok),
-            T(test_promise_error),
-            T(test_promise_stalled),
-            T(test_promise_timers),
-            T(test_promise_misuse),
+            ENV_TEST(test_await_resolve_before),
+            ENV_TEST(test_await_resolve_after),
+            ENV_TEST(test_await_reject),
+            ENV_TEST(test_await_cancel_detaches),
+            ENV_TEST(test_await_completion_freed),
+            ENV_TEST(test_await_freed_before_step),
+            ENV_TEST(test_await_step_dropped),
+            ENV_TEST(test_await_twice),
+            ENV_TEST(test_promise_ok),
+            ENV_TEST(test_promise_error),
+            ENV_TEST(test_promise_stalled),
+            ENV_TEST(test_promise_timers),
+            ENV_TEST(test_promise_misuse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -314,7 +314,7 @@ static void test_copy_from_loops(void** state)
     (void)state;
     OWN_ONLY("copyFrom: own objects only");
     FutoInAsyncSteps* model = futoin_asyncsteps_new(g_loop);
-    futoin_loop(model, model_loop, NULL, "outer");
+    futoin_add_loop(model, model_loop, NULL, "outer");
     futoin_success_step(model, &(FutoInArgs){.arg0 = futoin_val_i32(1)});
     futoin_repeat(model, 0, model_repeat, NULL, "zero");
     futoin_add(model, show_arg, NULL, "after0");
@@ -372,14 +372,14 @@ static void test_copy_from_owned_value(void** state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-            T(test_success_step),
-            T(test_success_step_dropped),
-            T(test_relinquish_lets_loop_run),
-            T(test_relinquish_other_root),
-            T(test_relinquish_cancelled),
-            T(test_copy_from),
-            T(test_copy_from_loops),
-            T(test_copy_from_owned_value),
+            ENV_TEST(test_success_step),
+            ENV_TEST(test_success_step_dropped),
+            ENV_TEST(test_relinquish_lets_loop_run),
+            ENV_TEST(test_relinquish_other_root),
+            ENV_TEST(test_relinquish_cancelled),
+            ENV_TEST(test_copy_from),
+            ENV_TEST(test_copy_from_loops),
+            ENV_TEST(test_copy_from_owned_value),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -296,11 +296,11 @@ static void test_sched_entries(void** state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-            T(test_state_variables),
-            T(test_stack_memory),
-            T(test_new_instance),
-            T(test_sched_entries),
-            T(test_reused_root_is_clean),
+            ENV_TEST(test_state_variables),
+            ENV_TEST(test_stack_memory),
+            ENV_TEST(test_new_instance),
+            ENV_TEST(test_sched_entries),
+            ENV_TEST(test_reused_root_is_clean),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -159,9 +159,9 @@ static void test_ready_queue_churn(void** state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-            T(test_burst),
-            T(test_burst_pending),
-            T(test_ready_queue_churn),
+            ENV_TEST(test_burst),
+            ENV_TEST(test_burst_pending),
+            ENV_TEST(test_ready_queue_churn),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -159,7 +159,7 @@ static void body_breaks(FutoInAsyncSteps* as, void* data)
 static void step_loop(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    futoin_loop(as, body_breaks, data, NULL);
+    futoin_add_loop(as, body_breaks, data, NULL);
 }
 
 /* break/continue do not reach error handlers. */
@@ -264,16 +264,16 @@ static void test_error_after_add(void** state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-            T(test_own_failure_no_cancel),
-            T(test_both_handlers),
-            T(test_turns),
-            T(test_execute_queues),
-            T(test_break_unknown_label),
-            T(test_branch_error_at_start),
-            T(test_break_is_not_an_error),
-            T(test_wait_keeps_cancel),
-            T(test_repeat0_no_result),
-            T(test_error_after_add),
+            ENV_TEST(test_own_failure_no_cancel),
+            ENV_TEST(test_both_handlers),
+            ENV_TEST(test_turns),
+            ENV_TEST(test_execute_queues),
+            ENV_TEST(test_break_unknown_label),
+            ENV_TEST(test_branch_error_at_start),
+            ENV_TEST(test_break_is_not_an_error),
+            ENV_TEST(test_wait_keeps_cancel),
+            ENV_TEST(test_repeat0_no_result),
+            ENV_TEST(test_error_after_add),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

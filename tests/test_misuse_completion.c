@@ -14,7 +14,7 @@
 static void result_step(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    T* t = data;
+    MisuseFixture* t = data;
     ++t->body_calls;
     t->saved = as;
     futoin_success1(as, futoin_val_i32(7));
@@ -22,7 +22,7 @@ static void result_step(FutoInAsyncSteps* as, void* data, const FutoInArgs* args
 
 static void test_late_success_after_completion(void** state)
 {
-    T* t = *state;
+    MisuseFixture* t = *state;
     futoin_add(t->root, result_step, never_eh, t);
     futoin_execute(t->root, never_unhandled, t);
     run_loop(t);
@@ -49,7 +49,7 @@ static void test_late_success_after_completion(void** state)
  * the flow is queued (no longer waiting) when the second call comes. */
 static void ext_complete_twice(void* data)
 {
-    T* t = data;
+    MisuseFixture* t = data;
     futoin_success1(t->saved, futoin_val_strdup("first"));
     futoin_success1(t->saved, futoin_val_strdup("second")); /* must be released */
     futoin_error(t->saved, "LateError", "late");
@@ -57,7 +57,7 @@ static void ext_complete_twice(void* data)
 
 static void test_external_complete_twice(void** state)
 {
-    T* t = *state;
+    MisuseFixture* t = *state;
     futoin_add(t->root, waiting_step, never_eh, t);
     futoin_add(t->root, check_first_arg, never_eh, t);
     futoin_execute(t->root, never_unhandled, t);
@@ -82,7 +82,7 @@ static int g_late_error;
 
 static void late_complete(void* data)
 {
-    T* t = data;
+    MisuseFixture* t = data;
     if (g_late_error) {
         futoin_error(t->saved, "LateError", "late");
     } else {
@@ -92,14 +92,14 @@ static void late_complete(void* data)
 
 static void branch_complete(void* data)
 {
-    T* t = data;
+    MisuseFixture* t = data;
     futoin_success(t->saved2);
 }
 
 static void timed_step(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    T* t = data;
+    MisuseFixture* t = data;
     ++t->body_calls;
     t->saved = as;
     futoin_set_timeout(as, 10);
@@ -108,7 +108,7 @@ static void timed_step(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 
 static void timed_eh(FutoInAsyncSteps* as, void* data, const char* code)
 {
-    T* t = data;
+    MisuseFixture* t = data;
     ++t->inner_eh_calls;
     copy_str(t->inner_code, sizeof(t->inner_code), code);
     copy_str(t->inner_info, sizeof(t->inner_info), futoin_error_info(as));
@@ -119,7 +119,7 @@ static void timed_eh(FutoInAsyncSteps* as, void* data, const char* code)
 static void branch_wait(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    T* t = data;
+    MisuseFixture* t = data;
     t->saved2 = as;
     futoin_set_cancel(as, count_cancel, t);
     futoin_loop_deferred(t->loop, 30, t, branch_complete); /* t=40 */
@@ -128,12 +128,12 @@ static void branch_wait(FutoInAsyncSteps* as, void* data, const FutoInArgs* args
 static void par_step(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    T* t = data;
+    MisuseFixture* t = data;
     FutoInAsyncSteps* p = futoin_parallel(as, never_eh, t);
     p->api->add(p, t, branch_wait, never_eh);
 }
 
-static void run_late_after_timeout(T* t)
+static void run_late_after_timeout(MisuseFixture* t)
 {
     futoin_add(t->root, timed_step, timed_eh, t);
     futoin_add(t->root, par_step, never_eh, t);
@@ -161,14 +161,14 @@ static void test_late_success_after_timeout(void** state)
 {
     g_late_error = 0;
     run_late_after_timeout(*state);
-    assert_contains(((T*)*state)->misuse_msg[0], "success");
+    assert_contains(((MisuseFixture*)*state)->misuse_msg[0], "success");
 }
 
 static void test_late_error_after_timeout(void** state)
 {
     g_late_error = 1;
     run_late_after_timeout(*state);
-    assert_contains(((T*)*state)->misuse_msg[0], "LateError");
+    assert_contains(((MisuseFixture*)*state)->misuse_msg[0], "LateError");
 }
 
 /* ------------------------------------------------------------------------ */
@@ -176,7 +176,7 @@ static void test_late_error_after_timeout(void** state)
 
 static void cancel_adds(FutoInAsyncSteps* as, void* data)
 {
-    T* t = data;
+    MisuseFixture* t = data;
     ++t->cancel_calls;
     futoin_add(as, never_step, never_eh, t);
     FutoInAsyncSteps* p = futoin_parallel(as, never_eh, t);
@@ -194,7 +194,7 @@ static void step_cancel_adds(FutoInAsyncSteps* as, void* data, const FutoInArgs*
 
 static void test_add_in_cancel_handler(void** state)
 {
-    T* t = *state;
+    MisuseFixture* t = *state;
     futoin_add(t->root, step_cancel_adds, never_eh, t);
     futoin_add(t->root, never_step, never_eh, t);
     futoin_execute(t->root, never_unhandled, t);
@@ -219,7 +219,7 @@ static void test_add_in_cancel_handler(void** state)
 
 static void cancel_succeeds(FutoInAsyncSteps* as, void* data)
 {
-    T* t = data;
+    MisuseFixture* t = data;
     ++t->cancel_calls;
     note(t, 'C');
     futoin_success1(as, futoin_val_strdup("from cancel")); /* must be released */
@@ -228,7 +228,7 @@ static void cancel_succeeds(FutoInAsyncSteps* as, void* data)
 static void step_timeout_cancel_succeeds(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    T* t = data;
+    MisuseFixture* t = data;
     ++t->body_calls;
     futoin_set_cancel(as, cancel_succeeds, t);
     futoin_set_timeout(as, 10);
@@ -236,7 +236,7 @@ static void step_timeout_cancel_succeeds(FutoInAsyncSteps* as, void* data, const
 
 static void test_success_in_cancel_handler(void** state)
 {
-    T* t = *state;
+    MisuseFixture* t = *state;
     futoin_add(t->root, step_timeout_cancel_succeeds, inner_eh, t);
     futoin_add(t->root, never_step, never_eh, t);
     futoin_execute(t->root, rec_unhandled, t);
@@ -256,7 +256,7 @@ static void test_success_in_cancel_handler(void** state)
 
 static void cancel_errors(FutoInAsyncSteps* as, void* data)
 {
-    T* t = data;
+    MisuseFixture* t = data;
     ++t->cancel_calls;
     futoin_error(as, "CancelError", "from cancel");
 }
@@ -270,7 +270,7 @@ static void step_cancel_errors(FutoInAsyncSteps* as, void* data, const FutoInArg
 
 static void test_error_in_cancel_handler(void** state)
 {
-    T* t = *state;
+    MisuseFixture* t = *state;
     futoin_add(t->root, step_cancel_errors, never_eh, t);
     futoin_add(t->root, never_step, never_eh, t);
     futoin_execute(t->root, never_unhandled, t);
@@ -287,7 +287,7 @@ static void test_error_in_cancel_handler(void** state)
 
 static void cancel_cancels_root(FutoInAsyncSteps* as, void* data)
 {
-    T* t = data;
+    MisuseFixture* t = data;
     ++t->cancel_calls;
     note(t, 'C');
     futoin_cancel(as);
@@ -295,7 +295,7 @@ static void cancel_cancels_root(FutoInAsyncSteps* as, void* data)
 
 static void test_cancel_in_cancel_handler(void** state)
 {
-    T* t = *state;
+    MisuseFixture* t = *state;
     g_inner_cancel = cancel_cancels_root;
     start_nested(t);
     futoin_cancel(t->root);
@@ -313,14 +313,14 @@ static void test_cancel_in_cancel_handler(void** state)
 static void step_timeout_cancel_cancels(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    T* t = data;
+    MisuseFixture* t = data;
     futoin_set_cancel(as, cancel_cancels_root, t);
     futoin_set_timeout(as, 10);
 }
 
 static void test_cancel_root_in_timeout_cancel_handler(void** state)
 {
-    T* t = *state;
+    MisuseFixture* t = *state;
     futoin_add(t->root, step_timeout_cancel_cancels, never_eh, t);
     futoin_add(t->root, never_step, never_eh, t);
     futoin_execute(t->root, never_unhandled, t);
@@ -332,7 +332,7 @@ static void test_cancel_root_in_timeout_cancel_handler(void** state)
 
 static void test_cancel_idle_root(void** state)
 {
-    T* t = *state;
+    MisuseFixture* t = *state;
     futoin_add(t->root, after_step, never_eh, t);
     futoin_cancel(t->root); /* never executed: no-op */
     run_loop(t);
@@ -357,16 +357,16 @@ static void test_cancel_idle_root(void** state)
 int main(void)
 {
     const struct CMUnitTest all[] = {
-            TEST(test_late_success_after_completion),
-            TEST(test_external_complete_twice),
-            TEST(test_late_success_after_timeout),
-            TEST(test_late_error_after_timeout),
-            TEST(test_add_in_cancel_handler),
-            TEST(test_success_in_cancel_handler),
-            TEST(test_error_in_cancel_handler),
-            TEST(test_cancel_in_cancel_handler),
-            TEST(test_cancel_root_in_timeout_cancel_handler),
-            TEST(test_cancel_idle_root),
+            MISUSE_TEST(test_late_success_after_completion),
+            MISUSE_TEST(test_external_complete_twice),
+            MISUSE_TEST(test_late_success_after_timeout),
+            MISUSE_TEST(test_late_error_after_timeout),
+            MISUSE_TEST(test_add_in_cancel_handler),
+            MISUSE_TEST(test_success_in_cancel_handler),
+            MISUSE_TEST(test_error_in_cancel_handler),
+            MISUSE_TEST(test_cancel_in_cancel_handler),
+            MISUSE_TEST(test_cancel_root_in_timeout_cancel_handler),
+            MISUSE_TEST(test_cancel_idle_root),
     };
     return misuse_run("misuse_completion", all, sizeof(all) / sizeof(all[0]));
 }

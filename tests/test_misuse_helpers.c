@@ -15,7 +15,7 @@
 static void body_add_sync_null(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    T* t = data;
+    MisuseFixture* t = data;
     ++t->body_calls;
     as->api->addSync(as, NULL, t, never_step, never_eh);
 }
@@ -25,14 +25,14 @@ static DummySync* g_sync;
 static void body_add_sync_null_cb(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    T* t = data;
+    MisuseFixture* t = data;
     ++t->body_calls;
     as->api->addSync(as, &g_sync->base, t, NULL, never_eh);
 }
 
 static void test_add_sync_null_callback(void** state)
 {
-    T* t = *state;
+    MisuseFixture* t = *state;
     DummySync ds = {{&dummy_sync_api}, t};
     g_sync = &ds;
     run_scenario(t, body_add_sync_null_cb, NULL);
@@ -57,13 +57,13 @@ static FutoInSync* misaligned_sync(void)
 static void body_add_sync_misaligned(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    T* t = data;
+    MisuseFixture* t = data;
     ++t->body_calls;
     FutoInAsyncSteps* target = t->flag ? futoin_parallel(as, NULL, NULL) : as;
     target->api->addSync(target, misaligned_sync(), t, never_step, never_eh);
 }
 
-static void check_add_sync_misaligned(T* t, int in_parallel)
+static void check_add_sync_misaligned(MisuseFixture* t, int in_parallel)
 {
     t->flag = in_parallel;
     run_scenario(t, body_add_sync_misaligned, NULL);
@@ -84,14 +84,14 @@ static void test_par_add_sync_misaligned(void** state)
 static void body_state_null_name(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    T* t = data;
+    MisuseFixture* t = data;
     ++t->body_calls;
     t->flag = as->api->stateVariable(as, t, NULL, var_alloc, var_cleanup) == NULL;
 }
 
 static void test_state_variable_null_name(void** state)
 {
-    T* t = *state;
+    MisuseFixture* t = *state;
     run_scenario(t, body_state_null_name, NULL);
     assert_true(t->flag);
     assert_int_equal(t->alloc_calls, 0);
@@ -100,7 +100,7 @@ static void test_state_variable_null_name(void** state)
 
 static void test_state_variable_null_name_idle_root(void** state)
 {
-    T* t = *state;
+    MisuseFixture* t = *state;
     assert_null(t->root->api->stateVariable(t->root, t, NULL, var_alloc, var_cleanup));
     assert_int_equal(t->alloc_calls, 0);
     assert_int_equal(t->misuse_count, 1);
@@ -115,7 +115,7 @@ static void test_state_variable_null_name_idle_root(void** state)
 static void model_step(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    T* t = data;
+    MisuseFixture* t = data;
     ++t->iterations;
     futoin_set_cancel(as, count_cancel2, t);
     futoin_wait_external(as);
@@ -124,14 +124,14 @@ static void model_step(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 static void body_copy_running(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    T* t = data;
+    MisuseFixture* t = data;
     ++t->body_calls;
     futoin_copy_from(as, t->model);
 }
 
 static void test_copy_from_running_model(void** state)
 {
-    T* t = *state;
+    MisuseFixture* t = *state;
     t->model = futoin_asyncsteps_new(t->loop);
     assert_non_null(t->model);
     futoin_state(t->model, "var", var_alloc, var_cleanup, t);
@@ -151,7 +151,7 @@ static void test_copy_from_running_model(void** state)
 static void body_promise(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    T* t = data;
+    MisuseFixture* t = data;
     FutoInOutcome out;
     ++t->body_calls;
     /* on its own running root, and on another idle root, from inside a step */
@@ -162,7 +162,7 @@ static void body_promise(FutoInAsyncSteps* as, void* data, const FutoInArgs* arg
 
 static void test_promise_on_running_root(void** state)
 {
-    T* t = *state;
+    MisuseFixture* t = *state;
     FutoInOutcome out;
     t->model = futoin_asyncsteps_new(t->loop);
     assert_non_null(t->model);
@@ -189,7 +189,7 @@ static void test_promise_on_running_root(void** state)
 
 static void rec_await_eh(FutoInAsyncSteps* as, void* data, const char* code)
 {
-    T* t = data;
+    MisuseFixture* t = data;
     ++t->await_eh_calls;
     copy_str(t->await_code, sizeof(t->await_code), code);
     copy_str(t->await_info, sizeof(t->await_info), futoin_error_info(as));
@@ -199,14 +199,14 @@ static void rec_await_eh(FutoInAsyncSteps* as, void* data, const char* code)
 static void branch_await(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    T* t = data;
+    MisuseFixture* t = data;
     futoin_await(as, t->c, NULL, NULL);
 }
 
 static void branch_await_later(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    T* t = data;
+    MisuseFixture* t = data;
     futoin_add(as, noop_step, never_eh, t);
     futoin_add(as, branch_await, NULL, t);
 }
@@ -214,7 +214,7 @@ static void branch_await_later(FutoInAsyncSteps* as, void* data, const FutoInArg
 static void body_await_twice_branches(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    T* t = data;
+    MisuseFixture* t = data;
     ++t->body_calls;
     FutoInAsyncSteps* p = futoin_parallel(as, rec_par_eh, t);
     p->api->add(p, t, branch_await, NULL);
@@ -223,7 +223,7 @@ static void body_await_twice_branches(FutoInAsyncSteps* as, void* data, const Fu
 
 static void test_completion_awaited_twice(void** state)
 {
-    T* t = *state;
+    MisuseFixture* t = *state;
     t->c = futoin_completion_new();
     assert_non_null(t->c);
     run_scenario(t, body_await_twice_branches, NULL);
@@ -239,7 +239,7 @@ static void test_completion_awaited_twice(void** state)
 static void body_await_twice_same_step(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    T* t = data;
+    MisuseFixture* t = data;
     ++t->body_calls;
     futoin_await(as, t->c, NULL, NULL);
     futoin_await(as, t->c, NULL, NULL);
@@ -247,7 +247,7 @@ static void body_await_twice_same_step(FutoInAsyncSteps* as, void* data, const F
 
 static void test_completion_awaited_twice_same_step(void** state)
 {
-    T* t = *state;
+    MisuseFixture* t = *state;
     t->c = futoin_completion_new();
     assert_non_null(t->c);
     run_scenario(t, body_await_twice_same_step, NULL);
@@ -267,7 +267,7 @@ static void step_fails_early(FutoInAsyncSteps* as, void* data, const FutoInArgs*
 static void body_await_after_failing_step(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    T* t = data;
+    MisuseFixture* t = data;
     ++t->body_calls;
     futoin_add(as, step_fails_early, NULL, t);
     futoin_await(as, t->c, never_eh, t);
@@ -276,13 +276,13 @@ static void body_await_after_failing_step(FutoInAsyncSteps* as, void* data, cons
 static void step_await_again(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    T* t = data;
+    MisuseFixture* t = data;
     futoin_await(as, t->c, rec_await_eh, t);
 }
 
 static void test_completion_await_step_dropped(void** state)
 {
-    T* t = *state;
+    MisuseFixture* t = *state;
     t->c = futoin_completion_new();
     assert_non_null(t->c);
     futoin_add(t->root, body_await_after_failing_step, inner_eh, t);
@@ -310,7 +310,7 @@ static void test_completion_await_step_dropped(void** state)
 
 static void free_completion(void* data)
 {
-    T* t = data;
+    MisuseFixture* t = data;
     FutoInCompletion* c = t->c;
     t->c = NULL;
     futoin_completion_free(c);
@@ -319,7 +319,7 @@ static void free_completion(void* data)
 static void body_await_then_freed(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    T* t = data;
+    MisuseFixture* t = data;
     ++t->body_calls;
     futoin_await(as, t->c, rec_await_eh, t);
     futoin_loop_deferred(t->loop, 10, t, free_completion);
@@ -327,7 +327,7 @@ static void body_await_then_freed(FutoInAsyncSteps* as, void* data, const FutoIn
 
 static void test_completion_freed_while_awaited(void** state)
 {
-    T* t = *state;
+    MisuseFixture* t = *state;
     t->c = futoin_completion_new();
     assert_non_null(t->c);
     run_scenario(t, body_await_then_freed, NULL);
@@ -349,17 +349,17 @@ static const MisuseCase helpers_cases[] = {
 int main(void)
 {
     const struct CMUnitTest all[] = {
-            TEST(test_add_sync_null_callback),
-            TEST(test_add_sync_misaligned),
-            TEST(test_par_add_sync_misaligned),
-            TEST(test_state_variable_null_name),
-            TEST(test_state_variable_null_name_idle_root),
-            TEST(test_copy_from_running_model),
-            TEST(test_promise_on_running_root),
-            TEST(test_completion_awaited_twice),
-            TEST(test_completion_awaited_twice_same_step),
-            TEST(test_completion_await_step_dropped),
-            TEST(test_completion_freed_while_awaited),
+            MISUSE_TEST(test_add_sync_null_callback),
+            MISUSE_TEST(test_add_sync_misaligned),
+            MISUSE_TEST(test_par_add_sync_misaligned),
+            MISUSE_TEST(test_state_variable_null_name),
+            MISUSE_TEST(test_state_variable_null_name_idle_root),
+            MISUSE_TEST(test_copy_from_running_model),
+            MISUSE_TEST(test_promise_on_running_root),
+            MISUSE_TEST(test_completion_awaited_twice),
+            MISUSE_TEST(test_completion_awaited_twice_same_step),
+            MISUSE_TEST(test_completion_await_step_dropped),
+            MISUSE_TEST(test_completion_freed_while_awaited),
     };
     return misuse_run_cases("misuse_helpers", helpers_cases, sizeof(helpers_cases) / sizeof(helpers_cases[0]),
             all, sizeof(all) / sizeof(all[0]));

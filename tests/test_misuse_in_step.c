@@ -15,7 +15,7 @@
 static void body_success_twice(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    ++((T*)data)->body_calls;
+    ++((MisuseFixture*)data)->body_calls;
     futoin_success1(as, futoin_val_strdup("first"));
     futoin_success1(as, futoin_val_strdup("second")); /* both must be released */
 }
@@ -23,7 +23,7 @@ static void body_success_twice(FutoInAsyncSteps* as, void* data, const FutoInArg
 static void body_error_twice(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    ++((T*)data)->body_calls;
+    ++((MisuseFixture*)data)->body_calls;
     futoin_error(as, "FirstError", "first");
     futoin_error(as, "SecondError", "second");
 }
@@ -31,7 +31,7 @@ static void body_error_twice(FutoInAsyncSteps* as, void* data, const FutoInArgs*
 static void body_success_after_error(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    ++((T*)data)->body_calls;
+    ++((MisuseFixture*)data)->body_calls;
     futoin_error(as, "SomeError", "x");
     futoin_success1(as, futoin_val_strdup("late"));
 }
@@ -39,7 +39,7 @@ static void body_success_after_error(FutoInAsyncSteps* as, void* data, const Fut
 static void body_error_after_success(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    ++((T*)data)->body_calls;
+    ++((MisuseFixture*)data)->body_calls;
     futoin_success1(as, futoin_val_strdup("result"));
     futoin_error(as, "SomeError", "x");
 }
@@ -47,7 +47,7 @@ static void body_error_after_success(FutoInAsyncSteps* as, void* data, const Fut
 static void body_success_after_add(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    T* t = data;
+    MisuseFixture* t = data;
     ++t->body_calls;
     futoin_add(as, never_step, never_eh, t);
     futoin_success1(as, futoin_val_strdup("result"));
@@ -56,7 +56,7 @@ static void body_success_after_add(FutoInAsyncSteps* as, void* data, const FutoI
 static void body_add_after_success(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    T* t = data;
+    MisuseFixture* t = data;
     ++t->body_calls;
     futoin_success(as);
     futoin_add(as, never_step, never_eh, t);
@@ -65,7 +65,7 @@ static void body_add_after_success(FutoInAsyncSteps* as, void* data, const FutoI
 static void body_add_null(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    T* t = data;
+    MisuseFixture* t = data;
     ++t->body_calls;
     as->api->add(as, t, NULL, never_eh);
 }
@@ -74,7 +74,7 @@ static void body_add_null(FutoInAsyncSteps* as, void* data, const FutoInArgs* ar
 static void body_parallel_after_success(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    T* t = data;
+    MisuseFixture* t = data;
     ++t->body_calls;
     futoin_success(as);
     FutoInAsyncSteps* p = futoin_parallel(as, never_eh, t);
@@ -112,7 +112,7 @@ static void body_parallel_after_success(FutoInAsyncSteps* as, void* data, const 
 
 static void test_parallel_after_success_inert(void** state)
 {
-    T* t = *state;
+    MisuseFixture* t = *state;
     run_scenario(t, body_parallel_after_success, NULL);
     assert_true(t->flag);
     assert_int_equal(t->alloc_calls, 0);
@@ -123,7 +123,7 @@ static void test_parallel_after_success_inert(void** state)
 static void body_error_null_code(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    ++((T*)data)->body_calls;
+    ++((MisuseFixture*)data)->body_calls;
     as->api->handle_error(as, NULL, "no code");
 }
 
@@ -133,11 +133,11 @@ static void body_error_null_code(FutoInAsyncSteps* as, void* data, const FutoInA
 static void body_fail(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    ++((T*)data)->body_calls;
+    ++((MisuseFixture*)data)->body_calls;
     futoin_error(as, "FirstError", "first");
 }
 
-static void record_first(T* t, FutoInAsyncSteps* as, const char* code)
+static void record_first(MisuseFixture* t, FutoInAsyncSteps* as, const char* code)
 {
     ++t->inner_eh_calls;
     copy_str(t->inner_code, sizeof(t->inner_code), code);
@@ -165,7 +165,7 @@ static void eh_wait_external(FutoInAsyncSteps* as, void* data, const char* code)
 static void body_set_cancel_null(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    ++((T*)data)->body_calls;
+    ++((MisuseFixture*)data)->body_calls;
     as->api->setCancel(as, data, NULL);
 }
 
@@ -175,41 +175,41 @@ static void body_set_cancel_null(FutoInAsyncSteps* as, void* data, const FutoInA
 static void body_loop_null(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    ++((T*)data)->body_calls;
+    ++((MisuseFixture*)data)->body_calls;
     as->api->loop(as, data, NULL, "L");
 }
 
 static void body_repeat_null(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    ++((T*)data)->body_calls;
+    ++((MisuseFixture*)data)->body_calls;
     as->api->repeat(as, data, 3, NULL, NULL);
 }
 
 static void body_break_outside(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    ++((T*)data)->body_calls;
+    ++((MisuseFixture*)data)->body_calls;
     futoin_break(as, NULL);
 }
 
 static void body_continue_outside(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    ++((T*)data)->body_calls;
+    ++((MisuseFixture*)data)->body_calls;
     futoin_continue(as, NULL);
 }
 
 static void loop_break_unknown(FutoInAsyncSteps* as, void* data)
 {
-    T* t = data;
+    MisuseFixture* t = data;
     ++t->iterations;
     futoin_break(as, "NoSuchLoop");
 }
 
 static void loop_continue_unknown(FutoInAsyncSteps* as, void* data)
 {
-    T* t = data;
+    MisuseFixture* t = data;
     ++t->iterations;
     futoin_continue(as, "NoSuchLoop");
 }
@@ -217,15 +217,15 @@ static void loop_continue_unknown(FutoInAsyncSteps* as, void* data)
 static void body_break_unknown(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    ++((T*)data)->body_calls;
-    futoin_loop(as, loop_break_unknown, data, "Known");
+    ++((MisuseFixture*)data)->body_calls;
+    futoin_add_loop(as, loop_break_unknown, data, "Known");
 }
 
 static void body_continue_unknown(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    ++((T*)data)->body_calls;
-    futoin_loop(as, loop_continue_unknown, data, "Known");
+    ++((MisuseFixture*)data)->body_calls;
+    futoin_add_loop(as, loop_continue_unknown, data, "Known");
 }
 
 /* ------------------------------------------------------------------------ */
@@ -255,7 +255,7 @@ static const MisuseCase in_step_cases[] = {
 int main(void)
 {
     const struct CMUnitTest all[] = {
-            TEST(test_parallel_after_success_inert),
+            MISUSE_TEST(test_parallel_after_success_inert),
     };
     return misuse_run_cases("misuse_in_step", in_step_cases, sizeof(in_step_cases) / sizeof(in_step_cases[0]),
             all, sizeof(all) / sizeof(all[0]));

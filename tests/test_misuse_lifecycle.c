@@ -15,20 +15,20 @@
 static void final_step(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    ++((T*)data)->after_calls;
+    ++((MisuseFixture*)data)->after_calls;
     futoin_error(as, "FinalError", "end");
 }
 
 static void ext_execute_and_complete(void* data)
 {
-    T* t = data;
+    MisuseFixture* t = data;
     futoin_execute(t->root, never_unhandled, t); /* running root: misuse */
     futoin_success(t->saved);
 }
 
 static void test_execute_twice_from_outside(void** state)
 {
-    T* t = *state;
+    MisuseFixture* t = *state;
     futoin_add(t->root, waiting_step, NULL, t);
     futoin_add(t->root, final_step, NULL, t);
     futoin_execute(t->root, rec_unhandled, t);
@@ -51,7 +51,7 @@ static void test_execute_twice_from_outside(void** state)
 static void body_execute_self(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    ++((T*)data)->body_calls;
+    ++((MisuseFixture*)data)->body_calls;
     futoin_execute(as, never_unhandled, data);
 }
 
@@ -74,14 +74,14 @@ static FutoInAsyncSteps_execute_callback g_branch_fn;
 static void body_parallel_branch(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    T* t = data;
+    MisuseFixture* t = data;
     ++t->body_calls;
     FutoInAsyncSteps* p = futoin_parallel(as, rec_par_eh, t);
     p->api->add(p, t, waiting_step, never_eh);
     p->api->add(p, t, g_branch_fn, NULL);
 }
 
-static void check_branch_misuse(T* t, const char* what)
+static void check_branch_misuse(MisuseFixture* t, const char* what)
 {
     assert_int_equal(t->par_eh_calls, 1);
     assert_string_equal(t->par_code, FUTOIN_INTERNAL_ERROR);
@@ -92,7 +92,7 @@ static void check_branch_misuse(T* t, const char* what)
 
 static void test_execute_on_branch(void** state)
 {
-    T* t = *state;
+    MisuseFixture* t = *state;
     g_branch_fn = branch_execute;
     run_scenario(t, body_parallel_branch, NULL);
     check_branch_misuse(t, "parallel branch");
@@ -100,7 +100,7 @@ static void test_execute_on_branch(void** state)
 
 static void test_free_on_branch(void** state)
 {
-    T* t = *state;
+    MisuseFixture* t = *state;
     g_branch_fn = branch_free;
     run_scenario(t, body_parallel_branch, NULL);
     check_branch_misuse(t, "parallel branch");
@@ -111,7 +111,7 @@ static void test_free_on_branch(void** state)
 static void body_execute_on_par_iface(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    T* t = data;
+    MisuseFixture* t = data;
     ++t->body_calls;
     FutoInAsyncSteps* p = futoin_parallel(as, never_eh, t);
     p->api->add(p, t, never_step, never_eh);
@@ -121,7 +121,7 @@ static void body_execute_on_par_iface(FutoInAsyncSteps* as, void* data, const Fu
 static void body_free_on_par_iface(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    T* t = data;
+    MisuseFixture* t = data;
     ++t->body_calls;
     FutoInAsyncSteps* p = futoin_parallel(as, never_eh, t);
     p->api->add(p, t, never_step, never_eh);
@@ -130,7 +130,7 @@ static void body_free_on_par_iface(FutoInAsyncSteps* as, void* data, const FutoI
 
 static void test_free_on_parallel_iface(void** state)
 {
-    T* t = *state;
+    MisuseFixture* t = *state;
     run_scenario(t, body_free_on_par_iface, NULL);
     assert_step_internal_error(t, "parallel");
     assert_contains(t->inner_info, "free");
@@ -142,7 +142,7 @@ static void test_free_on_parallel_iface(void** state)
 
 static void test_calls_on_completed_root(void** state)
 {
-    T* t = *state;
+    MisuseFixture* t = *state;
     futoin_add(t->root, noop_step, never_eh, t);
     futoin_execute(t->root, never_unhandled, t);
     run_loop(t);
@@ -178,7 +178,7 @@ static void test_calls_on_completed_root(void** state)
 
 static void ext_add_and_complete(void* data)
 {
-    T* t = data;
+    MisuseFixture* t = data;
     futoin_add(t->root, never_step, never_eh, t);
     FutoInAsyncSteps* p = futoin_parallel(t->root, never_eh, t);
     if (p) {
@@ -190,7 +190,7 @@ static void ext_add_and_complete(void* data)
 
 static void test_add_on_running_root_from_outside(void** state)
 {
-    T* t = *state;
+    MisuseFixture* t = *state;
     futoin_add(t->root, waiting_step, never_eh, t);
     futoin_add(t->root, after_step, never_eh, t);
     futoin_execute(t->root, never_unhandled, t);
@@ -218,7 +218,7 @@ static void test_add_on_running_root_from_outside(void** state)
 static void step_frees_root(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    T* t = data;
+    MisuseFixture* t = data;
     ++t->body_calls;
     futoin_asyncsteps_free(as);
     t->root = NULL;
@@ -227,7 +227,7 @@ static void step_frees_root(FutoInAsyncSteps* as, void* data, const FutoInArgs* 
 static void step_outer_then_free(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    T* t = data;
+    MisuseFixture* t = data;
     futoin_state(as, "var", var_alloc, var_cleanup, t);
     futoin_set_cancel(as, count_cancel2, t);
     futoin_add(as, step_frees_root, never_eh, t);
@@ -236,7 +236,7 @@ static void step_outer_then_free(FutoInAsyncSteps* as, void* data, const FutoInA
 
 static void test_free_in_own_step(void** state)
 {
-    T* t = *state;
+    MisuseFixture* t = *state;
     futoin_add(t->root, step_outer_then_free, never_eh, t);
     futoin_add(t->root, never_step, never_eh, t);
     futoin_execute(t->root, never_unhandled, t);
@@ -266,7 +266,7 @@ static void box_cleanup(FutoInBinaryValue* v)
 
 static const FutoInType box_type = {FTN_TYPE_CUSTOM_OBJECT, box_cleanup};
 
-static void calls_after_own_root_gone(FutoInAsyncSteps* as, T* t)
+static void calls_after_own_root_gone(FutoInAsyncSteps* as, MisuseFixture* t)
 {
     if (t->flag & 1) {
         futoin_asyncsteps_free(t->root);
@@ -298,7 +298,7 @@ static void calls_after_own_root_gone(FutoInAsyncSteps* as, T* t)
 static void step_then_root_gone(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    T* t = data;
+    MisuseFixture* t = data;
     ++t->body_calls;
     futoin_set_cancel(as, count_cancel, t);
     if (t->flag & 2) {
@@ -310,13 +310,13 @@ static void step_then_root_gone(FutoInAsyncSteps* as, void* data, const FutoInAr
 
 static void eh_then_root_gone(FutoInAsyncSteps* as, void* data, const char* code)
 {
-    T* t = data;
+    MisuseFixture* t = data;
     ++t->inner_eh_calls;
     copy_str(t->inner_code, sizeof(t->inner_code), code);
     calls_after_own_root_gone(as, t);
 }
 
-static void check_calls_after_own_root_gone(T* t, int flag)
+static void check_calls_after_own_root_gone(MisuseFixture* t, int flag)
 {
     static const char* const calls[] = {
             "success()", "error(Late)", "setTimeout()", "waitExternal()", "break()", "stack()",
@@ -384,7 +384,7 @@ static void test_calls_after_eh_frees_own_root(void** state)
 
 static void cancel_frees_root(FutoInAsyncSteps* as, void* data)
 {
-    T* t = data;
+    MisuseFixture* t = data;
     ++t->cancel_calls;
     note(t, 'C');
     futoin_asyncsteps_free(as);
@@ -393,7 +393,7 @@ static void cancel_frees_root(FutoInAsyncSteps* as, void* data)
 
 static void test_free_in_cancel_handler(void** state)
 {
-    T* t = *state;
+    MisuseFixture* t = *state;
     g_inner_cancel = cancel_frees_root;
     start_nested(t);
     futoin_cancel(t->root);
@@ -409,7 +409,7 @@ static void test_free_in_cancel_handler(void** state)
 static void step_timeout_cancel_frees(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    T* t = data;
+    MisuseFixture* t = data;
     futoin_state(as, "var", var_alloc, var_cleanup, t);
     futoin_set_cancel(as, cancel_frees_root, t);
     futoin_set_timeout(as, 10);
@@ -417,7 +417,7 @@ static void step_timeout_cancel_frees(FutoInAsyncSteps* as, void* data, const Fu
 
 static void test_free_in_timeout_cancel_handler(void** state)
 {
-    T* t = *state;
+    MisuseFixture* t = *state;
     futoin_add(t->root, step_timeout_cancel_frees, never_eh, t);
     futoin_add(t->root, never_step, never_eh, t);
     futoin_execute(t->root, never_unhandled, t);
@@ -439,19 +439,19 @@ static const MisuseCase lifecycle_cases[] = {
 int main(void)
 {
     const struct CMUnitTest all[] = {
-            TEST(test_execute_twice_from_outside),
-            TEST(test_execute_on_branch),
-            TEST(test_free_on_branch),
-            TEST(test_free_on_parallel_iface),
-            TEST(test_calls_on_completed_root),
-            TEST(test_add_on_running_root_from_outside),
-            TEST(test_free_in_own_step),
-            TEST(test_calls_after_step_cancels_own_root),
-            TEST(test_calls_after_step_frees_own_root),
-            TEST(test_calls_after_eh_cancels_own_root),
-            TEST(test_calls_after_eh_frees_own_root),
-            TEST(test_free_in_cancel_handler),
-            TEST(test_free_in_timeout_cancel_handler),
+            MISUSE_TEST(test_execute_twice_from_outside),
+            MISUSE_TEST(test_execute_on_branch),
+            MISUSE_TEST(test_free_on_branch),
+            MISUSE_TEST(test_free_on_parallel_iface),
+            MISUSE_TEST(test_calls_on_completed_root),
+            MISUSE_TEST(test_add_on_running_root_from_outside),
+            MISUSE_TEST(test_free_in_own_step),
+            MISUSE_TEST(test_calls_after_step_cancels_own_root),
+            MISUSE_TEST(test_calls_after_step_frees_own_root),
+            MISUSE_TEST(test_calls_after_eh_cancels_own_root),
+            MISUSE_TEST(test_calls_after_eh_frees_own_root),
+            MISUSE_TEST(test_free_in_cancel_handler),
+            MISUSE_TEST(test_free_in_timeout_cancel_handler),
     };
     return misuse_run_cases("misuse_lifecycle", lifecycle_cases, sizeof(lifecycle_cases) / sizeof(lifecycle_cases[0]),
             all, sizeof(all) / sizeof(all[0]));

@@ -154,7 +154,7 @@ static void c_parallel(Fx* fx, FutoInAsyncSteps* as)
 }
 static void c_loop(Fx* fx, FutoInAsyncSteps* as)
 {
-    futoin_loop(as, never_loop, fx, NULL);
+    futoin_add_loop(as, never_loop, fx, NULL);
 }
 static void c_repeat(Fx* fx, FutoInAsyncSteps* as)
 {
@@ -268,7 +268,7 @@ static void c_parallel_after_error(Fx* fx, FutoInAsyncSteps* as)
 static void c_loop_after_success(Fx* fx, FutoInAsyncSteps* as)
 {
     futoin_success(as);
-    futoin_loop(as, never_loop, fx, NULL);
+    futoin_add_loop(as, never_loop, fx, NULL);
 }
 static void c_repeat_after_error(Fx* fx, FutoInAsyncSteps* as)
 {
@@ -319,7 +319,7 @@ static void c_error_null(Fx* fx, FutoInAsyncSteps* as)
 }
 static void c_loop_null(Fx* fx, FutoInAsyncSteps* as)
 {
-    futoin_loop(as, NULL, fx, NULL);
+    futoin_add_loop(as, NULL, fx, NULL);
 }
 static void c_add_sync_null(Fx* fx, FutoInAsyncSteps* as)
 {

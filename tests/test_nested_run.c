@@ -112,9 +112,9 @@ static void test_bare_loop(void** state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        T(test_step_runs_its_loop),
-        T(test_timer_runs_its_loop),
-        T(test_bare_loop),
+        ENV_TEST(test_step_runs_its_loop),
+        ENV_TEST(test_timer_runs_its_loop),
+        ENV_TEST(test_bare_loop),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -131,7 +131,7 @@ static void loop_body(FutoInAsyncSteps* as, void* data)
 static void run_loop(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    futoin_loop(as, loop_body, data, "outer");
+    futoin_add_loop(as, loop_body, data, "outer");
 }
 
 static void* state_alloc(void* data)

@@ -254,12 +254,12 @@ static void test_work_pool_configure_too_many_threads(void** state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        T(test_foreach_array_count_overflow),
-        T(test_foreach_array_wraps_address_space),
-        T(test_foreach_array_zero_elem_size),
-        T(test_foreach_array_overflow_on_idle_root),
-        T(test_foreach_array_overflow_recoverable),
-        T(test_foreach_pairs_count_overflow),
+        ENV_TEST(test_foreach_array_count_overflow),
+        ENV_TEST(test_foreach_array_wraps_address_space),
+        ENV_TEST(test_foreach_array_zero_elem_size),
+        ENV_TEST(test_foreach_array_overflow_on_idle_root),
+        ENV_TEST(test_foreach_array_overflow_recoverable),
+        ENV_TEST(test_foreach_pairs_count_overflow),
         cmocka_unit_test(test_loop_pool_new_too_many_threads),
         cmocka_unit_test(test_work_pool_configure_too_many_threads),
     };

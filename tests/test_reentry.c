@@ -535,7 +535,7 @@ static void ld_body(FutoInAsyncSteps* as, void* data)
 static void ld_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    futoin_loop(as, ld_body, data, NULL);
+    futoin_add_loop(as, ld_body, data, NULL);
 }
 
 static void loop_result_cleanup_acts(int act, int inline_success)
@@ -612,7 +612,7 @@ static void ld2_body(FutoInAsyncSteps* as, void* data)
 static void ld2_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    futoin_loop(as, ld2_body, data, NULL);
+    futoin_add_loop(as, ld2_body, data, NULL);
 }
 
 static void test_loop_external_results_free_root_held(void** state)
@@ -742,29 +742,29 @@ static void test_loop_inline_result_cleanup_cancels_root(void** state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        T(test_branch_value_cleanup_frees_root),
-        T(test_branch_value_cleanup_cancels_root),
-        T(test_branch_value_cleanup_cancels_and_frees_root),
-        T(test_branch_value_cleanup_free_then_new_roots),
-        T(test_final_result_cleanup_frees_root),
-        T(test_results_cleanup_in_external_success_frees_root),
-        T(test_state_cleanup_creates_state_while_freeing),
-        T(test_state_cleanup_creates_state_while_freeing_running),
-        T(test_state_alloc_frees_idle_root),
-        T(test_stack_size_overflow_is_null),
-        T(test_stack_size_overflow_idle_root),
-        T(test_stack_cleanup_frees_root),
-        T(test_stack_cleanup_cancels_root),
-        T(test_stack_cleanup_promises_root_being_freed),
-        T(test_branch_stack_cleanup_frees_root),
-        T(test_loop_external_result_cleanup_frees_root),
-        T(test_loop_external_result_cleanup_cancels_root),
-        T(test_loop_inline_result_cleanup_frees_root),
-        T(test_loop_inline_result_cleanup_cancels_root),
-        T(test_loop_external_results_free_root_held),
-        T(test_input_cleanup_cancels_after_success),
-        T(test_input_cleanup_cancels_after_error),
-        T(test_input_cleanup_cancels_with_substeps),
+        ENV_TEST(test_branch_value_cleanup_frees_root),
+        ENV_TEST(test_branch_value_cleanup_cancels_root),
+        ENV_TEST(test_branch_value_cleanup_cancels_and_frees_root),
+        ENV_TEST(test_branch_value_cleanup_free_then_new_roots),
+        ENV_TEST(test_final_result_cleanup_frees_root),
+        ENV_TEST(test_results_cleanup_in_external_success_frees_root),
+        ENV_TEST(test_state_cleanup_creates_state_while_freeing),
+        ENV_TEST(test_state_cleanup_creates_state_while_freeing_running),
+        ENV_TEST(test_state_alloc_frees_idle_root),
+        ENV_TEST(test_stack_size_overflow_is_null),
+        ENV_TEST(test_stack_size_overflow_idle_root),
+        ENV_TEST(test_stack_cleanup_frees_root),
+        ENV_TEST(test_stack_cleanup_cancels_root),
+        ENV_TEST(test_stack_cleanup_promises_root_being_freed),
+        ENV_TEST(test_branch_stack_cleanup_frees_root),
+        ENV_TEST(test_loop_external_result_cleanup_frees_root),
+        ENV_TEST(test_loop_external_result_cleanup_cancels_root),
+        ENV_TEST(test_loop_inline_result_cleanup_frees_root),
+        ENV_TEST(test_loop_inline_result_cleanup_cancels_root),
+        ENV_TEST(test_loop_external_results_free_root_held),
+        ENV_TEST(test_input_cleanup_cancels_after_success),
+        ENV_TEST(test_input_cleanup_cancels_after_error),
+        ENV_TEST(test_input_cleanup_cancels_with_substeps),
     };
     if (getenv("TEST_FILTER")) {
         cmocka_set_test_filter(getenv("TEST_FILTER"));

@@ -73,7 +73,7 @@ static void probe(FutoInAsyncSteps* as, void* data)
 static void probe_branch(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    futoin_loop(as, probe, data, NULL);
+    futoin_add_loop(as, probe, data, NULL);
 }
 
 static void recover(FutoInAsyncSteps* as, void* data, const char* code)
@@ -118,8 +118,8 @@ static void test_unlock_after_external_lock_success_then_abort(void** state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-            T(test_unlock_after_immediate_lock_then_abort),
-            T(test_unlock_after_external_lock_success_then_abort),
+            ENV_TEST(test_unlock_after_immediate_lock_then_abort),
+            ENV_TEST(test_unlock_after_external_lock_success_then_abort),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -531,22 +531,22 @@ static void test_reject_while_root_torn_down(void** state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-            T(test_options_defaults),
-            T(test_defaults_behaviour),
-            T(test_both_stages),
-            T(test_cancel_rate_waiter_passes_slot),
-            T(test_release_on_error_timeout_cancel),
-            T(test_fifo_concurrency),
-            T(test_fifo_rate),
-            T(test_args_through_rate_queue),
-            T(test_reentrance),
-            T(test_branches_contend),
-            T(test_branch_does_not_inherit),
-            T(test_free_busy),
-            T(test_invalid_options),
-            T(test_nodes_pooled),
-            T(test_abort_after_rate_admission_before_entry),
-            T(test_reject_while_root_torn_down),
+            ENV_TEST(test_options_defaults),
+            ENV_TEST(test_defaults_behaviour),
+            ENV_TEST(test_both_stages),
+            ENV_TEST(test_cancel_rate_waiter_passes_slot),
+            ENV_TEST(test_release_on_error_timeout_cancel),
+            ENV_TEST(test_fifo_concurrency),
+            ENV_TEST(test_fifo_rate),
+            ENV_TEST(test_args_through_rate_queue),
+            ENV_TEST(test_reentrance),
+            ENV_TEST(test_branches_contend),
+            ENV_TEST(test_branch_does_not_inherit),
+            ENV_TEST(test_free_busy),
+            ENV_TEST(test_invalid_options),
+            ENV_TEST(test_nodes_pooled),
+            ENV_TEST(test_abort_after_rate_admission_before_entry),
+            ENV_TEST(test_reject_while_root_torn_down),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -768,7 +768,7 @@ static void window_branch(FutoInAsyncSteps* as, void* data, const FutoInArgs* ar
 {
     (void)args;
     futoin_add(as, window_wait, window_wait_eh, data);
-    futoin_loop(as, window_probe, data, NULL);
+    futoin_add_loop(as, window_probe, data, NULL);
 }
 
 static void window_eh(FutoInAsyncSteps* as, void* data, const char* code)
@@ -829,30 +829,30 @@ static void test_abort_after_handoff_before_entry(void** state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-            T(test_serializes),
-            T(test_max_two),
-            T(test_args_enter_at_once),
-            T(test_args_after_waiting),
-            T(test_args_dropped_on_reject),
-            T(test_args_dropped_on_cancel_while_queued),
-            T(test_release_on_error),
-            T(test_release_on_unhandled_error),
-            T(test_release_on_timeout),
-            T(test_release_on_cancel),
-            T(test_release_on_root_free),
-            T(test_cancel_while_queued),
-            T(test_timeout_while_queued),
-            T(test_queue_full_rejects_at_once),
-            T(test_queue_zero),
-            T(test_fifo_with_cancelled_waiter),
-            T(test_reentrance_counted),
-            T(test_branches_contend),
-            T(test_branch_does_not_inherit_lock),
-            T(test_free_busy),
-            T(test_free_other_objects),
-            T(test_nodes_pooled),
-            T(test_abort_after_admission_before_entry),
-            T(test_abort_after_handoff_before_entry),
+            ENV_TEST(test_serializes),
+            ENV_TEST(test_max_two),
+            ENV_TEST(test_args_enter_at_once),
+            ENV_TEST(test_args_after_waiting),
+            ENV_TEST(test_args_dropped_on_reject),
+            ENV_TEST(test_args_dropped_on_cancel_while_queued),
+            ENV_TEST(test_release_on_error),
+            ENV_TEST(test_release_on_unhandled_error),
+            ENV_TEST(test_release_on_timeout),
+            ENV_TEST(test_release_on_cancel),
+            ENV_TEST(test_release_on_root_free),
+            ENV_TEST(test_cancel_while_queued),
+            ENV_TEST(test_timeout_while_queued),
+            ENV_TEST(test_queue_full_rejects_at_once),
+            ENV_TEST(test_queue_zero),
+            ENV_TEST(test_fifo_with_cancelled_waiter),
+            ENV_TEST(test_reentrance_counted),
+            ENV_TEST(test_branches_contend),
+            ENV_TEST(test_branch_does_not_inherit_lock),
+            ENV_TEST(test_free_busy),
+            ENV_TEST(test_free_other_objects),
+            ENV_TEST(test_nodes_pooled),
+            ENV_TEST(test_abort_after_admission_before_entry),
+            ENV_TEST(test_abort_after_handoff_before_entry),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -423,22 +423,22 @@ static void test_nodes_pooled(void** state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-            T(test_ten_at_once),
-            T(test_window_rule),
-            T(test_window_entries_stat),
-            T(test_queue_full_rejects_at_once),
-            T(test_queue_zero),
-            T(test_cancel_while_queued_drops_timer),
-            T(test_fifo_with_cancelled_waiter),
-            T(test_timeout_while_queued),
-            T(test_release_on_error_timeout_cancel),
-            T(test_args_through_queue),
-            T(test_reentrance),
-            T(test_branches_contend),
-            T(test_branch_does_not_inherit),
-            T(test_free_busy),
-            T(test_invalid_args),
-            T(test_nodes_pooled),
+            ENV_TEST(test_ten_at_once),
+            ENV_TEST(test_window_rule),
+            ENV_TEST(test_window_entries_stat),
+            ENV_TEST(test_queue_full_rejects_at_once),
+            ENV_TEST(test_queue_zero),
+            ENV_TEST(test_cancel_while_queued_drops_timer),
+            ENV_TEST(test_fifo_with_cancelled_waiter),
+            ENV_TEST(test_timeout_while_queued),
+            ENV_TEST(test_release_on_error_timeout_cancel),
+            ENV_TEST(test_args_through_queue),
+            ENV_TEST(test_reentrance),
+            ENV_TEST(test_branches_contend),
+            ENV_TEST(test_branch_does_not_inherit),
+            ENV_TEST(test_free_busy),
+            ENV_TEST(test_invalid_args),
+            ENV_TEST(test_nodes_pooled),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -534,7 +534,7 @@ static void lane_body(FutoInAsyncSteps* as, void* data)
 static void lane_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    futoin_loop(as, lane_body, data, NULL);
+    futoin_add_loop(as, lane_body, data, NULL);
 }
 
 static void* lane_produce(void* arg)

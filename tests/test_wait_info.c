@@ -177,11 +177,11 @@ static void test_refusals_and_long_text(void** state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-            T(test_timeout_names_the_wait),
-            T(test_outer_timeout_names_innermost),
-            T(test_description_ends_with_step),
-            T(test_latest_description_wins),
-            T(test_refusals_and_long_text),
+            ENV_TEST(test_timeout_names_the_wait),
+            ENV_TEST(test_outer_timeout_names_innermost),
+            ENV_TEST(test_description_ends_with_step),
+            ENV_TEST(test_latest_description_wins),
+            ENV_TEST(test_refusals_and_long_text),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

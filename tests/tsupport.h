@@ -127,7 +127,7 @@ static inline void on_misuse(void* data, FutoInAsyncSteps* as, const char* info)
  * foreign implementation in tests/foreign/, on a loop of its own whose
  * virtual clock run() keeps equal to g_loop's. What the test does on g_loop
  * (timers, sync objects' windows) stays on our loop. */
-#include "foreign/frn.h"
+#include "foreign/foreign_asyncsteps.h"
 
 static FrnLoop* g_frn;
 static int g_violations;
@@ -245,7 +245,10 @@ static inline int env_teardown(void** state)
 #endif
 }
 
-#define T(fn) cmocka_unit_test_setup_teardown(fn, env_setup, env_teardown)
+/* fn as a cmocka test of this environment (env_setup() and env_teardown()).
+ * Each fixture has a registration macro named after it: ENV_TEST here,
+ * UV_TEST (uv/uv_tsupport.h), MISUSE_TEST (misuse_support.h). */
+#define ENV_TEST(fn) cmocka_unit_test_setup_teardown(fn, env_setup, env_teardown)
 
 static inline uint64_t now_ms(void)
 {

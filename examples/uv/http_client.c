@@ -144,7 +144,7 @@ static void response_iter(FutoInAsyncSteps* as, void* data)
 static void read_response(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    futoin_loop(as, response_iter, data, NULL);
+    futoin_add_loop(as, response_iter, data, NULL);
 }
 
 /* The server closed: the end of a body without a length, or a response cut
@@ -225,7 +225,7 @@ static void retry_iteration(FutoInAsyncSteps* as, void* data)
 static void branch(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    futoin_loop(as, retry_iteration, data, NULL);
+    futoin_add_loop(as, retry_iteration, data, NULL);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -465,7 +465,7 @@ static void conn_finish(FutoInAsyncSteps* as, void* data, const FutoInArgs* args
     c->phase = PH_LINGER;
     futoin_set_timeout(as, LINGER_MS);
     futoin_uv_shutdown(as, c->s);
-    futoin_loop(as, linger_iter, c, NULL);
+    futoin_add_loop(as, linger_iter, c, NULL);
 }
 
 /* The client closing (EOF), a reset, the timeout: the end either way. */
@@ -661,7 +661,7 @@ static void rq_head_read(FutoInAsyncSteps* as, void* data, const FutoInArgs* arg
     case HTTP_SCAN_FULL: set_error(c, too_large_route(c)); break;
     default:
         c->in_hbuf = 1;
-        futoin_loop(as, head_iter, c, NULL);
+        futoin_add_loop(as, head_iter, c, NULL);
         break;
     }
 }
@@ -852,10 +852,10 @@ static void read_body(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
         c->chunk_state = CH_SIZE;
         c->trailer_bytes = 0;
         c->body_left = 0;
-        futoin_loop(as, body_chunked_iter, c, NULL);
+        futoin_add_loop(as, body_chunked_iter, c, NULL);
     } else {
         c->body_left = r->content_length;
-        futoin_loop(as, body_cl_iter, c, NULL);
+        futoin_add_loop(as, body_cl_iter, c, NULL);
     }
 }
 
@@ -1246,7 +1246,7 @@ static void request_iteration(FutoInAsyncSteps* as, void* data)
 static void conn_serve(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    futoin_loop(as, request_iteration, data, NULL);
+    futoin_add_loop(as, request_iteration, data, NULL);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -37,6 +37,35 @@
 extern "C" {
 #endif
 
+/**
+ * @def FUTOIN_DEPRECATED(msg)
+ * Marks a public helper as deprecated: a call to it compiles and works as
+ * before, and the compiler warns with msg where it can (C23 and C++14
+ * `[[deprecated]]`, GCC and clang `__attribute__((deprecated))`, MSVC
+ * `__declspec(deprecated)`; empty for other compilers). Define it yourself
+ * (e.g. empty) before the first futoin header to change that. The
+ * deprecated names and when they go: docs/ABI-POLICY.md "Deprecations".
+ */
+#ifndef FUTOIN_DEPRECATED
+#if defined(__cplusplus) && __cplusplus >= 201402L
+#define FUTOIN_DEPRECATED(msg) [[deprecated(msg)]]
+#elif !defined(__cplusplus) && defined(__STDC_VERSION__) && __STDC_VERSION__ > 201710L \
+        && defined(__has_c_attribute)
+#if __has_c_attribute(deprecated)
+#define FUTOIN_DEPRECATED(msg) [[deprecated(msg)]]
+#endif
+#endif
+#endif
+#ifndef FUTOIN_DEPRECATED
+#if defined(__GNUC__) || defined(__clang__)
+#define FUTOIN_DEPRECATED(msg) __attribute__((deprecated(msg)))
+#elif defined(_MSC_VER)
+#define FUTOIN_DEPRECATED(msg) __declspec(deprecated(msg))
+#else
+#define FUTOIN_DEPRECATED(msg)
+#endif
+#endif
+
 /* ------------------------------------------------------------------------ */
 /** @name Error codes of the spec (strings compared with strcmp). */
 /** @{ */
@@ -501,12 +530,23 @@ int futoin_owned_error(FutoInAsyncSteps* as, const void* key, const char* code, 
 /** @name Loops (spec 2.2.4): inside an execute callback */
 /** @{ */
 
-/** Runs f until futoin_break(); label (may be NULL) names the loop. Out of
+/** Adds a loop step (the spec's loop()): it runs f(as, data) again and
+ * again until futoin_break(); label (may be NULL) names the loop. Not to be
+ * confused with the event loop (FutoInLoop, futoin_loop_*()). Out of
  * memory: the process aborts with the message (engine bookkeeping). */
-static inline void futoin_loop(FutoInAsyncSteps* as,
+static inline void futoin_add_loop(FutoInAsyncSteps* as,
         void (*f)(FutoInAsyncSteps* as, void* data), void* data, const char* label)
 {
     as->api->loop(as, data, f, label);
+}
+/** The former name of futoin_add_loop(), which it calls.
+ * @deprecated Use futoin_add_loop(): futoin_loop_*() names the event loop.
+ * Kept until 1.0 (docs/ABI-POLICY.md "Deprecations"). */
+FUTOIN_DEPRECATED("use futoin_add_loop()")
+static inline void futoin_loop(FutoInAsyncSteps* as,
+        void (*f)(FutoInAsyncSteps* as, void* data), void* data, const char* label)
+{
+    (futoin_add_loop)(as, f, data, label);
 }
 /** Runs f(as, data, i) for i = 0 .. count-1; label (may be NULL) names the loop.
  * Out of memory: the process aborts with the message (engine bookkeeping). */
@@ -670,6 +710,9 @@ static inline FutoInAsyncSteps* futoin_trace_end_(FutoInAsyncSteps* as)
     futoin_trace_end_((futoin_trace_at(__FILE__, __LINE__), (futoin_parallel)((as), (eh), (data))))
 #define futoin_add_sync(as, sync, f, eh, data) \
     FUTOIN_TRACE_CALL_((futoin_add_sync)((as), (sync), (f), (eh), (data)))
+#define futoin_add_loop(as, f, data, label) \
+    FUTOIN_TRACE_CALL_((futoin_add_loop)((as), (f), (data), (label)))
+/* The deprecated name: traced too, and its call still warns. */
 #define futoin_loop(as, f, data, label) FUTOIN_TRACE_CALL_((futoin_loop)((as), (f), (data), (label)))
 #define futoin_repeat(as, count, f, data, label) \
     FUTOIN_TRACE_CALL_((futoin_repeat)((as), (count), (f), (data), (label)))

@@ -140,7 +140,7 @@ struct FutoInAsyncStepsAPI_ {
             /** 8: waitExternal(): the step completes only by a later success()/error();
              * futoin_wait_external(). */
             void (*waitExternal)(FutoInAsyncSteps* bsi);
-            /** 9: loop(): runs f until breakLoop(); futoin_loop(). */
+            /** 9: loop(): runs f until breakLoop(); futoin_add_loop(). */
             void (*loop)(FutoInAsyncSteps* bsi, void* data,
                     void (*f)(FutoInAsyncSteps* bsi, void* data),
                     const char* label);

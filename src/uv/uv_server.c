@@ -424,7 +424,7 @@ static void serve_iteration(FutoInAsyncSteps* as, void* data)
 static void serve_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    futoin_loop(as, serve_iteration, data, NULL);
+    futoin_add_loop(as, serve_iteration, data, NULL);
 }
 
 void futoin_uv_serve(FutoInAsyncSteps* as, FutoInUvServer* srv, FutoInUvConnectionCb cb,

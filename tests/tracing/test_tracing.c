@@ -302,7 +302,7 @@ void loop_iteration(FutoInAsyncSteps* as, void* data)
 void start_loop(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)data, (void)args;
-    g_loop_line = __LINE__; futoin_loop(as, loop_iteration, NULL, "outer");
+    g_loop_line = __LINE__; futoin_add_loop(as, loop_iteration, NULL, "outer");
 }
 
 static void test_frames_and_dump(void** state)
@@ -393,15 +393,15 @@ static void test_untraced_add(void** state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        T(test_enabled),
-        T(test_error_three_levels_deep),
-        T(test_timeout_trace),
-        T(test_branch_trace),
-        T(test_long_chain),
-        T(test_misuse_trace),
-        T(test_frames_and_dump),
-        T(test_tail_steps_kept),
-        T(test_untraced_add),
+        ENV_TEST(test_enabled),
+        ENV_TEST(test_error_three_levels_deep),
+        ENV_TEST(test_timeout_trace),
+        ENV_TEST(test_branch_trace),
+        ENV_TEST(test_long_chain),
+        ENV_TEST(test_misuse_trace),
+        ENV_TEST(test_frames_and_dump),
+        ENV_TEST(test_tail_steps_kept),
+        ENV_TEST(test_untraced_add),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

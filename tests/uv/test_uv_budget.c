@@ -507,16 +507,16 @@ static void test_server_reuseport(void** state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        T(test_read_wait_and_peek),
-        T(test_peek_null),
-        T(test_shutdown_keeps_reading),
-        T(test_try_write),
-        T(test_budget_refuses_growth),
-        T(test_budget_given_back_after_read),
-        T(test_budget_free_bytes),
-        T(test_budget_api),
-        T(test_read_ahead_limit),
-        T(test_server_reuseport),
+        UV_TEST(test_read_wait_and_peek),
+        UV_TEST(test_peek_null),
+        UV_TEST(test_shutdown_keeps_reading),
+        UV_TEST(test_try_write),
+        UV_TEST(test_budget_refuses_growth),
+        UV_TEST(test_budget_given_back_after_read),
+        UV_TEST(test_budget_free_bytes),
+        UV_TEST(test_budget_api),
+        UV_TEST(test_read_ahead_limit),
+        UV_TEST(test_server_reuseport),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

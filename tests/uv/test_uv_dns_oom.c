@@ -113,9 +113,9 @@ static void test_no_failure(void** state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        T(test_first_address_copy_fails),
-        T(test_address_list_fails),
-        T(test_no_failure),
+        UV_TEST(test_first_address_copy_fails),
+        UV_TEST(test_address_list_fails),
+        UV_TEST(test_no_failure),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

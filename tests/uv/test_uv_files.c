@@ -70,7 +70,8 @@ static int files_teardown(void** state)
     return r;
 }
 
-#define TF(fn) cmocka_unit_test_setup_teardown(fn, files_setup, files_teardown)
+/* fn with uv_setup() and the test files made first (files_setup()). */
+#define FILES_TEST(fn) cmocka_unit_test_setup_teardown(fn, files_setup, files_teardown)
 
 /* ---- one attempt per step: its outcome goes to the trace ---- */
 
@@ -391,14 +392,14 @@ static void test_cancelled_fifo_reads(void** state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        TF(test_fifo_read_without_writer),
-        TF(test_fifo_write_without_reader),
-        TF(test_fifo_with_other_end),
-        TF(test_directory),
-        TF(test_devices),
-        TF(test_socket_file),
-        TF(test_fifo_reads_do_not_hold_the_pool),
-        TF(test_cancelled_fifo_reads),
+        FILES_TEST(test_fifo_read_without_writer),
+        FILES_TEST(test_fifo_write_without_reader),
+        FILES_TEST(test_fifo_with_other_end),
+        FILES_TEST(test_directory),
+        FILES_TEST(test_devices),
+        FILES_TEST(test_socket_file),
+        FILES_TEST(test_fifo_reads_do_not_hold_the_pool),
+        FILES_TEST(test_cancelled_fifo_reads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

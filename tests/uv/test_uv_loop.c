@@ -296,7 +296,7 @@ static void spin(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)data;
     (void)args;
-    futoin_loop(as, spin_iter, NULL, NULL);
+    futoin_add_loop(as, spin_iter, NULL, NULL);
 }
 
 static void tick_cb(uv_timer_t* t)
@@ -389,14 +389,14 @@ static void test_cross_thread_wakeup(void** state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        T(test_backend_accessors),
-        T(test_one_uv_timer_for_many),
-        T(test_run_returns_when_idle),
-        T(test_run_returns_after_free),
+        UV_TEST(test_backend_accessors),
+        UV_TEST(test_one_uv_timer_for_many),
+        UV_TEST(test_run_returns_when_idle),
+        UV_TEST(test_run_returns_after_free),
         cmocka_unit_test(test_embedded_in_user_loop),
-        T(test_external_completion),
-        T(test_burst_yields_to_libuv),
-        T(test_cross_thread_wakeup),
+        UV_TEST(test_external_completion),
+        UV_TEST(test_burst_yields_to_libuv),
+        UV_TEST(test_cross_thread_wakeup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

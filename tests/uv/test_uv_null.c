@@ -299,14 +299,14 @@ static void test_server_new_null_host(void** state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        T(test_null_stream_reads),
-        T(test_null_stream_writes),
-        T(test_null_stream_close),
-        T(test_null_server_steps),
-        T(test_null_host),
-        T(test_null_path),
-        T(test_null_plain_functions),
-        T(test_server_new_null_host),
+        UV_TEST(test_null_stream_reads),
+        UV_TEST(test_null_stream_writes),
+        UV_TEST(test_null_stream_close),
+        UV_TEST(test_null_server_steps),
+        UV_TEST(test_null_host),
+        UV_TEST(test_null_path),
+        UV_TEST(test_null_plain_functions),
+        UV_TEST(test_server_new_null_host),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

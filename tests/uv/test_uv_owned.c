@@ -240,10 +240,10 @@ static void test_uv_run_inside_a_step(void** state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        T(test_late_success_on_sleep),
-        T(test_late_error_on_sleep),
-        T(test_late_completions_on_accept_and_read),
-        T(test_uv_run_inside_a_step),
+        UV_TEST(test_late_success_on_sleep),
+        UV_TEST(test_late_error_on_sleep),
+        UV_TEST(test_late_completions_on_accept_and_read),
+        UV_TEST(test_uv_run_inside_a_step),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -435,17 +435,17 @@ static void test_file_write_null_data(void** state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        T(test_connect_port_out_of_range),
-        T(test_read_line_max_len_out_of_range),
-        T(test_read_until_max_len_out_of_range),
-        T(test_read_exact_n_out_of_range),
-        T(test_read_some_max_out_of_range),
-        T(test_write_len_out_of_range),
-        T(test_write_static_len_out_of_range),
-        T(test_listen_port_and_backlog_out_of_range),
-        T(test_server_new_out_of_range),
-        T(test_file_read_max_bytes_out_of_range),
-        T(test_file_write_null_data),
+        UV_TEST(test_connect_port_out_of_range),
+        UV_TEST(test_read_line_max_len_out_of_range),
+        UV_TEST(test_read_until_max_len_out_of_range),
+        UV_TEST(test_read_exact_n_out_of_range),
+        UV_TEST(test_read_some_max_out_of_range),
+        UV_TEST(test_write_len_out_of_range),
+        UV_TEST(test_write_static_len_out_of_range),
+        UV_TEST(test_listen_port_and_backlog_out_of_range),
+        UV_TEST(test_server_new_out_of_range),
+        UV_TEST(test_file_read_max_bytes_out_of_range),
+        UV_TEST(test_file_write_null_data),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

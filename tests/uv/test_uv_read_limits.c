@@ -178,10 +178,10 @@ static void test_delimiter_not_found_within_max_len(void** state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        T(test_line_longer_than_max_len),
-        T(test_line_terminator_beyond_max_len),
-        T(test_line_longer_than_default),
-        T(test_delimiter_not_found_within_max_len),
+        UV_TEST(test_line_longer_than_max_len),
+        UV_TEST(test_line_terminator_beyond_max_len),
+        UV_TEST(test_line_longer_than_default),
+        UV_TEST(test_delimiter_not_found_within_max_len),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -249,7 +249,8 @@ static int rc_teardown(void** state)
     return r;
 }
 
-#define TR(fn) cmocka_unit_test_setup_teardown(fn, rc_setup, rc_teardown)
+/* fn with the controlled resolver of this file (rc_setup() and rc_teardown()). */
+#define RESOLVE_TEST(fn) cmocka_unit_test_setup_teardown(fn, rc_setup, rc_teardown)
 
 static void step_resolve(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
@@ -445,10 +446,10 @@ int main(void)
         return SKIPPED;
     }
     const struct CMUnitTest tests[] = {
-        TR(test_cancelled_resolve),
-        TR(test_timed_out_resolve),
-        TR(test_timed_out_connect_by_name),
-        TR(test_pool_fallback_ends_with_the_lookup),
+        RESOLVE_TEST(test_cancelled_resolve),
+        RESOLVE_TEST(test_timed_out_resolve),
+        RESOLVE_TEST(test_timed_out_connect_by_name),
+        RESOLVE_TEST(test_pool_fallback_ends_with_the_lookup),
     };
     int r = cmocka_run_group_tests(tests, NULL, NULL);
     atomic_store(&g_dns_mode, DNS_STOP);

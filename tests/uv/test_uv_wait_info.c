@@ -429,11 +429,11 @@ int main(void)
     /* The pool test blocks exactly the pool's threads. */
     setenv("UV_THREADPOOL_SIZE", "4", 1);
     const struct CMUnitTest tests[] = {
-        T(test_read_names_the_peer),
-        T(test_write_names_the_peer),
-        T(test_accept_and_accepted_peer),
-        T(test_connect_names_the_target),
-        T(test_thread_pool_and_sleep),
+        UV_TEST(test_read_names_the_peer),
+        UV_TEST(test_write_names_the_peer),
+        UV_TEST(test_accept_and_accepted_peer),
+        UV_TEST(test_connect_names_the_target),
+        UV_TEST(test_thread_pool_and_sleep),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

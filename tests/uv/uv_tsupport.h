@@ -72,7 +72,8 @@ static inline int uv_teardown(void** state)
     return 0;
 }
 
-#define T(fn) cmocka_unit_test_setup_teardown(fn, uv_setup, uv_teardown)
+/* fn as a cmocka test on a fresh FutoInUv (uv_setup() and uv_teardown()). */
+#define UV_TEST(fn) cmocka_unit_test_setup_teardown(fn, uv_setup, uv_teardown)
 
 static inline uint64_t mono_ms(void)
 {

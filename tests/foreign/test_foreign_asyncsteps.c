@@ -1,9 +1,10 @@
 /*
  * SPDX-License-Identifier: MIT
  *
- * Self-tests of the foreign implementation (frn.h): before other tests use it
- * as the "other side" of interop runs, it has to be trusted on its own. Every
- * test drives a fresh virtual-clock loop and ends with no live objects.
+ * Self-tests of the foreign AsyncSteps (foreign_asyncsteps.h): before other
+ * tests use it as the "other side" of interop runs, it has to be trusted on
+ * its own. Every test drives a fresh virtual-clock loop and ends with no
+ * live objects.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "frn.h"
+#include "foreign_asyncsteps.h"
 
 /* ---- helpers ------------------------------------------------------------ */
 

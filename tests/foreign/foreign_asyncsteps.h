@@ -1,17 +1,18 @@
 /*
  * SPDX-License-Identifier: MIT
  *
- * frn: a small, strict "foreign" implementation of the FTN12 universal binary
- * interface (spec 2.7), written from the specification text only. It shares
- * no code with the project's engine, so interop tests that hand its
- * interfaces to the project's library (and the other way round) exercise the
- * binary contract itself rather than two copies of the same assumptions.
+ * The foreign AsyncSteps (names prefixed frn_, Frn, FRN_): a small, strict
+ * "foreign" implementation of the FTN12 universal binary interface (spec
+ * 2.7), written from the specification text only. It shares no code with
+ * the project's engine, so interop tests that hand its interfaces to the
+ * project's library (and the other way round) exercise the binary contract
+ * itself rather than two copies of the same assumptions.
  *
  * It runs on a virtual clock and its own event loop that the test drives, and
  * it reports contract violations loudly instead of tolerating them.
  */
-#ifndef FRN_H
-#define FRN_H
+#ifndef FOREIGN_ASYNCSTEPS_H
+#define FOREIGN_ASYNCSTEPS_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -83,4 +84,4 @@ size_t frn_live_objects(const FrnLoop* l);
 } /* extern "C" */
 #endif
 
-#endif /* FRN_H */
+#endif /* FOREIGN_ASYNCSTEPS_H */

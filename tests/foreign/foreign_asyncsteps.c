@@ -1,9 +1,10 @@
 /*
  * SPDX-License-Identifier: MIT
  *
- * frn: an independent, strict implementation of the FTN12 binary AsyncSteps
- * interface, written from the specification (FTN12 1.x sections 1 and 2.7)
- * only. See frn.h for the public surface.
+ * The foreign AsyncSteps (prefix frn_): an independent, strict implementation
+ * of the FTN12 binary AsyncSteps interface, written from the specification
+ * (FTN12 1.x sections 1 and 2.7) only. See foreign_asyncsteps.h for the
+ * public surface.
  *
  * Design in short:
  * - Every step is a heap frame whose first member is the FutoInAsyncSteps
@@ -27,7 +28,7 @@
  *   that a late success() on a finished step is reported as a violation
  *   instead of writing to freed memory.
  */
-#include "frn.h"
+#include "foreign_asyncsteps.h"
 
 #include <stdarg.h>
 #include <stdio.h>
