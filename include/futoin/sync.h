@@ -134,7 +134,7 @@ FutoInSync* futoin_mutex_new(FutoInLoop* loop, uint32_t max, uint32_t max_queue)
  * Returns NULL when max or period_ms is 0. Out of memory: NULL; a flow's wait
  * record as for futoin_mutex_new(); a window timer that cannot be armed
  * (it admits the waiting flows) aborts the process with "futoin: out of
- * memory" on stderr. */
+ * memory" through the log handler (stderr unless replaced). */
 FutoInSync* futoin_throttle_new(
         FutoInLoop* loop, uint32_t max, uint32_t period_ms, uint32_t max_queue);
 

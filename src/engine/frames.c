@@ -6,7 +6,7 @@
  */
 #include "engine/engine_core.h"
 
-#include <stdio.h>
+#include "common/log.h"
 
 /* Another chunk of unused extras, put in front of the free list. */
 void futoin__xtable_grow(EngineCtx* ctx)
@@ -14,7 +14,7 @@ void futoin__xtable_grow(EngineCtx* ctx)
     uint32_t n = ctx->nxchunks;
     if (n == FUTOIN_XNONE / FUTOIN_XCHUNK) {
         /* 2^32 frames with extras at once: over 200 GB, like an OOM. */
-        fputs("futoin: out of frame extras\n", stderr);
+        futoin_log_write(FUTOIN_LOG_FATAL, "futoin: out of frame extras");
         abort();
     }
     if ((n & (n - 1)) == 0) { /* 0, 1, 2, 4...: the array is full, double it */
