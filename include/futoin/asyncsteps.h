@@ -24,6 +24,8 @@
  *    instance that has completed) is ignored and reported to the loop's misuse
  *    handler (futoin_set_misuse_handler; by default one line through the log
  *    handler, futoin_set_log_handler(): stderr unless replaced).
+ *
+ * Errors: docs/ERRORS.md.
  */
 #ifndef FUTOIN_ASYNCSTEPS_H
 #define FUTOIN_ASYNCSTEPS_H

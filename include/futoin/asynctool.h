@@ -24,6 +24,8 @@
  * thread, which runs it at the start of its next round, in call order per
  * calling thread, and the call returns at once. The loop must outlive
  * every such call. Loops on threads of their own: <futoin/threads.h>.
+ *
+ * Errors: docs/ERRORS.md.
  */
 #ifndef FUTOIN_ASYNCTOOL_H
 #define FUTOIN_ASYNCTOOL_H

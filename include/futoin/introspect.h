@@ -33,6 +33,8 @@
  * working when a later minor version adds members at the end.
  *
  * docs/OBSERVABILITY.md describes the dump's format and how to use it.
+ *
+ * Errors: docs/ERRORS.md.
  */
 #ifndef FUTOIN_INTROSPECT_H
 #define FUTOIN_INTROSPECT_H

@@ -66,6 +66,8 @@
  *    timers). These take no lock. For flows on several loops (threads) use
  *    the *_new_shared variants at the end of this header.
  *  - Unlimited. FUTOIN_SYNC_UNLIMITED as a queue length means no limit.
+ *
+ * Errors: docs/ERRORS.md.
  */
 #ifndef FUTOIN_SYNC_H
 #define FUTOIN_SYNC_H

@@ -122,6 +122,8 @@
  * function is refused before anything starts: the added step fails with
  * InternalError "EINVAL: <function>: <parameter> <value> out of range ..."
  * (no I/O, no reference taken, nothing copied).
+ *
+ * Errors: docs/ERRORS.md.
  */
 #ifndef FUTOIN_UV_H
 #define FUTOIN_UV_H
