@@ -22,7 +22,10 @@
  *    becomes an InternalError of the current step, with a descriptive
  *    error_info. Misuse where no step is running (e.g. success() on an
  *    instance that has completed) is ignored and reported to the loop's misuse
- *    handler (futoin_set_misuse_handler; by default one line on stderr).
+ *    handler (futoin_set_misuse_handler; by default one line through the log
+ *    handler, futoin_set_log_handler(): stderr unless replaced).
+ *
+ * Errors: docs/ERRORS.md.
  */
 #ifndef FUTOIN_ASYNCSTEPS_H
 #define FUTOIN_ASYNCSTEPS_H
@@ -112,7 +115,9 @@ void futoin_set_burst(FutoInLoop* loop, unsigned steps);
  * its own callbacks). */
 typedef void (*FutoInMisuseHandler)(void* data, FutoInAsyncSteps* as, const char* info);
 /** Sets the loop's misuse handler: cb(data, as, info) receives the reports
- * of FutoInMisuseHandler (NULL: the default, one line on stderr). */
+ * of FutoInMisuseHandler (NULL: the default, a FUTOIN_LOG_MISUSE line
+ * "futoin: API misuse: <info>" to the log handler, futoin_set_log_handler(),
+ * which writes it to stderr unless replaced). */
 void futoin_set_misuse_handler(FutoInLoop* loop, FutoInMisuseHandler cb, void* data);
 
 /** @} */
@@ -273,8 +278,8 @@ static inline void* futoin_arg_custom(const FutoInArgs* args, int i)
 
 /** Adds a step (f, optional error handler eh); data is passed to both.
  * Out of memory (a new slab of step nodes): the process aborts with
- * "futoin: out of memory" on stderr, as for all of the engine's
- * bookkeeping (docs/SEMANTICS.md "Memory"). */
+ * "futoin: out of memory" through the log handler (stderr unless replaced),
+ * as for all of the engine's bookkeeping (docs/SEMANTICS.md "Memory"). */
 static inline void futoin_add(FutoInAsyncSteps* as, FutoInAsyncSteps_execute_callback f,
         FutoInAsyncSteps_error_callback eh, void* data)
 {

@@ -24,6 +24,8 @@
  * thread, which runs it at the start of its next round, in call order per
  * calling thread, and the call returns at once. The loop must outlive
  * every such call. Loops on threads of their own: <futoin/threads.h>.
+ *
+ * Errors: docs/ERRORS.md.
  */
 #ifndef FUTOIN_ASYNCTOOL_H
 #define FUTOIN_ASYNCTOOL_H
@@ -55,7 +57,8 @@ void futoin_loop_free(FutoInLoop* loop);
  * handle (see futoin_loop_try_cancel). Out of memory: a zeroed handle, and
  * cb never runs; a schedule another thread was given a handle for but the
  * loop thread cannot queue aborts the process with "futoin: out of memory"
- * on stderr. */
+ * through the log handler (futoin_set_log_handler(); stderr unless
+ * replaced). */
 FutoInHandle futoin_loop_immediate(FutoInLoop* loop, void* data, FutoInLoopCallback cb);
 
 /** Queues cb(data) to run once delay_ms have passed (0 is allowed: it runs on
@@ -233,6 +236,101 @@ int futoin_loop_run_next(FutoInLoop* loop);
  * due on the way (immediates first, then timers in due order, each at its
  * own due time). */
 void futoin_loop_advance(FutoInLoop* loop, uint64_t ms);
+
+/** @} */
+
+/* ------------------------------------------------------------------------ */
+/**
+ * @name Diagnostics: where the library's own messages go
+ *
+ * The library never writes to stderr by itself: every line it prints goes
+ * through one process-wide log handler, which by default
+ * (futoin_log_stderr()) writes the line and a newline to stderr. These
+ * lines are: the default misuse handler's reports (futoin_set_misuse_handler()
+ * not called on the loop), the message before an abort for out of memory,
+ * the default dump handler's loop dump (futoin_loop_set_dump_handler(),
+ * futoin_loop_dump_on_signal()) and the libuv backend's warnings. Replace
+ * the handler to send them to a log of your own. What each kind means, and
+ * every other way the library reports a failure: docs/ERRORS.md.
+ */
+/** @{ */
+
+/** What a line given to the log handler is about. Later versions may add
+ * kinds: treat an unknown one like FUTOIN_LOG_WARNING. */
+typedef enum FutoInLogKind {
+    /** API misuse that no step could be told of: the default misuse handler
+     * (futoin_set_misuse_handler()), a nested futoin_uv_run(). Starts with
+     * "futoin: API misuse: ". */
+    FUTOIN_LOG_MISUSE = 1,
+    /** The process aborts right after the handler returns: memory that
+     * nobody could be told of could not be had ("futoin: out of memory:
+     * ...", "futoin: out of memory allocating N bytes", "futoin: out of
+     * frame extras"). Reported while memory is exhausted: the handler must
+     * not allocate. It may end the process itself (_exit()); if it returns,
+     * the library calls abort(). */
+    FUTOIN_LOG_FATAL = 2,
+    /** Something was left behind, and the library went on: futoin_uv_free()
+     * with streams or servers not released, a loop dump that could not be
+     * buffered. */
+    FUTOIN_LOG_WARNING = 3,
+    /** One line of a loop dump written by the default dump handler
+     * (docs/OBSERVABILITY.md has the format), from "futoin loop ...: dump
+     * at" to "end of dump: ...", one call per line, on the loop's thread. */
+    FUTOIN_LOG_DUMP = 4
+} FutoInLogKind;
+
+/**
+ * @brief Receives every line the library prints.
+ * @param data  the data given to futoin_set_log_handler()
+ * @param kind  a FutoInLogKind value (an int, so that a handler compiled
+ *              now can be given kinds added later)
+ * @param line  one line, without a trailing newline; valid during the call
+ *
+ * Called on whatever thread made the report (a loop's thread, a worker or
+ * pool thread), possibly on several threads at once: the handler must be
+ * thread-safe. It is never called from a signal handler. It may call the
+ * library (a misuse it makes is reported to it again, so do not recurse
+ * without end); for FUTOIN_LOG_FATAL it must not allocate.
+ */
+typedef void (*FutoInLogHandler)(void* data, int kind, const char* line);
+
+/**
+ * @brief Sets the process-wide log handler.
+ *
+ * Any thread, at any time; the handler and its data are swapped together
+ * under a lock. A report already under way on another thread may still
+ * reach the previous handler after this returns, so keep the previous
+ * data valid (static data, or until those threads are done): setting the
+ * handler once at start-up, before threads use the library, is simplest.
+ * @param handler    the new handler; NULL restores the default,
+ *                   futoin_log_stderr()
+ * @param data       passed to handler (ignored when handler is NULL)
+ * @param prev_data  if not NULL, receives the previous handler's data
+ * @return the previous handler: futoin_log_stderr when the default was in
+ *         effect, never NULL, so that futoin_set_log_handler(prev, pdata)
+ *         restores it and a handler may pass lines on to it
+ */
+FutoInLogHandler futoin_set_log_handler(FutoInLogHandler handler, void* data, void** prev_data);
+
+/**
+ * @brief The default log handler: writes line and a newline to stderr in
+ * one stdio call (lines of different threads do not mix), whatever the
+ * kind.
+ * @param data  unused
+ * @param kind  unused
+ * @param line  the line
+ */
+void futoin_log_stderr(void* data, int kind, const char* line);
+
+/**
+ * @brief Sends one line through the current log handler: for libraries
+ * built on this one (the libuv backend reports this way) that want their
+ * messages to go where the application sends the library's. Any thread.
+ * Does not abort for FUTOIN_LOG_FATAL: that is the caller's to do.
+ * @param kind  a FutoInLogKind value
+ * @param line  one line without a trailing newline (NULL: nothing is sent)
+ */
+void futoin_log_write(int kind, const char* line);
 
 /** @} */
 

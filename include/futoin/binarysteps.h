@@ -12,6 +12,8 @@
  * C has no exceptions: after handle_error(), breakLoop() or continueLoop() the
  * caller must return from its callback straight away; the engine acts on the
  * recorded outcome when the callback returns.
+ *
+ * Errors: docs/ERRORS.md.
  */
 #ifndef FUTOIN_BINARYSTEPS_H
 #define FUTOIN_BINARYSTEPS_H

@@ -6,6 +6,8 @@
  * Written from the specification text. A value is a tagged union with an
  * optional cleanup hook in its type descriptor, so that objects owned by one
  * technology can be released from another.
+ *
+ * Errors: docs/ERRORS.md.
  */
 #ifndef FUTOIN_BINARYVAL_H
 #define FUTOIN_BINARYVAL_H

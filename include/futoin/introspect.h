@@ -33,6 +33,8 @@
  * working when a later minor version adds members at the end.
  *
  * docs/OBSERVABILITY.md describes the dump's format and how to use it.
+ *
+ * Errors: docs/ERRORS.md.
  */
 #ifndef FUTOIN_INTROSPECT_H
 #define FUTOIN_INTROSPECT_H
@@ -391,8 +393,11 @@ typedef void (*FutoInDumpHandler)(FutoInLoop* loop, void* data);
  * engine as any loop callback may). Also keeps the message that requests
  * travel in, so that asking allocates nothing.
  * @param loop  the loop; the call must be made on its thread
- * @param cb    the handler; NULL sets the default, which writes
- *              futoin_loop_dump(loop, stderr, FUTOIN_DUMP_FRAMES_DEFAULT)
+ * @param cb    the handler; NULL sets the default, which sends the dump
+ *              (FUTOIN_DUMP_FRAMES_DEFAULT frames per flow) to the log
+ *              handler, one FUTOIN_LOG_DUMP line per call
+ *              (futoin_set_log_handler(); with the default log handler it
+ *              is futoin_loop_dump(loop, stderr, FUTOIN_DUMP_FRAMES_DEFAULT))
  * @param data  passed to cb
  * @return 0, or -1 on the wrong thread, a NULL loop or out of memory
  */
@@ -425,7 +430,8 @@ int futoin_loop_request_dump(FutoInLoop* loop);
  * loop goes (the handler then asks nobody). futoin_loop_free() removes the
  * loop's registration.
  * Typical use: `futoin_loop_dump_on_signal(loop, SIGUSR1);` then
- * `kill -USR1 <pid>` prints every flow to stderr.
+ * `kill -USR1 <pid>` prints every flow through the log handler
+ * (futoin_set_log_handler(); stderr unless replaced).
  * @param loop   the loop; the call must be made on its thread
  * @param signo  the signal (SIGUSR1, SIGQUIT, ...), or 0 to remove the
  *               loop's registrations

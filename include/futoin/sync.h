@@ -66,6 +66,8 @@
  *    timers). These take no lock. For flows on several loops (threads) use
  *    the *_new_shared variants at the end of this header.
  *  - Unlimited. FUTOIN_SYNC_UNLIMITED as a queue length means no limit.
+ *
+ * Errors: docs/ERRORS.md.
  */
 #ifndef FUTOIN_SYNC_H
 #define FUTOIN_SYNC_H
@@ -134,7 +136,7 @@ FutoInSync* futoin_mutex_new(FutoInLoop* loop, uint32_t max, uint32_t max_queue)
  * Returns NULL when max or period_ms is 0. Out of memory: NULL; a flow's wait
  * record as for futoin_mutex_new(); a window timer that cannot be armed
  * (it admits the waiting flows) aborts the process with "futoin: out of
- * memory" on stderr. */
+ * memory" through the log handler (stderr unless replaced). */
 FutoInSync* futoin_throttle_new(
         FutoInLoop* loop, uint32_t max, uint32_t period_ms, uint32_t max_queue);
 

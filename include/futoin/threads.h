@@ -20,6 +20,8 @@
  *    be alive: a step waiting for another thread should hold the loop
  *    (futoin_loop_hold) so that run() does not return under it, and the
  *    other thread must be done calling before the root is freed.
+ *
+ * Errors: docs/ERRORS.md.
  */
 #ifndef FUTOIN_THREADS_H
 #define FUTOIN_THREADS_H

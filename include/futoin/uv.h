@@ -122,6 +122,8 @@
  * function is refused before anything starts: the added step fails with
  * InternalError "EINVAL: <function>: <parameter> <value> out of range ..."
  * (no I/O, no reference taken, nothing copied).
+ *
+ * Errors: docs/ERRORS.md.
  */
 #ifndef FUTOIN_UV_H
 #define FUTOIN_UV_H
@@ -167,7 +169,11 @@ FutoInUv* futoin_uv_new(uv_loop_t* uv_loop);
  * must be freed and every stream and server released before. With an owned
  * uv_loop_t, the loop is run until the handles are closed and then closed;
  * with a loop of yours, the memory is released from close callbacks: run
- * your loop once more before uv_loop_close(). */
+ * your loop once more before uv_loop_close(). An owned loop that still has
+ * handles open (streams or servers not released, handles of yours) gets
+ * them closed, with a FUTOIN_LOG_WARNING line "futoin_uv_free: libuv
+ * handles still open (streams or servers not released)" to the log handler
+ * (futoin_set_log_handler()); the memory of our objects among them is lost. */
 void futoin_uv_free(FutoInUv* uv);
 
 /** The AsyncTool loop to create roots on (NULL if uv is NULL). */
@@ -181,8 +187,9 @@ FutoInUv* futoin_uv_of(FutoInAsyncSteps* as);
 
 /** uv_run(UV_RUN_DEFAULT): returns when neither libuv nor the AsyncTool have
  * anything left to do, or after uv_stop(). Returns uv_run()'s result, or
- * UV_EINVAL if uv is NULL, or UV_EBUSY (with a line on stderr, nothing
- * run) when called from inside a callback of that loop: a step, a handler
+ * UV_EINVAL if uv is NULL, or UV_EBUSY (with a FUTOIN_LOG_MISUSE line to
+ * the log handler, futoin_set_log_handler(); nothing run) when called from
+ * inside a callback of that loop: a step, a handler
  * or a libuv callback while futoin_uv_run() or the AsyncTool's round runs
  * (libuv's loop is not reentrant). */
 int futoin_uv_run(FutoInUv* uv);

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include "common/slab_pool.h"
 
+#include "common/log.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -88,13 +90,17 @@ void* futoin__pool_refill_get(SlabPool* pool)
 
 static void out_of_memory(size_t size)
 {
-    fprintf(stderr, "futoin: out of memory allocating %zu bytes\n", size);
+    char line[80];
+    snprintf(line, sizeof(line), "futoin: out of memory allocating %zu bytes", size);
+    futoin_log_write(FUTOIN_LOG_FATAL, line);
     abort();
 }
 
 void futoin__out_of_memory(const char* what)
 {
-    fprintf(stderr, "futoin: out of memory: %s\n", what);
+    char line[256];
+    snprintf(line, sizeof(line), "futoin: out of memory: %s", what);
+    futoin_log_write(FUTOIN_LOG_FATAL, line);
     abort();
 }
 

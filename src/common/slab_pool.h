@@ -52,9 +52,9 @@ void* futoin__pool_first_slab(const SlabPool* pool);
 void* futoin__pool_next_slab(const void* slab);
 void* futoin__pool_slab_elem(const SlabPool* pool, void* slab, size_t i);
 
-/* Writes "futoin: out of memory: <what>" to stderr and aborts: for the
- * allocations whose failure nobody could be told of (docs/SEMANTICS.md,
- * "Memory"). */
+/* Reports "futoin: out of memory: <what>" through the log handler
+ * (futoin_set_log_handler()) and aborts: for the allocations whose failure
+ * nobody could be told of (docs/SEMANTICS.md, "Memory"). */
 _Noreturn void futoin__out_of_memory(const char* what);
 
 /* malloc/realloc that abort with a message instead of returning NULL. */

@@ -6,6 +6,8 @@
  */
 #include "engine/engine_impl.h"
 
+#include "common/log.h"
+
 #include <assert.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -50,7 +52,7 @@ static void default_misuse(void* data, FutoInAsyncSteps* as, const char* info)
 {
     (void)data;
     (void)as;
-    fprintf(stderr, "futoin: API misuse: %s\n", info);
+    futoin__log_misuse(info);
 }
 
 /* The loop's own misuse (running it from inside its callbacks) goes to

@@ -6,7 +6,7 @@
  */
 #include "engine/engine_impl.h"
 
-#include <stdio.h>
+#include "common/log.h"
 
 /* Another chunk of unused extras, put in front of the free list. */
 void futoin__extras_grow(EngineCtx* ctx)
@@ -14,7 +14,7 @@ void futoin__extras_grow(EngineCtx* ctx)
     uint32_t n = ctx->n_extras_chunks;
     if (n == FUTOIN_EXTRAS_NONE / FUTOIN_EXTRAS_CHUNK) {
         /* 2^32 frames with extras at once: over 200 GB, like an OOM. */
-        fputs("futoin: out of frame extras\n", stderr);
+        futoin_log_write(FUTOIN_LOG_FATAL, "futoin: out of frame extras");
         abort();
     }
     if ((n & (n - 1)) == 0) { /* 0, 1, 2, 4...: the array is full, double it */

@@ -21,6 +21,7 @@
  */
 #include "loop/loop_impl.h"
 
+#include "common/log.h"
 #include "common/slab_pool.h"
 
 #include <pthread.h>
@@ -600,7 +601,7 @@ static int refuse_nested(FutoInLoop* loop, const char* what)
     if (loop->misuse_hook) {
         loop->misuse_hook(loop, buf);
     } else {
-        fprintf(stderr, "futoin: API misuse: %s\n", buf);
+        futoin__log_misuse(buf);
     }
     return 1;
 }

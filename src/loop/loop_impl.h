@@ -153,7 +153,8 @@ struct FutoInLoop {
 
     void (*engine_free)(void* engine_ctx);
     /* Where the loop reports misuse (the engine's misuse handler, once the
-     * engine has a context here); NULL: one line on stderr. */
+     * engine has a context here); NULL: a FUTOIN_LOG_MISUSE line of the
+     * log handler (common/log.h). */
     void (*misuse_hook)(FutoInLoop* loop, const char* info);
     /* Set while a signal may ask this loop for a dump (observe/dump.c):
      * futoin_loop_free() calls it first, so that no handler finds the loop

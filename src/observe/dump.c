@@ -8,6 +8,7 @@
  */
 #include <futoin/introspect.h>
 
+#include "common/log.h"
 #include "engine/engine_internal.h"
 #include "observe/observe_impl.h"
 
@@ -17,6 +18,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void dump_frame(FILE* out, Flow* fl, uint32_t level)
@@ -224,11 +226,49 @@ int futoin_loop_dump(FutoInLoop* loop, FILE* out, uint32_t max_frames)
 /* ------------------------------------------------------------------------ */
 /* Dump requests                                                             */
 
+/* The default answer: the dump through the log handler, one
+ * FUTOIN_LOG_DUMP line per call. With the default handler the text goes
+ * straight to stderr, as that handler would write it, without a buffer;
+ * another handler gets its lines from a memory stream. This runs on the
+ * loop thread in an ordinary round (a signal only queued the request), so
+ * allocating here is safe; without the memory the handler is told so. */
 static void default_dump(FutoInLoop* loop, void* data)
 {
     (void)data;
-    futoin_loop_dump(loop, stderr, FUTOIN_DUMP_FRAMES_DEFAULT);
-    fflush(stderr);
+    void* ldata;
+    FutoInLogHandler handler = futoin__log_handler(&ldata);
+    if (handler == futoin_log_stderr) {
+        futoin_loop_dump(loop, stderr, FUTOIN_DUMP_FRAMES_DEFAULT);
+        fflush(stderr);
+        return;
+    }
+    char* text = NULL;
+    size_t len = 0;
+    FILE* mem = open_memstream(&text, &len);
+    if (mem) {
+        futoin_loop_dump(loop, mem, FUTOIN_DUMP_FRAMES_DEFAULT);
+        int failed = ferror(mem);
+        if (fclose(mem) != 0 || failed) {
+            free(text);
+            text = NULL;
+        }
+    }
+    if (!text) {
+        handler(ldata, FUTOIN_LOG_WARNING, "futoin: loop dump: out of memory");
+        return;
+    }
+    for (char* line = text; *line;) {
+        char* nl = strchr(line, '\n');
+        if (nl) {
+            *nl = '\0';
+        }
+        handler(ldata, FUTOIN_LOG_DUMP, line);
+        if (!nl) {
+            break;
+        }
+        line = nl + 1;
+    }
+    free(text);
 }
 
 int futoin_loop_set_dump_handler(FutoInLoop* loop, FutoInDumpHandler cb, void* data)

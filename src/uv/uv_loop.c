@@ -229,7 +229,8 @@ void futoin_uv_free(FutoInUv* u)
         /* Streams or servers were not released (or a request is still in
          * the thread pool): close what is left so the loop can go. Their
          * memory is lost, which valgrind will point at. */
-        fprintf(stderr, "futoin_uv_free: libuv handles still open (streams or servers not released)\n");
+        futoin_log_write(FUTOIN_LOG_WARNING,
+                "futoin_uv_free: libuv handles still open (streams or servers not released)");
         uv_walk(&u->own_loop, close_leftover, NULL);
         uv_run(&u->own_loop, UV_RUN_DEFAULT);
         uv_loop_close(&u->own_loop);
@@ -269,9 +270,9 @@ int futoin_uv_run(FutoInUv* u)
     if (u->running || u->in_pump) {
         /* uv_run() is not reentrant, and a round inside a round would run
          * the calling step's own timeout under it. */
-        fputs("futoin: API misuse: futoin_uv_run() called from inside a callback of the same "
-              "loop: refused\n",
-                stderr);
+        futoin_log_write(FUTOIN_LOG_MISUSE,
+                "futoin: API misuse: futoin_uv_run() called from inside a callback of the same "
+                "loop: refused");
         return UV_EBUSY;
     }
     /* Work queued before the loop started (roots executed before this call)
