@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 # Helpers of the top-level CMakeLists.txt for its options: features that
-# are built when what they need is there, or that the user asked for.
+# are built when what they need is there, or that the user asked for, and
+# the summary printed at the end of configure.
 
 # futoin_feature(NAME DOC): an option with three values, for a feature that
 # needs something the machine may lack:
@@ -39,4 +40,24 @@ function(futoin_cannot_build option what how)
         "${option} is ON, but ${what}.\n"
         "${how}\n"
         "Or configure without it: -D${option}=OFF")
+endfunction()
+
+# futoin_summary_line(LABEL TEXT): one line of the summary.
+function(futoin_summary_line label text)
+    string(LENGTH "${label}" len)
+    math(EXPR pad "16 - ${len}")
+    if(pad LESS 1)
+        set(pad 1)
+    endif()
+    string(REPEAT " " ${pad} spaces)
+    message(STATUS "  ${label}${spaces}${text}")
+endfunction()
+
+# futoin_on_off(OUT VAR): "on" or "off" as VAR is true or not.
+function(futoin_on_off out var)
+    if(${var})
+        set(${out} on PARENT_SCOPE)
+    else()
+        set(${out} off PARENT_SCOPE)
+    endif()
 endfunction()
