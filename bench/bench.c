@@ -19,6 +19,10 @@
  *                                     also be "floor" (N records)
  *   futoin_bench --callgrind-simple N = --run simple N    (N roots)
  *   futoin_bench --callgrind-chain N  = --run chain100 N/100 (N steps)
+ *
+ * A build configured with -DFUTOIN_BENCH_BASELINE=FILE.c also builds the
+ * external baseline program FILE.c (futoin_baseline) and prints its
+ * ns/step after F; by default there is none.
  */
 #include "bench.h"
 
@@ -738,6 +742,9 @@ static double measure_floor(void)
     return median(v, g_reps);
 }
 
+/* The external baseline program, when the build names one
+ * (cmake -DFUTOIN_BENCH_BASELINE=FILE.c): run with the number of steps, it
+ * prints "baseline_ns_per_step X". Without one, nothing is printed. */
 static void run_external_baseline(void)
 {
 #ifdef FUTOIN_BASELINE_PATH
@@ -754,12 +761,10 @@ static void run_external_baseline(void)
         pclose(p);
     }
     if (ns > 0) {
-        printf("F (shared/bench/baseline, separate process): %.3f ns/step\n", ns);
+        printf("F (external baseline, separate process): %.3f ns/step\n", ns);
     } else {
-        printf("F (shared/bench/baseline): could not run %s\n", FUTOIN_BASELINE_PATH);
+        printf("F (external baseline): could not run %s\n", FUTOIN_BASELINE_PATH);
     }
-#else
-    printf("F (shared/bench/baseline): not built (../shared/bench/baseline.c not found)\n");
 #endif
 }
 

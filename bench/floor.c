@@ -2,7 +2,7 @@
 /*
  * The floor F measured in-process: a FIFO ring of callback records; each
  * record is popped, called through its function pointer, and pushes its
- * successor. Same algorithm as shared/bench/baseline.c, own code.
+ * successor: the cheapest "run the next thing" of an event loop.
  */
 #include "bench.h"
 

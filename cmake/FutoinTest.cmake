@@ -1,6 +1,9 @@
 # SPDX-License-Identifier: MIT
 # How the tests run: each test program through futoin_wrap_command()'s
-# prefix, which is valgrind memcheck when FUTOIN_VALGRIND is on.
+# prefix, which is valgrind memcheck when FUTOIN_VALGRIND is on. Included
+# by tests/, tests/uv/ and examples/, which register their tests with
+# add_test() themselves; this file defines only the two functions below.
+# (The top-level CMakeLists.txt has checked that valgrind is there.)
 find_program(VALGRIND_EXE valgrind)
 
 # futoin_test_environment(OUT): the environment of the tests of this build.

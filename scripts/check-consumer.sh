@@ -16,7 +16,9 @@
 #   3. find_package: tests/consumer/ configured with CMAKE_PREFIX_PATH=PREFIX
 #      (and a request for major version 1, which must be refused);
 #   4. add_subdirectory: tests/consumer/ configured with the source tree
-#      (FUTOIN_SOURCE_DIR), as FetchContent users get it.
+#      (FUTOIN_SOURCE_DIR), as FetchContent users get it: by default only the
+#      static libraries are built, with BUILD_SHARED_LIBS=ON only the shared
+#      ones, and no install rules come with them.
 # Every program linked to the shared libraries is checked with nm: it holds
 # no copy of a symbol that libfutoin_asyncsteps.so or
 # libfutoin_asyncsteps_uv.so exports, and it loads one core library (the uv
@@ -238,31 +240,39 @@ fi
 
 # ---- 3. find_package -------------------------------------------------------
 
-# cmake_consumer DIR ARGS...: configure and build tests/consumer in DIR, run
-# its programs and check them.
+# cmake_consumer DIR KINDS ARGS...: configure and build tests/consumer in
+# DIR, run its programs and check them. KINDS: the variants it must have
+# built, "shared static", "shared" or "static"; the others must be absent.
 cmake_consumer() {
-    local dir=$1
-    shift
+    local dir=$1 kinds=$2
+    shift 2
     cmake -S "$CONSUMER_DIR" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >"$dir.log" 2>&1 \
         || { cat "$dir.log"; fail "configuring tests/consumer $*"; }
     grep -E 'futoin_asyncsteps .* found' "$dir.log" || true
     cmake --build "$dir" -j"${JOBS:-2}" >>"$dir.log" 2>&1 \
         || { cat "$dir.log"; fail "building tests/consumer $*"; }
-    run "$dir/core_app"
-    run "$dir/core_app_static"
-    check_shared "$dir/core_app"
-    check_static "$dir/core_app_static"
-    if [ $HAVE_UV = 1 ]; then
-        run "$dir/uv_app"
-        run "$dir/uv_app_static"
-        check_shared "$dir/uv_app" uv
-        check_static "$dir/uv_app_static"
-    fi
+    local apps=(core_app)
+    [ $HAVE_UV = 1 ] && apps+=(uv_app)
+    local app
+    for app in "${apps[@]}"; do
+        if [[ " $kinds " == *" shared "* ]]; then
+            run "$dir/$app"
+            check_shared "$dir/$app" "${app%_app}"
+        else
+            [ ! -e "$dir/$app" ] || fail "$dir/$app was built: its shared library should not exist"
+        fi
+        if [[ " $kinds " == *" static "* ]]; then
+            run "$dir/${app}_static"
+            check_static "$dir/${app}_static"
+        else
+            [ ! -e "$dir/${app}_static" ] || fail "$dir/${app}_static was built: its static library should not exist"
+        fi
+    done
 }
 
 step "CMake find_package(futoin_asyncsteps)"
 RUN_LIBPATH=""
-cmake_consumer "$CHECK_DIR/find-package" -DCMAKE_PREFIX_PATH="$PREFIX" \
+cmake_consumer "$CHECK_DIR/find-package" "shared static" -DCMAKE_PREFIX_PATH="$PREFIX" \
     -DFUTOIN_CONSUMER_REQUIRE_UV=$([ $HAVE_UV = 1 ] && echo ON || echo OFF)
 # SameMajorVersion: a request for the next major version is refused.
 if cmake -S "$CONSUMER_DIR" -B "$CHECK_DIR/find-next-major" -DCMAKE_PREFIX_PATH="$PREFIX" \
@@ -273,9 +283,30 @@ echo "find_package(futoin_asyncsteps $((MAJOR + 1)).0): refused, as it should be
 
 # ---- 4. add_subdirectory ---------------------------------------------------
 
+# subproject_variant DIR KIND ARGS...: tests/consumer on the source tree;
+# only the KIND libraries of futoin_asyncsteps are built, and its install
+# rules are off.
+subproject_variant() {
+    local dir=$1 kind=$2 other
+    shift 2
+    cmake_consumer "$dir" "$kind" -DFUTOIN_SOURCE_DIR="$SRC_DIR" \
+        -DFUTOIN_CONSUMER_REQUIRE_UV=$([ $HAVE_UV = 1 ] && echo ON || echo OFF) "$@"
+    if [ "$kind" = static ]; then other='*.so*'; else other='*.a'; fi
+    local built
+    built=$(find "$dir/futoin_asyncsteps" -name "libfutoin_asyncsteps$other" -print)
+    [ -z "$built" ] || fail "the subproject built the other variant too: $built"
+    cmake --install "$dir" --prefix "$dir-prefix" >>"$dir.log" 2>&1 \
+        || { cat "$dir.log"; fail "cmake --install of the subproject build"; }
+    if [ -d "$dir-prefix" ] && [ -n "$(find "$dir-prefix" -type f -print -quit)" ]; then
+        fail "the subproject installed files: $(find "$dir-prefix" -type f | head -n3 | tr '\n' ' ')"
+    fi
+    echo "add_subdirectory: $kind libraries only, nothing installed"
+}
+
 step "CMake add_subdirectory(source tree)"
-cmake_consumer "$CHECK_DIR/add-subdirectory" -DFUTOIN_SOURCE_DIR="$SRC_DIR" \
-    -DFUTOIN_CONSUMER_REQUIRE_UV=$([ $HAVE_UV = 1 ] && echo ON || echo OFF)
+subproject_variant "$CHECK_DIR/add-subdirectory" static
+step "CMake add_subdirectory(source tree), BUILD_SHARED_LIBS=ON"
+subproject_variant "$CHECK_DIR/add-subdirectory-shared" shared -DBUILD_SHARED_LIBS=ON
 
 echo
 echo "check-consumer: all checks passed"

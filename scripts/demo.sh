@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Main demonstration: installs the missing build tools (Debian, as root),
-# builds the library and its examples once, in build/, and runs every example program; then
+# builds the library and its examples once, in build-demo/ (tests off: a
+# build/ of your own is left alone), and runs every example program; then
 # starts the AsyncSteps HTTP/1.1 server on 127.0.0.1 (scripts/serve.sh) in
 # the foreground: try it with curl, stop it with Ctrl-C.
 #
 #   bash scripts/demo.sh [PORT]
 #
 # Environment:
-#   BUILD_DIR=dir        build directory (default: build)
+#   BUILD_DIR=dir        build directory (default: build-demo)
 #   FUTOIN_SKIP_DEPS=1   do not install missing packages (scripts/deps.sh)
 #   DEMO_NO_SERVER=1     stop after the examples
 #
@@ -17,19 +18,23 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-BUILD_DIR=${BUILD_DIR:-build}
+BUILD_DIR=${BUILD_DIR:-build-demo}
 
 . scripts/deps.sh
 # build-essential: gcc and make; libuv1-dev and curl: the HTTP server at the
 # end (without libuv the examples still build and run).
+# The server needs the libuv backend: asked for (ON), configure stops with
+# what is missing; without the server it is built when libuv is there.
 if [ "${DEMO_NO_SERVER:-0}" = 1 ]; then
     futoin_need build-essential cmake pkg-config
+    WITH_UV=AUTO
 else
     futoin_need build-essential cmake pkg-config libuv1-dev curl
+    WITH_UV=ON
 fi
 
 echo "==> Configuring and building in $BUILD_DIR/"
-cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release \
+cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DFUTOIN_WITH_UV=$WITH_UV \
     -DFUTOIN_BUILD_TESTS=OFF -DFUTOIN_BUILD_BENCH=OFF -DFUTOIN_BUILD_EXAMPLES=ON
 cmake --build "$BUILD_DIR" -j2
 

@@ -13,13 +13,13 @@
 #   -b N       Limiter: queued for the rate (1024)   -L    no Limiter
 #
 # Environment:
-#   BUILD_DIR=dir        build directory (default: build, shared with scripts/demo.sh)
+#   BUILD_DIR=dir        build directory (default: build-demo, shared with scripts/demo.sh)
 #   FUTOIN_SKIP_DEPS=1   do not install missing packages (scripts/deps.sh)
 #   FUTOIN_SERVE_PREBUILT=1  the server is built already (scripts/demo.sh): no cmake
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-BUILD_DIR=${BUILD_DIR:-build}
+BUILD_DIR=${BUILD_DIR:-build-demo}
 
 PORT=8080
 if [ $# -gt 0 ] && [[ $1 =~ ^[0-9]+$ ]]; then
@@ -33,9 +33,10 @@ futoin_need build-essential cmake pkg-config libuv1-dev curl
 
 if [ "${FUTOIN_SERVE_PREBUILT:-0}" != 1 ]; then
     # The same configuration as scripts/demo.sh, in the same directory: after
-    # the demonstration this is a no-op.
+    # the demonstration this is a no-op. The server needs the libuv backend:
+    # asked for, configure says what is missing.
     echo "==> Building the server in $BUILD_DIR/"
-    cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release \
+    cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DFUTOIN_WITH_UV=ON \
         -DFUTOIN_BUILD_TESTS=OFF -DFUTOIN_BUILD_BENCH=OFF -DFUTOIN_BUILD_EXAMPLES=ON >/dev/null
     cmake --build "$BUILD_DIR" -j"$(nproc 2>/dev/null || echo 2)" --target example_uv_http_server
 fi

@@ -23,12 +23,38 @@
 #      without errors, the packages installed and checked with
 #      scripts/check-consumer.sh on /usr, then purged (needs root or sudo).
 #
-#   bash scripts/test.sh
+#   bash scripts/test.sh           the full run, stages 1-9 (CI; about 15 min)
+#   bash scripts/test.sh --quick   stage 1 only, for the inner development
+#                                  loop (a few minutes)
+#
+# --quick: gcc, Release, -Werror, every CTest test (the source checks
+# abi_symbols and internal_decls included), in TEST_BUILD_ROOT/gcc like
+# stage 1 but kept between runs: the next --quick rebuilds only what
+# changed (a full run starts that directory afresh). Only the packages that
+# stage needs are installed.
 #
 # Environment:
 #   TEST_BUILD_ROOT=dir  where the build directories go (default: build-test)
 #   FUTOIN_SKIP_DEPS=1   do not install missing packages (scripts/deps.sh)
 set -euo pipefail
+
+QUICK=0
+case "${1:-}" in
+    "") ;;
+    --quick) QUICK=1 ;;
+    -h | --help)
+        sed -n '3,/^set -euo/p' "$0" | sed -e '/^set -euo/d' -e 's/^# \{0,1\}//'
+        exit 0
+        ;;
+    *)
+        echo "usage: $0 [--quick]" >&2
+        exit 2
+        ;;
+esac
+if [ $# -gt 1 ]; then
+    echo "usage: $0 [--quick]" >&2
+    exit 2
+fi
 
 cd "$(dirname "$0")/.."
 ROOT_DIR=$(pwd)
@@ -41,6 +67,9 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 STAGES=("gcc Release -Werror" "clang ASan+UBSan" "gcc valgrind" "clang TSan (threads)"
     "fuzz engine vs model" "install + consumers" "gcc 32-bit step layout"
     "API reference (Doxygen)" "debian packages")
+if [ $QUICK = 1 ]; then
+    STAGES=("gcc Release -Werror")
+fi
 declare -A RESULT=()
 CURRENT=""
 START=$(date +%s)
@@ -81,6 +110,12 @@ passed() {
 . "$ROOT_DIR/scripts/deps.sh"
 
 install_deps() {
+    if [ $QUICK = 1 ]; then
+        # Stage 1: gcc and g++ (the headers compiled as C++), cmocka, and
+        # libuv with curl and wrk for the backend and its HTTP server tests.
+        futoin_need gcc g++ make cmake pkg-config libcmocka-dev libuv1-dev curl wrk
+        return
+    fi
     # libc6-dbg: libc symbols for valgrind's suppressions and traces;
     # llvm: llvm-symbolizer, for readable ASan/UBSan stack traces;
     # libclang-rt-14-dev: libFuzzer and the TSan runtime for clang;
@@ -107,10 +142,21 @@ mkdir -p "$BUILD_ROOT"
 
 # 1 -------------------------------------------------------------------------
 stage "gcc Release -Werror"
-configure_build "$BUILD_ROOT/gcc" -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++ -DFUTOIN_WERROR=ON
+GCC_ARGS=(-DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++
+    -DFUTOIN_WERROR=ON)
+if [ $QUICK = 1 ]; then
+    # Incremental: the directory is kept (configure_build starts afresh).
+    cmake -S "$ROOT_DIR" -B "$BUILD_ROOT/gcc" "${GCC_ARGS[@]}"
+    cmake --build "$BUILD_ROOT/gcc" -j"$JOBS"
+else
+    configure_build "$BUILD_ROOT/gcc" "${GCC_ARGS[@]}"
+fi
 run_ctest "$BUILD_ROOT/gcc"
 passed
+if [ $QUICK = 1 ]; then
+    CURRENT=""
+    exit 0
+fi
 
 # 2 -------------------------------------------------------------------------
 stage "clang ASan+UBSan"
