@@ -3,7 +3,13 @@
 # The test command: installs the tools (Debian, as root) and runs the whole
 # suite in several configurations, each in its own build directory, stopping at
 # the first failure:
+#   0. source checks: every C/C++ source and header formatted as
+#      .clang-format says (scripts/check-format.sh), every file with its
+#      SPDX-License-Identifier line (scripts/check-spdx.sh).
 #   1. gcc, Release, -Werror            + ctest
+#  10. clang-tidy over the library, src/ and the libuv backend, with the
+#      checks of .clang-tidy, every finding an error (scripts/lint.sh); run
+#      right after stage 1.
 #   2. clang, ASan + UBSan              + ctest
 #   3. gcc, every test under valgrind   + ctest
 #   4. clang, ThreadSanitizer, the thread tests (scripts/tsan.sh)
@@ -38,9 +44,9 @@ JOBS=2
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
-STAGES=("gcc Release -Werror" "clang ASan+UBSan" "gcc valgrind" "clang TSan (threads)"
-    "fuzz engine vs model" "install + consumers" "gcc 32-bit step layout"
-    "API reference (Doxygen)" "debian packages")
+STAGES=("source checks" "gcc Release -Werror" "clang-tidy lint" "clang ASan+UBSan"
+    "gcc valgrind" "clang TSan (threads)" "fuzz engine vs model" "install + consumers"
+    "gcc 32-bit step layout" "API reference (Doxygen)" "debian packages")
 declare -A RESULT=()
 CURRENT=""
 START=$(date +%s)
@@ -84,9 +90,10 @@ install_deps() {
     # libc6-dbg: libc symbols for valgrind's suppressions and traces;
     # llvm: llvm-symbolizer, for readable ASan/UBSan stack traces;
     # libclang-rt-14-dev: libFuzzer and the TSan runtime for clang;
-    # libuv1-dev, curl, wrk: the libuv backend and its HTTP server tests.
+    # libuv1-dev, curl, wrk: the libuv backend and its HTTP server tests;
+    # clang-format, clang-tidy: the source checks and the lint stage.
     futoin_need gcc g++ clang make cmake pkg-config libcmocka-dev valgrind \
-        libc6-dbg llvm libclang-rt-14-dev libuv1-dev curl wrk
+        libc6-dbg llvm libclang-rt-14-dev libuv1-dev curl wrk clang-format clang-tidy
 }
 
 # configure_build DIR CMAKE-ARGS...: a fresh configure + build in DIR.
@@ -105,11 +112,24 @@ run_ctest() {
 install_deps
 mkdir -p "$BUILD_ROOT"
 
+# 0 -------------------------------------------------------------------------
+# Cheap checks of the sources themselves, before anything is built.
+stage "source checks"
+bash scripts/check-format.sh
+bash scripts/check-spdx.sh
+passed
+
 # 1 -------------------------------------------------------------------------
 stage "gcc Release -Werror"
 configure_build "$BUILD_ROOT/gcc" -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++ -DFUTOIN_WERROR=ON
 run_ctest "$BUILD_ROOT/gcc"
+passed
+
+# 10 ------------------------------------------------------------------------
+# clang-tidy over the library (.clang-tidy): any finding fails.
+stage "clang-tidy lint"
+FUTOIN_SKIP_DEPS=1 LINT_BUILD_DIR="$BUILD_ROOT/lint" JOBS=$JOBS bash scripts/lint.sh
 passed
 
 # 2 -------------------------------------------------------------------------
