@@ -3,31 +3,38 @@
 # The test command: installs the tools (Debian, as root) and runs the whole
 # suite in several configurations, each in its own build directory, stopping at
 # the first failure:
-#   1. gcc, Release, -Werror            + ctest
-#   2. clang, ASan + UBSan              + ctest
-#   3. gcc, every test under valgrind   + ctest
-#   4. clang, ThreadSanitizer, the thread tests (scripts/tsan.sh)
-#   5. libFuzzer: the engine against the reference model for FUZZ_SECONDS
+#   0. source checks: every C/C++ source and header formatted as
+#      .clang-format says (scripts/check-format.sh), every file with its
+#      SPDX-License-Identifier line (scripts/check-spdx.sh), commit subjects
+#      as CONTRIBUTING.md says (scripts/check-commits.sh).
+#   1. gcc, Release, -Werror            + ctest (which also runs the checks
+#      of the tree: layers, source lists, internal declarations, symbols)
+#   2. clang-tidy over the library, src/ and the libuv backend, with the
+#      checks of .clang-tidy, every finding an error (scripts/lint.sh).
+#   3. clang, ASan + UBSan              + ctest
+#   4. gcc, every test under valgrind   + ctest
+#   5. clang, ThreadSanitizer, the thread tests (scripts/tsan.sh)
+#   6. libFuzzer: the engine against the reference model for FUZZ_SECONDS
 #      (default 60; scripts/fuzz.sh)
-#   6. cmake --install into a temporary prefix, then scripts/check-consumer.sh:
+#   7. cmake --install into a temporary prefix, then scripts/check-consumer.sh:
 #      the installed files, and programs on the core and on the libuv backend
 #      built against them with pkg-config (shared and --static), CMake
 #      find_package and add_subdirectory, checked with nm for one copy of
 #      the core.
-#   7. gcc, Debug (assertions on), the step node layout of 32-bit targets
+#   8. gcc, Debug (assertions on), the step node layout of 32-bit targets
 #      (FUTOIN_STEP_KIND_BYTE: the kind in a byte of its own) + ctest.
-#   8. the API reference: target docs (Doxygen over the public headers),
+#   9. the API reference: target docs (Doxygen over the public headers),
 #      where an undocumented function, type, enum value or macro, or a
 #      documentation error, fails.
-#   9. the Debian packages (scripts/check-deb.sh): dpkg-buildpackage, lintian
+#  10. the Debian packages (scripts/check-deb.sh): dpkg-buildpackage, lintian
 #      without errors, the packages installed and checked with
 #      scripts/check-consumer.sh on /usr, then purged (needs root or sudo).
 #
-#   bash scripts/test.sh           the full run, stages 1-9 (CI; about 15 min)
-#   bash scripts/test.sh --quick   stage 1 only, for the inner development
+#   bash scripts/test.sh           the full run, stages 0-10 (CI; about 15 min)
+#   bash scripts/test.sh --quick   stages 0 and 1 only, for the inner development
 #                                  loop (a few minutes)
 #
-# --quick: gcc, Release, -Werror, every CTest test (the source checks
+# --quick: the source checks, then gcc, Release, -Werror, every CTest test (the source checks
 # abi_symbols and internal_decls included), in TEST_BUILD_ROOT/gcc like
 # stage 1 but kept between runs: the next --quick rebuilds only what
 # changed (a full run starts that directory afresh). Only the packages that
@@ -64,11 +71,11 @@ JOBS=2
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
-STAGES=("gcc Release -Werror" "clang ASan+UBSan" "gcc valgrind" "clang TSan (threads)"
-    "fuzz engine vs model" "install + consumers" "gcc 32-bit step layout"
-    "API reference (Doxygen)" "debian packages")
+STAGES=("source checks" "gcc Release -Werror" "clang-tidy lint" "clang ASan+UBSan"
+    "gcc valgrind" "clang TSan (threads)" "fuzz engine vs model" "install + consumers"
+    "gcc 32-bit step layout" "API reference (Doxygen)" "debian packages")
 if [ $QUICK = 1 ]; then
-    STAGES=("gcc Release -Werror")
+    STAGES=("source checks" "gcc Release -Werror")
 fi
 declare -A RESULT=()
 CURRENT=""
@@ -111,17 +118,19 @@ passed() {
 
 install_deps() {
     if [ $QUICK = 1 ]; then
-        # Stage 1: gcc and g++ (the headers compiled as C++), cmocka, and
+        # Stages 0 and 1: clang-format and git for the source checks; gcc and g++ (the headers compiled as C++), cmocka, and
         # libuv with curl and wrk for the backend and its HTTP server tests.
-        futoin_need gcc g++ make cmake pkg-config libcmocka-dev libuv1-dev curl wrk
+        futoin_need gcc g++ make cmake pkg-config libcmocka-dev libuv1-dev curl wrk \
+            clang-format git
         return
     fi
     # libc6-dbg: libc symbols for valgrind's suppressions and traces;
     # llvm: llvm-symbolizer, for readable ASan/UBSan stack traces;
     # libclang-rt-14-dev: libFuzzer and the TSan runtime for clang;
-    # libuv1-dev, curl, wrk: the libuv backend and its HTTP server tests.
+    # libuv1-dev, curl, wrk: the libuv backend and its HTTP server tests;
+    # clang-format, clang-tidy, git: the source checks and the lint stage.
     futoin_need gcc g++ clang make cmake pkg-config libcmocka-dev valgrind \
-        libc6-dbg llvm libclang-rt-14-dev libuv1-dev curl wrk
+        libc6-dbg llvm libclang-rt-14-dev libuv1-dev curl wrk clang-format clang-tidy git
 }
 
 # configure_build DIR CMAKE-ARGS...: a fresh configure + build in DIR.
@@ -139,6 +148,14 @@ run_ctest() {
 
 install_deps
 mkdir -p "$BUILD_ROOT"
+
+# 0 -------------------------------------------------------------------------
+# Cheap checks of the sources themselves, before anything is built.
+stage "source checks"
+bash scripts/check-format.sh
+bash scripts/check-spdx.sh
+bash scripts/check-commits.sh
+passed
 
 # 1 -------------------------------------------------------------------------
 stage "gcc Release -Werror"
@@ -159,6 +176,12 @@ if [ $QUICK = 1 ]; then
 fi
 
 # 2 -------------------------------------------------------------------------
+# clang-tidy over the library (.clang-tidy): any finding fails.
+stage "clang-tidy lint"
+FUTOIN_SKIP_DEPS=1 LINT_BUILD_DIR="$BUILD_ROOT/lint" JOBS=$JOBS bash scripts/lint.sh
+passed
+
+# 3 -------------------------------------------------------------------------
 stage "clang ASan+UBSan"
 configure_build "$BUILD_ROOT/clang-sanitize" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DFUTOIN_WERROR=ON \
@@ -166,7 +189,7 @@ configure_build "$BUILD_ROOT/clang-sanitize" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 run_ctest "$BUILD_ROOT/clang-sanitize"
 passed
 
-# 3 -------------------------------------------------------------------------
+# 4 -------------------------------------------------------------------------
 stage "gcc valgrind"
 configure_build "$BUILD_ROOT/gcc-valgrind" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++ -DFUTOIN_WERROR=ON \
@@ -174,19 +197,19 @@ configure_build "$BUILD_ROOT/gcc-valgrind" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 run_ctest "$BUILD_ROOT/gcc-valgrind"
 passed
 
-# 4 -------------------------------------------------------------------------
+# 5 -------------------------------------------------------------------------
 stage "clang TSan (threads)"
 TSAN_BUILD_DIR="$BUILD_ROOT/clang-tsan" JOBS=$JOBS bash scripts/tsan.sh
 passed
 
-# 5 -------------------------------------------------------------------------
+# 6 -------------------------------------------------------------------------
 # A bounded differential fuzz run on every submission (scripts/fuzz.sh SECONDS
 # for longer ones); the corpus itself is replayed by ctest in every stage.
 stage "fuzz engine vs model"
 FUTOIN_SKIP_DEPS=1 FUZZ_BUILD_DIR="$BUILD_ROOT/fuzz" bash scripts/fuzz.sh "${FUZZ_SECONDS:-60}"
 passed
 
-# 6 -------------------------------------------------------------------------
+# 7 -------------------------------------------------------------------------
 stage "install + consumers"
 PREFIX="$ROOT_DIR/$BUILD_ROOT/install-prefix"
 rm -rf "$PREFIX"
@@ -203,7 +226,7 @@ cmake --install "$BUILD_ROOT/install"
 CHECK_DIR="$ROOT_DIR/$BUILD_ROOT/install-check" JOBS=$JOBS bash scripts/check-consumer.sh "$PREFIX"
 passed
 
-# 7 -------------------------------------------------------------------------
+# 8 -------------------------------------------------------------------------
 # The step node layout that 32-bit targets get, run on this host: the engine
 # keeps a step's kind in a byte of its own instead of a pointer's low bits.
 stage "gcc 32-bit step layout"
@@ -214,7 +237,7 @@ configure_build "$BUILD_ROOT/gcc-kind-byte" -DCMAKE_BUILD_TYPE=Debug \
 run_ctest "$BUILD_ROOT/gcc-kind-byte"
 passed
 
-# 8 -------------------------------------------------------------------------
+# 9 -------------------------------------------------------------------------
 # The API reference: Doxygen over the public headers with warnings as
 # errors (docs/Doxyfile.in). Only the docs target is built.
 stage "API reference (Doxygen)"
@@ -226,7 +249,7 @@ cmake --build "$BUILD_ROOT/docs" --target docs
 echo "API reference: $BUILD_ROOT/docs/docs/html/index.html"
 passed
 
-# 9 -------------------------------------------------------------------------
+# 10 ------------------------------------------------------------------------
 # The Debian packages of debian/, built, checked with lintian, installed,
 # used by outside programs and purged again (scripts/check-deb.sh). It
 # installs packages, so it needs root or sudo.

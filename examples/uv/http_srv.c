@@ -89,9 +89,12 @@ static void inc(atomic_ulong* c)
             memory_order_relaxed);
 }
 
-/* The engine's counters (FutoInLoopCounters), one line per field. */
+/* The engine's counters (FutoInLoopCounters), one line per field. Not
+ * for clang-format, which wraps such a list differently on every run. */
+/* clang-format off */
 #define ENGINE_COUNTERS(X) X(roots) X(steps) X(errors) X(timeouts) X(cancels) \
     X(sync_rejections) X(unhandled_errors) X(timers_pending) X(immediates_pending) X(xmsgs)
+/* clang-format on */
 
 /* A loop's engine counters as it last published them, for /stats served by
  * another loop: futoin_loop_counters() answers on the loop's own thread only. */

@@ -35,6 +35,8 @@ extern "C" {
 #else
 #define FUTOIN_ANON_STRUCT struct
 #endif
+/* clang-format takes FUTOIN_ANON_STRUCT for a call and then misreads the
+ * members: the anonymous structs below are marked clang-format off. */
 #if defined(__cplusplus) && defined(__clang__)
 #pragma clang diagnostic push
 #pragma clang diagnostic ignored "-Wnested-anon-types"
@@ -58,12 +60,14 @@ struct FutoInArgs_ {
     /** The four arguments, by name or by index. */
     union {
         /** The arguments by name. */
+        /* clang-format off */
         FUTOIN_ANON_STRUCT {
             FutoInBinaryValue arg0; /**< The first argument. */
             FutoInBinaryValue arg1; /**< The second argument. */
             FutoInBinaryValue arg2; /**< The third argument. */
             FutoInBinaryValue arg3; /**< The fourth argument. */
         };
+        /* clang-format on */
         FutoInBinaryValue args[4]; /**< The arguments by index: args[0] is arg0. */
     };
 };
@@ -108,6 +112,7 @@ struct FutoInAsyncStepsAPI_ {
     /** The functions by name or by index. */
     union {
         /** The functions by name. */
+        /* clang-format off */
         FUTOIN_ANON_STRUCT {
             /** 0: add(): adds a step (spec add()); futoin_add(). */
             void (*add)(FutoInAsyncSteps* bsi, void* data,
@@ -194,6 +199,7 @@ struct FutoInAsyncStepsAPI_ {
              * (AsyncTool is_same_thread()). */
             int (*is_same_thread)(FutoInAsyncSteps* bsi);
         };
+        /* clang-format on */
         void* funcs[25]; /**< The functions by index. */
     };
     /* Implementations may append members here. */
@@ -217,12 +223,14 @@ struct FutoInSyncAPI_ {
     /** The functions by name or by index. */
     union {
         /** The functions by name. */
+        /* clang-format off */
         FUTOIN_ANON_STRUCT {
             /** 0: enters the sync object for the flow bsi: admits, queues or rejects it. */
             void (*lock)(FutoInAsyncSteps* bsi, FutoInSync* sync);
             /** 1: leaves the sync object (the flow's sync step ended). */
             void (*unlock)(FutoInAsyncSteps* bsi, FutoInSync* sync);
         };
+        /* clang-format on */
         void* funcs[2]; /**< The functions by index. */
     };
     /* Implementations may append members here. */

@@ -84,6 +84,7 @@ void* futoin__pool_refill_get(SlabPool* pool)
         out_of_memory(sizeof(SlabHeader) + pool->elem_size * pool->per_slab);
     }
     void* p = pool->free_list;
+    /* NOLINTNEXTLINE(clang-analyzer-core.NullDereference): per_slab > 0, so a refill fills it */
     pool->free_list = *(void**)p;
     return p;
 }

@@ -190,6 +190,7 @@ static void foreign_await_step(FutoInAsyncSteps* as, void* data, const FutoInArg
 {
     (void)args;
     ForeignAwait* fa = data;
+    /* NOLINTNEXTLINE(bugprone-sizeof-expression): the slot is a pointer, sizeof(*slot) is meant */
     ForeignAwait** slot = as->api->stack(as, sizeof(*slot), foreign_await_cleanup);
     if (!slot) {
         /* Stays recorded on the root, released with it. */

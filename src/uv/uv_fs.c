@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DEFAULT_MAX_FILE (64u * 1024u * 1024u)
+#define DEFAULT_MAX_FILE (64u << 20)
 #define READ_CHUNK 65536u
 /* The largest max_bytes: a result value's length is 32 bits, and the
  * buffer (max + 1 bytes, plus the NUL) must be countable in a size_t. */
@@ -186,6 +186,7 @@ static void on_read(uv_fs_t* req)
     FileOp* op = req->data;
     ssize_t n = req->result;
     uv_fs_req_cleanup(req);
+    /* NOLINTNEXTLINE(bugprone-branch-clone): the step gone, or end of file: two cases */
     if (!op->as) {
         finish(op);
     } else if (n == UV_EAGAIN) {

@@ -172,7 +172,7 @@ extern _Atomic unsigned futoin__uv_lookup_threads_max;
 /* ---- streams: uv_stream.c, uv_connect.c, uv_read.c, uv_write.c ---- */
 
 
-#define FUTOIN_UV_DEFAULT_MAX_READ (64u * 1024u)
+#define FUTOIN_UV_DEFAULT_MAX_READ (64u << 10)
 #define FUTOIN_UV_INITIAL_BUF 4096u
 #define FUTOIN_UV_MIN_FREE 1024u
 /* An exact read at least this large takes the receive buffer over when it
@@ -180,7 +180,7 @@ extern _Atomic unsigned futoin__uv_lookup_threads_max;
 #define FUTOIN_UV_ADOPT_MIN 4096u
 /* With no read step waiting, stop reading beyond this many buffered bytes:
  * a peer that sends faster than we consume is pushed back by TCP. */
-#define FUTOIN_UV_HIGH_WATER (256u * 1024u)
+#define FUTOIN_UV_HIGH_WATER (256u << 10)
 /* The largest read or write: result values have 32-bit lengths and
  * uv_buf_init() takes an unsigned int. */
 #define FUTOIN_UV_MAX_IO_LEN UINT32_MAX

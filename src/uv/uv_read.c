@@ -134,6 +134,7 @@ static int try_read(FutoInUvStream* s, FutoInBinaryValue* out, int* err, char* w
             /* The whole buffer is the result: hand it over instead of
              * copying it (a large body would otherwise exist twice). */
             char* b = s->buf;
+            /* NOLINTNEXTLINE(clang-analyzer-core.NullDereference): cap > 0: buf is allocated */
             b[take] = '\0';
             s->buf = NULL;
             s->cap = s->len = 0;

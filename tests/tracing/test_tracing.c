@@ -71,6 +71,8 @@ static int ends_with(const char* s, const char* tail)
 
 /* ---- an error three levels deep ---- */
 
+/* The line of each add() is taken with __LINE__ on the same line, which
+ * clang-format would split in two: those lines are marked off for it. */
 static unsigned g_line1;
 static unsigned g_line2;
 static unsigned g_line3;
@@ -90,14 +92,18 @@ void not_reached(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 void level2(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)data, (void)args;
+    /* clang-format off */
     g_line3 = __LINE__; futoin_add(as, level3, NULL, NULL);
+    /* clang-format on */
     futoin_add(as, not_reached, NULL, NULL);
 }
 
 void level1(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)data, (void)args;
+    /* clang-format off */
     g_line2 = __LINE__; futoin_add(as, level2, NULL, NULL);
+    /* clang-format on */
 }
 
 static void test_enabled(void** state)
@@ -114,7 +120,9 @@ static void test_error_three_levels_deep(void** state)
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
     /* No error yet: no trace. */
     assert_int_equal(futoin_error_trace(root, NULL, NULL), 0);
+    /* clang-format off */
     g_line1 = __LINE__; futoin_add(root, level1, trace_eh, NULL);
+    /* clang-format on */
     futoin_execute(root, trace_unhandled, NULL);
     run();
     /* The handler of level 1 and the unhandled-error callback both see the
@@ -202,7 +210,9 @@ void make_parallel(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)data, (void)args;
     FutoInAsyncSteps* p = futoin_parallel(as, NULL, NULL);
+    /* clang-format off */
     g_branch_line = __LINE__; futoin_add(p, branch_body, NULL, NULL);
+    /* clang-format on */
 }
 
 static void test_branch_trace(void** state)
@@ -302,7 +312,9 @@ void loop_iteration(FutoInAsyncSteps* as, void* data)
 void start_loop(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)data, (void)args;
+    /* clang-format off */
     g_loop_line = __LINE__; futoin_add_loop(as, loop_iteration, NULL, "outer");
+    /* clang-format on */
 }
 
 static void test_frames_and_dump(void** state)
