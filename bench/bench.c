@@ -524,31 +524,31 @@ static uint64_t run_timers(uint64_t n)
 /* Workload table                                                             */
 
 static const BenchWorkload g_core[] = {
-    {"simple", "root", setup_loop, run_simple, teardown_loop, 300000, 30000, 4.0, 0, "<=4F", 0},
-    {"chain100", "step", setup_loop_root, run_chain, teardown_loop_root, 20000, 2000, 1.2, 1,
-            "<=1.2F, 0 malloc", 0},
-    {"add+eh", "step", setup_loop_root, run_eh, teardown_loop_root, 20000, 2000, 0, 1,
-            "0 malloc", 0},
-    {"error+recover", "error", setup_loop_root, run_error, teardown_loop_root, 5000, 500, 0, 1,
-            "0 malloc", 0},
-    {"repeat1000", "iter", setup_loop_root, run_repeat, teardown_loop_root, 2000, 200, 0.6, 1,
-            "<=0.6F, 0 malloc", 0},
-    {"forEach1000", "elem", setup_loop_root, run_foreach, teardown_loop_root, 2000, 200, 0, 1,
-            "0 malloc", 0},
-    {"parallel2", "branch", setup_par2, run_parallel, teardown_loop_root, 10000, 1000, 8.0, 1,
-            "<=8F, 0 malloc", 0},
-    {"parallel10", "branch", setup_par10, run_parallel, teardown_loop_root, 10000, 1000, 8.0, 1,
-            "<=8F, 0 malloc", 0},
-    {"parallel100", "branch", setup_par100, run_parallel, teardown_loop_root, 10000, 1000, 8.0,
-            1, "<=8F, 0 malloc", 0},
-    {"parked30k", "resume", setup_parked, run_parked, teardown_parked, 2000000, 300000, 6.0, 1,
-            "<=6F, 0 malloc", 0},
-    {"setTimeout", "step", setup_loop_root, run_settimeout, teardown_loop_root, 10000, 1000, 0,
-            1, "0 malloc", 0},
-    {"timer1M", "pair", setup_timers, run_timers, teardown_loop, 2000000, 200000, 10.0, 1,
-            "<=10F, 0 malloc", 0},
-    {"simple_abi", "root", setup_loop, run_simple_abi, teardown_loop, 300000, 30000, 0, 0,
-            "~C API", 0},
+    { "simple", "root", setup_loop, run_simple, teardown_loop, 300000, 30000, 4.0, 0, "<=4F", 0 },
+    { "chain100", "step", setup_loop_root, run_chain, teardown_loop_root, 20000, 2000, 1.2, 1,
+            "<=1.2F, 0 malloc", 0 },
+    { "add+eh", "step", setup_loop_root, run_eh, teardown_loop_root, 20000, 2000, 0, 1, "0 malloc",
+            0 },
+    { "error+recover", "error", setup_loop_root, run_error, teardown_loop_root, 5000, 500, 0, 1,
+            "0 malloc", 0 },
+    { "repeat1000", "iter", setup_loop_root, run_repeat, teardown_loop_root, 2000, 200, 0.6, 1,
+            "<=0.6F, 0 malloc", 0 },
+    { "forEach1000", "elem", setup_loop_root, run_foreach, teardown_loop_root, 2000, 200, 0, 1,
+            "0 malloc", 0 },
+    { "parallel2", "branch", setup_par2, run_parallel, teardown_loop_root, 10000, 1000, 8.0, 1,
+            "<=8F, 0 malloc", 0 },
+    { "parallel10", "branch", setup_par10, run_parallel, teardown_loop_root, 10000, 1000, 8.0, 1,
+            "<=8F, 0 malloc", 0 },
+    { "parallel100", "branch", setup_par100, run_parallel, teardown_loop_root, 10000, 1000, 8.0, 1,
+            "<=8F, 0 malloc", 0 },
+    { "parked30k", "resume", setup_parked, run_parked, teardown_parked, 2000000, 300000, 6.0, 1,
+            "<=6F, 0 malloc", 0 },
+    { "setTimeout", "step", setup_loop_root, run_settimeout, teardown_loop_root, 10000, 1000, 0, 1,
+            "0 malloc", 0 },
+    { "timer1M", "pair", setup_timers, run_timers, teardown_loop, 2000000, 200000, 10.0, 1,
+            "<=10F, 0 malloc", 0 },
+    { "simple_abi", "root", setup_loop, run_simple_abi, teardown_loop, 300000, 30000, 0, 0,
+            "~C API", 0 },
 };
 #define N_CORE (sizeof(g_core) / sizeof(g_core[0]))
 
@@ -571,11 +571,11 @@ static unsigned g_reps = BENCH_REPS;
 static void measure2(const BenchWorkload* w, const BenchWorkload* partner, Result* out,
         Result* pout)
 {
-    const BenchWorkload* ws[2] = {w, partner};
+    const BenchWorkload* ws[2] = { w, partner };
     unsigned nw = partner ? 2 : 1;
     double v[2][MAX_REPS];
-    unsigned long long allocs[2] = {0, 0};
-    uint64_t ops_total[2] = {0, 0};
+    unsigned long long allocs[2] = { 0, 0 };
+    uint64_t ops_total[2] = { 0, 0 };
     bench_check_reset();
     hwm_reset();
     w->setup();
@@ -596,7 +596,7 @@ static void measure2(const BenchWorkload* w, const BenchWorkload* partner, Resul
     }
     long peak = peak_rss_kb();
     w->teardown();
-    Result* outs[2] = {out, pout};
+    Result* outs[2] = { out, pout };
     for (unsigned k = 0; k < nw; ++k) {
         outs[k]->ns = median(v[k], g_reps);
         outs[k]->mallocs = (double)allocs[k] / (double)ops_total[k];
@@ -614,8 +614,8 @@ static Result measure(const BenchWorkload* w)
 
 static void print_header(void)
 {
-    printf("%-18s %-7s %9s %7s  %-17s %10s %10s  %s\n", "workload", "per", "ns/op", "xF",
-            "target", "malloc/op", "peakRSS", "verdict");
+    printf("%-18s %-7s %9s %7s  %-17s %10s %10s  %s\n", "workload", "per", "ns/op", "xF", "target",
+            "malloc/op", "peakRSS", "verdict");
     printf("%.*s\n", 100,
             "-----------------------------------------------------------------------------"
             "-----------------------------------------");
@@ -718,7 +718,9 @@ static void run_memory(const char* name, FutoInAsyncSteps_error_callback eh)
     double per_root = (double)(rss1 - rss0) * 1024.0 / (double)n;
     printf("%-18s %-7s %9.1f %7s  %-17s %10.4g %8ldKi  %s", name, "root", per_root, "B",
             eh ? "(for comparison)" : "<=128 B/root", (double)allocs / (double)n, peak,
-            eh ? "-" : per_root <= 128 ? "PASS" : "MISS(size)");
+            eh                        ? "-"
+                    : per_root <= 128 ? "PASS"
+                                      : "MISS(size)");
     if (bench_check_failed()) {
         printf("  CHECK FAILED: %s", bench_check_failed());
     }

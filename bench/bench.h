@@ -9,16 +9,16 @@
  * (the denominator of ns/op). setup/teardown are not timed. */
 typedef struct BenchWorkload {
     const char* name;
-    const char* per;      /* what one op is: "root", "step", "branch", ... */
+    const char* per; /* what one op is: "root", "step", "branch", ... */
     void (*setup)(void);
     uint64_t (*run)(uint64_t n);
     void (*teardown)(void);
-    uint64_t n;           /* units per measured repetition (scaled) */
-    uint64_t warm_n;      /* units of the warm-up run (scaled) */
-    double target;        /* PASS when ns/op <= target * F; 0: no target */
-    int zero_malloc;      /* PASS needs 0 malloc calls per op */
+    uint64_t n;      /* units per measured repetition (scaled) */
+    uint64_t warm_n; /* units of the warm-up run (scaled) */
+    double target;   /* PASS when ns/op <= target * F; 0: no target */
+    int zero_malloc; /* PASS needs 0 malloc calls per op */
     const char* target_text;
-    int cpu_time;         /* time with the process CPU clock (workloads that sleep) */
+    int cpu_time; /* time with the process CPU clock (workloads that sleep) */
 } BenchWorkload;
 
 /* monotonic seconds */

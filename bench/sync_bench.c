@@ -117,27 +117,33 @@ static uint64_t run_sync(uint64_t n, int nroots)
     return ops;
 }
 
-static uint64_t run_uncontended(uint64_t n) { return run_sync(n, 1); }
-static uint64_t run_contended(uint64_t n) { return run_sync(n, CONTENDERS); }
+static uint64_t run_uncontended(uint64_t n)
+{
+    return run_sync(n, 1);
+}
+static uint64_t run_contended(uint64_t n)
+{
+    return run_sync(n, CONTENDERS);
+}
 
 static const BenchWorkload g_sync[] = {
-    {"mutex_uncont", "step", setup_mutex, run_uncontended, teardown_sync, 10000, 1000, 6.0, 1,
-            "<=6F, 0 malloc", 0},
-    {"mutex_cont10", "step", setup_mutex, run_contended, teardown_sync, 10000, 1000, 10.0, 1,
-            "<=10F, 0 malloc", 0},
-    {"throttle_uncont", "step", setup_throttle, run_uncontended, teardown_sync, 10000, 1000, 0,
-            1, "0 malloc", 0},
-    {"throttle_10flows", "step", setup_throttle, run_contended, teardown_sync, 10000, 1000, 0,
-            1, "0 malloc", 0},
+    { "mutex_uncont", "step", setup_mutex, run_uncontended, teardown_sync, 10000, 1000, 6.0, 1,
+            "<=6F, 0 malloc", 0 },
+    { "mutex_cont10", "step", setup_mutex, run_contended, teardown_sync, 10000, 1000, 10.0, 1,
+            "<=10F, 0 malloc", 0 },
+    { "throttle_uncont", "step", setup_throttle, run_uncontended, teardown_sync, 10000, 1000, 0, 1,
+            "0 malloc", 0 },
+    { "throttle_10flows", "step", setup_throttle, run_contended, teardown_sync, 10000, 1000, 0, 1,
+            "0 malloc", 0 },
     /* Warm-up of 20 units: at least two even at --quick's scale, since one
      * unit (100 steps) fits in a single window and never arms the loop's
      * first timer. */
-    {"throttle_wait", "step", setup_throttle_limited, run_contended, teardown_sync, 100, 20, 0,
-            1, "0 malloc, CPU ns", 1},
-    {"limiter_uncont", "step", setup_limiter, run_uncontended, teardown_sync, 10000, 1000, 0, 1,
-            "0 malloc", 0},
-    {"limiter_cont10", "step", setup_limiter1, run_contended, teardown_sync, 10000, 1000, 0, 1,
-            "0 malloc", 0},
+    { "throttle_wait", "step", setup_throttle_limited, run_contended, teardown_sync, 100, 20, 0, 1,
+            "0 malloc, CPU ns", 1 },
+    { "limiter_uncont", "step", setup_limiter, run_uncontended, teardown_sync, 10000, 1000, 0, 1,
+            "0 malloc", 0 },
+    { "limiter_cont10", "step", setup_limiter1, run_contended, teardown_sync, 10000, 1000, 0, 1,
+            "0 malloc", 0 },
 };
 
 const BenchWorkload* bench_sync_workloads(unsigned* count)

@@ -455,7 +455,8 @@ int main(int argc, char** argv)
     unsigned prods[3] = { 1, 2, 4 };
     for (int k = 0; k < 3; ++k) {
         unsigned p = prods[k];
-        double r = median3(run_completions(p, per), run_completions(p, per), run_completions(p, per));
+        double r = median3(run_completions(p, per), run_completions(p, per),
+                run_completions(p, per));
         char name[64];
         snprintf(name, sizeof(name), "success() completions, %u producer%s", p, p > 1 ? "s" : "");
         printf("%-44s %14.0f\n", name, r);
@@ -465,18 +466,21 @@ int main(int argc, char** argv)
         unsigned long n = (unsigned long)(1000000 * g_scale);
         double r = median3(run_posts(p, n), run_posts(p, n), run_posts(p, n));
         char name[64];
-        snprintf(name, sizeof(name), "futoin_loop_immediate() posts, %u producer%s", p, p > 1 ? "s" : "");
+        snprintf(name, sizeof(name), "futoin_loop_immediate() posts, %u producer%s", p,
+                p > 1 ? "s" : "");
         printf("%-44s %14.0f\n", name, r);
     }
 
     unsigned n = (unsigned)(5000 * g_scale);
-    printf("\n%-44s %10s %10s\n", "success() on another thread -> next step", "median us", "p99 us");
+    printf("\n%-44s %10s %10s\n", "success() on another thread -> next step", "median us",
+            "p99 us");
     for (int busy = 0; busy < 2; ++busy) {
         double m[3], q[3];
         for (int r = 0; r < 3; ++r) {
             run_latency(busy, n, &m[r], &q[r]);
         }
-        printf("%-44s %10.1f %10.1f\n", busy ? "  loop busy (other roots running)" : "  loop idle (asleep in ppoll)",
+        printf("%-44s %10.1f %10.1f\n",
+                busy ? "  loop busy (other roots running)" : "  loop idle (asleep in ppoll)",
                 median3(m[0], m[1], m[2]), median3(q[0], q[1], q[2]));
     }
 
@@ -498,6 +502,7 @@ int main(int argc, char** argv)
             s2 / s1 >= 1.7 ? "PASS" : "MISS");
     printf("%-44s %14.2f   (same arithmetic on 2 vs 1 plain threads)\n",
             "  control: machine parallelism now", b2 / b1);
-    printf("%-44s %14.2f   (pool ratio / control)\n", "  pool scaling efficiency", (s2 / s1) / (b2 / b1));
+    printf("%-44s %14.2f   (pool ratio / control)\n", "  pool scaling efficiency",
+            (s2 / s1) / (b2 / b1));
     return 0;
 }

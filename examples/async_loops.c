@@ -8,7 +8,7 @@
 
 #include <stdio.h>
 
-static const int list[] = {1, 2, 3};
+static const int list[] = { 1, 2, 3 };
 
 typedef struct Map {
     FutoInKeyValue pairs[3];
@@ -45,11 +45,11 @@ static void step(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 int main(void)
 {
     /* { a: 1, b: 2, c: 3 }: must outlive the loop over it. */
-    Map map = {{
-            {"a", futoin_val_i32(1)},
-            {"b", futoin_val_i32(2)},
-            {"c", futoin_val_i32(3)},
-    }};
+    Map map = { {
+            { "a", futoin_val_i32(1) },
+            { "b", futoin_val_i32(2) },
+            { "c", futoin_val_i32(3) },
+    } };
 
     FutoInLoop* loop = futoin_loop_new();
     FutoInAsyncSteps* root = futoin_asyncsteps_new(loop);

@@ -114,7 +114,8 @@ int main(void)
     Request reqs[REQUESTS];
 
     printf("Limiter: 3 at once + 1 waiting, 2 per 100 ms + 1 waiting; "
-           "%d requests at t=0, 10 ms each\n", REQUESTS);
+           "%d requests at t=0, 10 ms each\n",
+            REQUESTS);
     for (int i = 0; i < REQUESTS; ++i) {
         reqs[i].id = i;
         reqs[i].root = futoin_asyncsteps_new(loop);

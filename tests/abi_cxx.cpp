@@ -10,7 +10,8 @@
 
 static_assert(offsetof(FutoInAsyncStepsAPI, add) == 0, "add is entry 0");
 static_assert(sizeof(FutoInAsyncStepsAPI) >= 25 * sizeof(void*), "25 entries");
-static_assert(offsetof(FutoInAsyncStepsAPI, is_same_thread) == 24 * sizeof(void*), "is_same_thread is entry 24");
+static_assert(offsetof(FutoInAsyncStepsAPI, is_same_thread) == 24 * sizeof(void*),
+        "is_same_thread is entry 24");
 static_assert(offsetof(FutoInAsyncStepsAPI, addSync) == 15 * sizeof(void*), "addSync is entry 15");
 static_assert(offsetof(FutoInAsyncSteps, api) == 0, "api pointer first");
 static_assert(offsetof(FutoInSync, api) == 0, "sync api pointer first");
@@ -18,11 +19,14 @@ static_assert(sizeof(FutoInArgs) == 4 * sizeof(FutoInBinaryValue), "four args");
 static_assert(offsetof(FutoInBinaryValue, type) == 0, "type first");
 
 static int cleanups = 0;
-static void count_cleanup(FutoInBinaryValue*) { ++cleanups; }
+static void count_cleanup(FutoInBinaryValue*)
+{
+    ++cleanups;
+}
 
 int main()
 {
-    static const FutoInType owned = {FTN_TYPE_STRING, count_cleanup};
+    static const FutoInType owned = { FTN_TYPE_STRING, count_cleanup };
     FutoInBinaryValue v{};
     v.type = &owned;
     v.cstr = "x";

@@ -93,7 +93,8 @@ FAULT_RAW static void* boot_alloc(size_t size)
 
 FAULT_RAW static int is_boot(const void* p)
 {
-    return (const unsigned char*)p >= boot_buf && (const unsigned char*)p < boot_buf + sizeof(boot_buf);
+    return (const unsigned char*)p >= boot_buf
+            && (const unsigned char*)p < boot_buf + sizeof(boot_buf);
 }
 
 FAULT_RAW static void resolve(void)
@@ -167,7 +168,9 @@ static inline __attribute__((always_inline)) FAULT_RAW int inject(void)
         return 0;
     }
     unsigned long k = atomic_fetch_add(&counted, 1) + 1;
-    int fail = fault_mode == FAULT_ONCE ? k == fault_n : fault_mode == FAULT_FROM ? k >= fault_n : 0;
+    int fail = fault_mode == FAULT_ONCE ? k == fault_n
+            : fault_mode == FAULT_FROM  ? k >= fault_n
+                                        : 0;
     /* Asked only of an allocation about to fail: it walks the stack. */
     if (fail && __interceptor_malloc && sanitizer_needs()) {
         fail = 0;
@@ -260,7 +263,8 @@ FAULT_RAW void* realloc(void* p, size_t size)
     if (p && is_boot(p)) {
         void* n = malloc(size);
         if (n) {
-            memcpy(n, p, size < sizeof(boot_buf) - (size_t)((unsigned char*)p - boot_buf)
+            memcpy(n, p,
+                    size < sizeof(boot_buf) - (size_t)((unsigned char*)p - boot_buf)
                             ? size
                             : sizeof(boot_buf) - (size_t)((unsigned char*)p - boot_buf));
         }

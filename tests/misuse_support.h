@@ -84,7 +84,7 @@ typedef struct MisuseFixture {
     int alloc_calls;
     int var_cleanup_calls;
     int iterations;
-    int flag;   /* scenario-specific: a check computed inside a callback, or a choice made by the test */
+    int flag; /* scenario-specific: a check computed inside a callback, or a choice made by the test */
     int result; /* scenario-specific value */
     FutoInAsyncSteps* saved;
     FutoInAsyncSteps* saved2;
@@ -162,12 +162,12 @@ static inline void run_loop(MisuseFixture* t)
     assert_int_equal(futoin_loop_pending(t->loop), 0);
 }
 
-#define assert_contains(hay, needle)                                                    \
-    do {                                                                                \
-        const char* hay_ = (hay);                                                       \
-        if (!hay_ || !strstr(hay_, (needle))) {                                         \
-            fail_msg("'%s' does not contain '%s'", hay_ ? hay_ : "(null)", (needle));   \
-        }                                                                               \
+#define assert_contains(hay, needle)                                                               \
+    do {                                                                                           \
+        const char* hay_ = (hay);                                                                  \
+        if (!hay_ || !strstr(hay_, (needle))) {                                                    \
+            fail_msg("'%s' does not contain '%s'", hay_ ? hay_ : "(null)", (needle));              \
+        }                                                                                          \
     } while (0)
 
 /* ------------------------------------------------------------------------ */
@@ -405,10 +405,10 @@ typedef struct MisuseCase {
     FutoInAsyncSteps_execute_callback body;
     FutoInAsyncSteps_error_callback body_eh; /* NULL: the fixture's */
     MisuseWhere where;
-    int outer_recover;   /* the outer handler recovers: the flow goes on */
-    const char* info;    /* the error_info names this */
-    const char* info2;   /* and this (the step's error_info); NULL: no more */
-    int iterations;      /* loop iterations run before the error; -1: no loop */
+    int outer_recover; /* the outer handler recovers: the flow goes on */
+    const char* info;  /* the error_info names this */
+    const char* info2; /* and this (the step's error_info); NULL: no more */
+    int iterations;    /* loop iterations run before the error; -1: no loop */
 } MisuseCase;
 
 static inline void misuse_case_test(void** state)
@@ -499,8 +499,8 @@ static inline int misuse_run_cases(const char* group, const MisuseCase* cases, s
         return 1;
     }
     for (size_t i = 0; i < ncases; ++i) {
-        struct CMUnitTest row = {cases[i].name, misuse_case_test, setup, teardown,
-            (void*)(uintptr_t)&cases[i]};
+        struct CMUnitTest row = { cases[i].name, misuse_case_test, setup, teardown,
+            (void*)(uintptr_t)&cases[i] };
         all[i] = row;
     }
     for (size_t i = 0; i < ntests; ++i) {
@@ -513,7 +513,8 @@ static inline int misuse_run_cases(const char* group, const MisuseCase* cases, s
         exact |= strcmp(all[i].name, only) == 0;
     }
     for (size_t i = 0; i < count; ++i) {
-        if (!only || !*only || (exact ? strcmp(all[i].name, only) == 0 : strstr(all[i].name, only) != NULL)) {
+        if (!only || !*only
+                || (exact ? strcmp(all[i].name, only) == 0 : strstr(all[i].name, only) != NULL)) {
             selected[n++] = all[i];
         }
     }

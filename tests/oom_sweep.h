@@ -218,8 +218,8 @@ static inline int oom_run(const char* name, OomProgram prog, int options, FaultM
             && strstr(text, "futoin: out of memory") != NULL) {
         ++tally->aborts;
         return 1;
-    } else if (WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT
-            && (options & OOM_ALLOW_LIBUV_ABORT) && oom_failed_in_libuv(text)) {
+    } else if (WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT && (options & OOM_ALLOW_LIBUV_ABORT)
+            && oom_failed_in_libuv(text)) {
         ++tally->libuv_aborts;
         return 1;
     } else if (WIFSIGNALED(st)) {

@@ -40,7 +40,7 @@ static int teardown(void** state)
     return 0;
 }
 
-static const FutoInType i32_type = {FTN_TYPE_INT32, NULL};
+static const FutoInType i32_type = { FTN_TYPE_INT32, NULL };
 
 static int g_cleanups;
 
@@ -50,7 +50,7 @@ static void count_cleanup(FutoInBinaryValue* v)
     ++g_cleanups;
 }
 
-static const FutoInType counted_type = {FTN_TYPE_CUSTOM_OBJECT, count_cleanup};
+static const FutoInType counted_type = { FTN_TYPE_CUSTOM_OBJECT, count_cleanup };
 
 static FutoInArgs args_i32(int32_t v)
 {
@@ -256,7 +256,7 @@ static void test_root_entries(void** state)
 
     /* 0 add, 9 loop, 10 repeat, 15 addSync, 1 parallel at level 0 */
     int n = 0;
-    TestSync sync = {{&ts_api}, 0, 0};
+    TestSync sync = { { &ts_api }, 0, 0 };
     api->add(root, "s1", step_tag, NULL);
     api->loop(root, &n, loop_body_twice, "L");
     api->repeat(root, "r", 2, repeat_body, NULL);
@@ -279,7 +279,8 @@ static void test_root_entries(void** state)
     /* 13 execute */
     api->execute(root, NULL, unhandled);
     futoin_loop_run(g_loop);
-    assert_string_equal(g_trace, "imm|s1|loop0|loop1|r0|r1|lock|cs:41|unlock|after-sync:42|b1|b2|def");
+    assert_string_equal(g_trace,
+            "imm|s1|loop0|loop1|r0|r1|lock|cs:41|unlock|after-sync:42|b1|b2|def");
     assert_int_equal(api->sched_is_valid(root, &h1), 0);
     assert_int_equal(api->sched_is_valid(root, &h2), 0);
     assert_int_equal(sync.unlocks, 1);
@@ -369,8 +370,9 @@ static void test_step_wait_entries(void** state)
     root->api->add(root, "never", must_not_run, NULL);
     root->api->execute(root, NULL, unhandled);
     futoin_loop_run(g_loop);
-    assert_string_equal(g_trace, "S1|cancel:c1|eh1:Timeout:[]|S2:1|S3:2|eh3:E1:[external info]|"
-                                 "unhandled:E1:[external info]");
+    assert_string_equal(g_trace,
+            "S1|cancel:c1|eh1:Timeout:[]|S2:1|S3:2|eh3:E1:[external info]|"
+            "unhandled:E1:[external info]");
     root->api->free(root);
 }
 
@@ -468,7 +470,7 @@ static void step_misc(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
     as->api->add(as, mem, sub_sees_stack, NULL);
     /* 15 addSync on a step's interface; the section gets the sync step's
      * input: none here */
-    static TestSync sync = {{&ts_api}, 0, 0};
+    static TestSync sync = { { &ts_api }, 0, 0 };
     as->api->addSync(as, &sync.base, NULL, critical, NULL);
     tr("misc");
 }
@@ -485,7 +487,8 @@ static void test_step_misc_entries(void** state)
     futoin_loop_run(g_loop);
     /* the child root takes turns with this one; the loop immediate runs
      * after the dispatcher's burst */
-    assert_string_equal(g_trace, "misc|child|sub:33:c0|lock|cs:-1|unlock|stack-cleanup:33|next|imm");
+    assert_string_equal(g_trace,
+            "misc|child|sub:33:c0|lock|cs:-1|unlock|stack-cleanup:33|next|imm");
     g_trace[0] = '\0';
     g_child->api->free(g_child);
     root->api->free(root);
@@ -601,7 +604,7 @@ static void test_parallel_entries(void** state)
     (void)state;
     g_stack_cleanups = 0;
     memset(g_ids, 0, sizeof(g_ids));
-    TestSync sync = {{&ts_api}, 0, 0};
+    TestSync sync = { { &ts_api }, 0, 0 };
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
     g_root = root;
     root->api->stateVariable(root, (void*)(intptr_t)3, "v", alloc_int, free_int);
@@ -609,8 +612,9 @@ static void test_parallel_entries(void** state)
     root->api->add(root, "after", show, NULL);
     root->api->execute(root, NULL, unhandled);
     futoin_loop_run(g_loop);
-    assert_string_equal(g_trace, "added|b1|b2|bl0|br0|lock|bl1|br1|cs:-1|nested1|nested2|"
-                                 "unlock|stack-cleanup:44|after:-1|p-imm");
+    assert_string_equal(g_trace,
+            "added|b1|b2|bl0|br0|lock|bl1|br1|cs:-1|nested1|nested2|"
+            "unlock|stack-cleanup:44|after:-1|p-imm");
     assert_true(g_ids[1] != 0 && g_ids[2] != 0);
     assert_true(g_ids[1] != g_ids[2]);
     assert_true(g_ids[1] != root->api->rootId(root));
@@ -798,11 +802,11 @@ static void test_root_only_entries_misuse(void** state)
         void* data;
         const char* info;
     } cases[] = {
-            {misuse_execute_running, NULL, "execute() on a root that is already running"},
-            {misuse_par_execute, NULL, "execute() on a parallel step interface"},
-            {misuse_par_free, NULL, "free() on a parallel step interface"},
-            {misuse_in_branch, NULL, "execute() on a parallel branch"},
-            {misuse_in_branch, (void*)"free", "free() on a parallel branch"},
+        { misuse_execute_running, NULL, "execute() on a root that is already running" },
+        { misuse_par_execute, NULL, "execute() on a parallel step interface" },
+        { misuse_par_free, NULL, "free() on a parallel step interface" },
+        { misuse_in_branch, NULL, "execute() on a parallel branch" },
+        { misuse_in_branch, (void*)"free", "free() on a parallel branch" },
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
         g_trace[0] = '\0';
@@ -840,19 +844,19 @@ int main(void)
 /* fn on a fresh virtual loop with an empty trace (setup() and teardown()). */
 #define ABI_ONLY_TEST(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
     const struct CMUnitTest tests[] = {
-            ABI_ONLY_TEST(test_tables_complete),
-            ABI_ONLY_TEST(test_root_entries),
-            ABI_ONLY_TEST(test_step_wait_entries),
-            ABI_ONLY_TEST(test_step_loop_entries),
-            ABI_ONLY_TEST(test_step_misc_entries),
-            ABI_ONLY_TEST(test_step_cancel_free),
-            ABI_ONLY_TEST(test_parallel_entries),
-            ABI_ONLY_TEST(test_parallel_timeout_cancel),
-            ABI_ONLY_TEST(test_parallel_loop_control),
-            ABI_ONLY_TEST(test_parallel_success_error),
-            ABI_ONLY_TEST(test_parallel_cancel),
-            ABI_ONLY_TEST(test_parallel_on_idle_root),
-            ABI_ONLY_TEST(test_root_only_entries_misuse),
+        ABI_ONLY_TEST(test_tables_complete),
+        ABI_ONLY_TEST(test_root_entries),
+        ABI_ONLY_TEST(test_step_wait_entries),
+        ABI_ONLY_TEST(test_step_loop_entries),
+        ABI_ONLY_TEST(test_step_misc_entries),
+        ABI_ONLY_TEST(test_step_cancel_free),
+        ABI_ONLY_TEST(test_parallel_entries),
+        ABI_ONLY_TEST(test_parallel_timeout_cancel),
+        ABI_ONLY_TEST(test_parallel_loop_control),
+        ABI_ONLY_TEST(test_parallel_success_error),
+        ABI_ONLY_TEST(test_parallel_cancel),
+        ABI_ONLY_TEST(test_parallel_on_idle_root),
+        ABI_ONLY_TEST(test_root_only_entries_misuse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

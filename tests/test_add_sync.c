@@ -91,8 +91,7 @@ static void sync_holder(FutoInAsyncSteps* as, void* data, const FutoInArgs* args
     (void)args;
     TestSync* s = (TestSync*)data;
     futoin_add(as, give_int, NULL, (void*)(intptr_t)9);
-    futoin_add_sync(as, &s->base, critical, eh_tag,
-            s->mode == 3 ? (void*)"CsFail" : NULL);
+    futoin_add_sync(as, &s->base, critical, eh_tag, s->mode == 3 ? (void*)"CsFail" : NULL);
 }
 
 static void test_add_sync(void** state)
@@ -101,7 +100,7 @@ static void test_add_sync(void** state)
     for (int mode = 0; mode <= 3; ++mode) {
         tr_reset();
         /* mode 3 acquires at once (like 0) and the critical section fails */
-        TestSync s = {{&ts_api}, mode, 0, 0, NULL};
+        TestSync s = { { &ts_api }, mode, 0, 0, NULL };
         g_base = now_ms();
         FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
         futoin_add(root, sync_holder, eh_outer, &s);
@@ -133,7 +132,7 @@ static void test_add_sync_cancel(void** state)
 {
     (void)state;
     /* cancelled while waiting for the lock: lock's cancel handler, no unlock */
-    TestSync s = {{&ts_api}, 1, 0, 0, NULL};
+    TestSync s = { { &ts_api }, 1, 0, 0, NULL };
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
     g_root = root;
     futoin_add_sync(root, &s.base, critical, NULL, NULL);
@@ -145,7 +144,7 @@ static void test_add_sync_cancel(void** state)
 
     /* cancelled inside the critical section: unlock once */
     tr_reset();
-    TestSync s2 = {{&ts_api}, 0, 0, 0, NULL};
+    TestSync s2 = { { &ts_api }, 0, 0, 0, NULL };
     futoin_add_sync(root, &s2.base, step_wait_tag, NULL, "cs");
     futoin_execute(root, no_unhandled, NULL);
     futoin_loop_deferred(g_loop, 5, NULL, cancel_g_root);
@@ -158,8 +157,8 @@ static void test_add_sync_cancel(void** state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-            ENV_TEST(test_add_sync),
-            ENV_TEST(test_add_sync_cancel),
+        ENV_TEST(test_add_sync),
+        ENV_TEST(test_add_sync_cancel),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

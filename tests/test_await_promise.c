@@ -82,7 +82,7 @@ static void test_await_resolve_after(void** state)
 static void test_await_reject(void** state)
 {
     (void)state;
-    Unhandled u = {0};
+    Unhandled u = { 0 };
     g_comp = futoin_completion_new();
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
     futoin_await(root, g_comp, eh_info, "await");
@@ -142,7 +142,7 @@ static void free_comp_cb(void* data)
 static void test_await_completion_freed(void** state)
 {
     (void)state;
-    Unhandled u = {0};
+    Unhandled u = { 0 };
     g_comp = futoin_completion_new();
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
     futoin_await(root, g_comp, eh_tag, "await");
@@ -157,7 +157,7 @@ static void test_await_completion_freed(void** state)
 static void test_await_freed_before_step(void** state)
 {
     (void)state;
-    Unhandled u = {0};
+    Unhandled u = { 0 };
     g_comp = futoin_completion_new();
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
     futoin_await(root, g_comp, eh_tag, "await");
@@ -191,7 +191,7 @@ static void await_twice(FutoInAsyncSteps* as, void* data, const FutoInArgs* args
 static void test_await_twice(void** state)
 {
     (void)state;
-    Unhandled u = {0};
+    Unhandled u = { 0 };
     g_comp = futoin_completion_new();
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
     futoin_add(root, await_twice, NULL, NULL);
@@ -346,19 +346,19 @@ static void test_promise_misuse(void** state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-            ENV_TEST(test_await_resolve_before),
-            ENV_TEST(test_await_resolve_after),
-            ENV_TEST(test_await_reject),
-            ENV_TEST(test_await_cancel_detaches),
-            ENV_TEST(test_await_completion_freed),
-            ENV_TEST(test_await_freed_before_step),
-            ENV_TEST(test_await_step_dropped),
-            ENV_TEST(test_await_twice),
-            ENV_TEST(test_promise_ok),
-            ENV_TEST(test_promise_error),
-            ENV_TEST(test_promise_stalled),
-            ENV_TEST(test_promise_timers),
-            ENV_TEST(test_promise_misuse),
+        ENV_TEST(test_await_resolve_before),
+        ENV_TEST(test_await_resolve_after),
+        ENV_TEST(test_await_reject),
+        ENV_TEST(test_await_cancel_detaches),
+        ENV_TEST(test_await_completion_freed),
+        ENV_TEST(test_await_freed_before_step),
+        ENV_TEST(test_await_step_dropped),
+        ENV_TEST(test_await_twice),
+        ENV_TEST(test_promise_ok),
+        ENV_TEST(test_promise_error),
+        ENV_TEST(test_promise_stalled),
+        ENV_TEST(test_promise_timers),
+        ENV_TEST(test_promise_misuse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -33,7 +33,8 @@ static void recv_injected(FutoInAsyncSteps* as, void* data, const FutoInArgs* ar
     (void)as;
     (void)data;
     assert_ptr_equal(futoin_arg_custom(args, 1), &g_c[0]);
-    tr("recv:%d:%d:c%d", futoin_args_count(args), (int)futoin_arg_i32(args, 0, -1), g_c[0].cleanups);
+    tr("recv:%d:%d:c%d", futoin_args_count(args), (int)futoin_arg_i32(args, 0, -1),
+            g_c[0].cleanups);
 }
 
 static void inject_none(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
@@ -315,7 +316,7 @@ static void test_copy_from_loops(void** state)
     OWN_ONLY("copyFrom: own objects only");
     FutoInAsyncSteps* model = futoin_asyncsteps_new(g_loop);
     futoin_add_loop(model, model_loop, NULL, "outer");
-    futoin_success_step(model, &(FutoInArgs){.arg0 = futoin_val_i32(1)});
+    futoin_success_step(model, &(FutoInArgs){ .arg0 = futoin_val_i32(1) });
     futoin_repeat(model, 0, model_repeat, NULL, "zero");
     futoin_add(model, show_arg, NULL, "after0");
     futoin_repeat(model, 3, model_repeat_long, NULL, LONG_LABEL);
@@ -355,7 +356,7 @@ static void test_copy_from_owned_value(void** state)
     memset(&a, 0, sizeof(a));
     a.arg0 = counted_val(&g_c[2]);
     futoin_success_step(model, &a);
-    Unhandled u = {0};
+    Unhandled u = { 0 };
     FutoInAsyncSteps* t = futoin_asyncsteps_new(g_loop);
     futoin_add(t, copy_in_step, eh_code, model);
     futoin_execute(t, on_unhandled, &u);
@@ -372,14 +373,14 @@ static void test_copy_from_owned_value(void** state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-            ENV_TEST(test_success_step),
-            ENV_TEST(test_success_step_dropped),
-            ENV_TEST(test_relinquish_lets_loop_run),
-            ENV_TEST(test_relinquish_other_root),
-            ENV_TEST(test_relinquish_cancelled),
-            ENV_TEST(test_copy_from),
-            ENV_TEST(test_copy_from_loops),
-            ENV_TEST(test_copy_from_owned_value),
+        ENV_TEST(test_success_step),
+        ENV_TEST(test_success_step_dropped),
+        ENV_TEST(test_relinquish_lets_loop_run),
+        ENV_TEST(test_relinquish_other_root),
+        ENV_TEST(test_relinquish_cancelled),
+        ENV_TEST(test_copy_from),
+        ENV_TEST(test_copy_from_loops),
+        ENV_TEST(test_copy_from_owned_value),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -84,7 +84,7 @@ static void test_reused_root_is_clean(void** state)
 {
     (void)state;
     memset(&g_vars, 0, sizeof(g_vars));
-    Unhandled u = {0};
+    Unhandled u = { 0 };
     FutoInAsyncSteps* old = futoin_asyncsteps_new(g_loop);
     futoin_state(old, "a", var_alloc, var_cleanup, (void*)(intptr_t)1);
     futoin_add(old, step_fail_info, NULL, NULL);
@@ -169,7 +169,7 @@ static void test_stack_memory(void** state)
 {
     (void)state;
     g_stack_cleanups = 0;
-    Unhandled u = {0};
+    Unhandled u = { 0 };
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
     futoin_add(root, step_stack, NULL, NULL);
     futoin_add(root, show_cleanups, NULL, "next");
@@ -296,11 +296,11 @@ static void test_sched_entries(void** state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-            ENV_TEST(test_state_variables),
-            ENV_TEST(test_stack_memory),
-            ENV_TEST(test_new_instance),
-            ENV_TEST(test_sched_entries),
-            ENV_TEST(test_reused_root_is_clean),
+        ENV_TEST(test_state_variables),
+        ENV_TEST(test_stack_memory),
+        ENV_TEST(test_new_instance),
+        ENV_TEST(test_sched_entries),
+        ENV_TEST(test_reused_root_is_clean),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

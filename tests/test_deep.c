@@ -42,15 +42,15 @@ typedef struct Run {
     enum End end;
     size_t levels;
     /* results, read by the test body after the thread ended */
-    size_t deepest;        /* the innermost level reached */
-    size_t cancels;        /* cancel handlers called */
-    int cancel_order_ok;   /* each cancel handler's level below the previous */
+    size_t deepest;      /* the innermost level reached */
+    size_t cancels;      /* cancel handlers called */
+    int cancel_order_ok; /* each cancel handler's level below the previous */
     size_t last_cancel;
     size_t error_handlers; /* error handlers called */
     size_t completed;      /* steps that ran after their level completed */
     int unhandled;
     char unhandled_code[32];
-    int final_ran;         /* the step after the outermost level */
+    int final_ran; /* the step after the outermost level */
     int misuse;
     int loop_ended;
 } Run;
@@ -236,7 +236,8 @@ static void deep(enum Nest nest, enum End end, Run* run)
     pthread_attr_t attr;
     pthread_t th;
     assert_int_equal(pthread_attr_init(&attr), 0);
-    assert_int_equal(pthread_attr_setstacksize(&attr, env_size("FUTOIN_DEEP_STACK_KB", 256) * 1024), 0);
+    assert_int_equal(pthread_attr_setstacksize(&attr, env_size("FUTOIN_DEEP_STACK_KB", 256) * 1024),
+            0);
     assert_int_equal(pthread_create(&th, &attr, run_deep, run), 0);
     assert_int_equal(pthread_join(th, NULL), 0);
     pthread_attr_destroy(&attr);
@@ -321,21 +322,81 @@ static void check_complete(enum Nest nest)
     assert_true(run.loop_ended);
 }
 
-static void test_parallel_cancel(void** s) { (void)s; check_cancel(NEST_PARALLEL); }
-static void test_parallel_free(void** s) { (void)s; check_free(NEST_PARALLEL); }
-static void test_parallel_timeout(void** s) { (void)s; check_timeout(NEST_PARALLEL); }
-static void test_parallel_error(void** s) { (void)s; check_error(NEST_PARALLEL); }
-static void test_parallel_complete(void** s) { (void)s; check_complete(NEST_PARALLEL); }
-static void test_add_cancel(void** s) { (void)s; check_cancel(NEST_ADD); }
-static void test_add_free(void** s) { (void)s; check_free(NEST_ADD); }
-static void test_add_timeout(void** s) { (void)s; check_timeout(NEST_ADD); }
-static void test_add_error(void** s) { (void)s; check_error(NEST_ADD); }
-static void test_add_complete(void** s) { (void)s; check_complete(NEST_ADD); }
-static void test_loop_cancel(void** s) { (void)s; check_cancel(NEST_LOOP); }
-static void test_loop_free(void** s) { (void)s; check_free(NEST_LOOP); }
-static void test_loop_timeout(void** s) { (void)s; check_timeout(NEST_LOOP); }
-static void test_loop_error(void** s) { (void)s; check_error(NEST_LOOP); }
-static void test_loop_complete(void** s) { (void)s; check_complete(NEST_LOOP); }
+static void test_parallel_cancel(void** s)
+{
+    (void)s;
+    check_cancel(NEST_PARALLEL);
+}
+static void test_parallel_free(void** s)
+{
+    (void)s;
+    check_free(NEST_PARALLEL);
+}
+static void test_parallel_timeout(void** s)
+{
+    (void)s;
+    check_timeout(NEST_PARALLEL);
+}
+static void test_parallel_error(void** s)
+{
+    (void)s;
+    check_error(NEST_PARALLEL);
+}
+static void test_parallel_complete(void** s)
+{
+    (void)s;
+    check_complete(NEST_PARALLEL);
+}
+static void test_add_cancel(void** s)
+{
+    (void)s;
+    check_cancel(NEST_ADD);
+}
+static void test_add_free(void** s)
+{
+    (void)s;
+    check_free(NEST_ADD);
+}
+static void test_add_timeout(void** s)
+{
+    (void)s;
+    check_timeout(NEST_ADD);
+}
+static void test_add_error(void** s)
+{
+    (void)s;
+    check_error(NEST_ADD);
+}
+static void test_add_complete(void** s)
+{
+    (void)s;
+    check_complete(NEST_ADD);
+}
+static void test_loop_cancel(void** s)
+{
+    (void)s;
+    check_cancel(NEST_LOOP);
+}
+static void test_loop_free(void** s)
+{
+    (void)s;
+    check_free(NEST_LOOP);
+}
+static void test_loop_timeout(void** s)
+{
+    (void)s;
+    check_timeout(NEST_LOOP);
+}
+static void test_loop_error(void** s)
+{
+    (void)s;
+    check_error(NEST_LOOP);
+}
+static void test_loop_complete(void** s)
+{
+    (void)s;
+    check_complete(NEST_LOOP);
+}
 
 /* A labelled break from the innermost level leaves every loop: the
  * cancel handlers the levels armed run (their iterations are abandoned),

@@ -24,7 +24,7 @@ static void burst_run(unsigned burst, int set)
         futoin_set_burst(g_loop, burst);
     }
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
-    static const char* names[] = {"s1", "s2", "s3", "s4", "s5"};
+    static const char* names[] = { "s1", "s2", "s3", "s4", "s5" };
     for (int i = 0; i < 5; ++i) {
         futoin_add(root, step_tag, NULL, (void*)names[i]);
     }
@@ -126,7 +126,7 @@ static void step_churn(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 static void test_ready_queue_churn(void** state)
 {
     (void)state;
-    static const int counts[] = {1, 126, 127, 128, 300};
+    static const int counts[] = { 1, 126, 127, 128, 300 };
     for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); ++k) {
         /* Inside a step: b is ready meanwhile, and a takes its next turn
          * after the survivor's first step. */
@@ -159,9 +159,9 @@ static void test_ready_queue_churn(void** state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-            ENV_TEST(test_burst),
-            ENV_TEST(test_burst_pending),
-            ENV_TEST(test_ready_queue_churn),
+        ENV_TEST(test_burst),
+        ENV_TEST(test_burst_pending),
+        ENV_TEST(test_ready_queue_churn),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -110,7 +110,7 @@ static void test_spec_1_2_1(void** state)
 {
     (void)state;
     g_l1_onerror_calls = 0;
-    Unhandled u = {0};
+    Unhandled u = { 0 };
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
     futoin_add(root, s121_l0_func, s121_l0_onerror, NULL);
     futoin_add(root, must_not_run, NULL, "after");
@@ -277,7 +277,7 @@ static void outer_reraise(FutoInAsyncSteps* as, void* data, const FutoInArgs* ar
 static void test_reraise_same_code(void** state)
 {
     (void)state;
-    Unhandled u = {0};
+    Unhandled u = { 0 };
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
     futoin_add(root, outer_reraise, NULL, NULL);
     futoin_execute(root, on_unhandled, &u);
@@ -315,7 +315,7 @@ static void l0_silent(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 static void test_eh_without_action_continues(void** state)
 {
     (void)state;
-    Unhandled u = {0};
+    Unhandled u = { 0 };
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
     futoin_add(root, l0_silent, eh_silent, "l0");
     futoin_add(root, must_not_run, NULL, "l0-next");
@@ -348,7 +348,7 @@ static void parent_with_cancel(FutoInAsyncSteps* as, void* data, const FutoInArg
 static void test_unwind_cancel_handlers(void** state)
 {
     (void)state;
-    Unhandled u = {0};
+    Unhandled u = { 0 };
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
     futoin_add(root, parent_with_cancel, eh_tag, "parent");
     futoin_execute(root, on_unhandled, &u);
@@ -420,7 +420,7 @@ static void test_error_info(void** state)
 static void test_error_info_reset_on_execute(void** state)
 {
     (void)state;
-    Unhandled u = {0};
+    Unhandled u = { 0 };
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
     futoin_add(root, fail_with_info, NULL, "first run");
     futoin_execute(root, on_unhandled, &u);
@@ -439,7 +439,7 @@ static void test_error_info_reset_on_execute(void** state)
 static void test_unhandled_error_args(void** state)
 {
     (void)state;
-    Unhandled u = {0};
+    Unhandled u = { 0 };
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
     futoin_add(root, step_tag, NULL, "s1");
     futoin_add(root, fail_with_info, NULL, "why");
@@ -484,7 +484,7 @@ static void nest_then_fail(FutoInAsyncSteps* as, void* data, const FutoInArgs* a
 static void test_unhandled_from_deep_nesting(void** state)
 {
     (void)state;
-    Unhandled first = {0};
+    Unhandled first = { 0 };
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
     futoin_add(root, nest_then_fail, NULL, (void*)(intptr_t)6);
     futoin_execute(root, on_unhandled, &first);
@@ -496,7 +496,7 @@ static void test_unhandled_from_deep_nesting(void** state)
     futoin_asyncsteps_free(root);
 
     tr_reset();
-    Unhandled second = {0};
+    Unhandled second = { 0 };
     FutoInAsyncSteps* again = futoin_asyncsteps_new(g_loop);
     futoin_add(again, nest_then_fail, NULL, (void*)(intptr_t)4);
     futoin_execute(again, on_unhandled, &second);
@@ -543,7 +543,7 @@ static void eh_replace(FutoInAsyncSteps* as, void* data, const char* code)
 static void test_unhandled_gets_replaced_code(void** state)
 {
     (void)state;
-    Unhandled u = {0};
+    Unhandled u = { 0 };
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
     futoin_add(root, fail_with_info, eh_replace, "orig");
     futoin_execute(root, on_unhandled, &u);
@@ -567,7 +567,7 @@ static void fail_long(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 static void test_long_error_code(void** state)
 {
     (void)state;
-    Unhandled u = {0};
+    Unhandled u = { 0 };
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
     futoin_add(root, fail_long, eh_silent, "long");
     futoin_execute(root, on_unhandled, &u);
@@ -614,7 +614,7 @@ static void outer_lengthen(FutoInAsyncSteps* as, void* data, const FutoInArgs* a
 static void test_code_buffer_long_short_long(void** state)
 {
     (void)state;
-    Unhandled u = {0};
+    Unhandled u = { 0 };
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
     futoin_add(root, outer_lengthen, eh_record_recover, "Short");
     futoin_add(root, fail_code, eh_record_recover, "Tiny");
@@ -623,10 +623,11 @@ static void test_code_buffer_long_short_long(void** state)
     futoin_add(root, fail_code, NULL, "Last");
     futoin_execute(root, on_unhandled, &u);
     run();
-    assert_trace("eh:Short|got:Short-and-then-some-more-text-to-pass-32|got:Tiny"
-                 "|eh:a-code-that-is-already-longer-than-thirty-two"
-                 "|got:a-code-that-is-already-longer-than-thirty-two-and-then-some-more-text-to-pass-32"
-                 "|unhandled:Last");
+    assert_trace(
+            "eh:Short|got:Short-and-then-some-more-text-to-pass-32|got:Tiny"
+            "|eh:a-code-that-is-already-longer-than-thirty-two"
+            "|got:a-code-that-is-already-longer-than-thirty-two-and-then-some-more-text-to-pass-32"
+            "|unhandled:Last");
     assert_string_equal(u.code, "Last");
     futoin_asyncsteps_free(root);
 }
@@ -647,7 +648,7 @@ static void test_eh_called_once(void** state)
 {
     (void)state;
     g_eh_once_calls = 0;
-    Unhandled u = {0};
+    Unhandled u = { 0 };
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
     futoin_add(root, step_fail, eh_once, "try");
     futoin_execute(root, on_unhandled, &u);
@@ -669,7 +670,7 @@ static void success_twice(FutoInAsyncSteps* as, void* data, const FutoInArgs* ar
 static void test_misuse_is_internal_error(void** state)
 {
     (void)state;
-    Unhandled u = {0};
+    Unhandled u = { 0 };
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
     futoin_add(root, success_twice, eh_tag, "twice");
     futoin_execute(root, on_unhandled, &u);
@@ -683,26 +684,26 @@ static void test_misuse_is_internal_error(void** state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-            ENV_TEST(test_spec_1_2),
-            ENV_TEST(test_spec_1_2_1),
-            ENV_TEST(test_eh_steps_replace_step),
-            ENV_TEST(test_recovery_with_args),
-            ENV_TEST(test_recovery_continues_siblings),
-            ENV_TEST(test_rethrow),
-            ENV_TEST(test_reraise_same_code),
-            ENV_TEST(test_eh_without_action_continues),
-            ENV_TEST(test_unwind_cancel_handlers),
-            ENV_TEST(test_recovered_frame_not_cancelled),
-            ENV_TEST(test_error_info),
-            ENV_TEST(test_error_info_reset_on_execute),
-            ENV_TEST(test_unhandled_error_args),
-            ENV_TEST(test_unhandled_from_deep_nesting),
-            ENV_TEST(test_unhandled_without_callback),
-            ENV_TEST(test_unhandled_gets_replaced_code),
-            ENV_TEST(test_long_error_code),
-            ENV_TEST(test_code_buffer_long_short_long),
-            ENV_TEST(test_eh_called_once),
-            ENV_TEST(test_misuse_is_internal_error),
+        ENV_TEST(test_spec_1_2),
+        ENV_TEST(test_spec_1_2_1),
+        ENV_TEST(test_eh_steps_replace_step),
+        ENV_TEST(test_recovery_with_args),
+        ENV_TEST(test_recovery_continues_siblings),
+        ENV_TEST(test_rethrow),
+        ENV_TEST(test_reraise_same_code),
+        ENV_TEST(test_eh_without_action_continues),
+        ENV_TEST(test_unwind_cancel_handlers),
+        ENV_TEST(test_recovered_frame_not_cancelled),
+        ENV_TEST(test_error_info),
+        ENV_TEST(test_error_info_reset_on_execute),
+        ENV_TEST(test_unhandled_error_args),
+        ENV_TEST(test_unhandled_from_deep_nesting),
+        ENV_TEST(test_unhandled_without_callback),
+        ENV_TEST(test_unhandled_gets_replaced_code),
+        ENV_TEST(test_long_error_code),
+        ENV_TEST(test_code_buffer_long_short_long),
+        ENV_TEST(test_eh_called_once),
+        ENV_TEST(test_misuse_is_internal_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -38,7 +38,7 @@ static void eh_recover(FutoInAsyncSteps* as, void* data, const char* code)
 static void test_own_failure_no_cancel(void** state)
 {
     (void)state;
-    Unhandled u = {0};
+    Unhandled u = { 0 };
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
     futoin_add(root, step_wait_then_fail, eh_record, "s");
     futoin_execute(root, on_unhandled, &u);
@@ -66,7 +66,7 @@ static void test_both_handlers(void** state)
     run();
     assert_trace("inner|eh:outer:Fail|next");
     tr_reset();
-    Unhandled u = {0};
+    Unhandled u = { 0 };
     futoin_add(root, outer_with_cancel, eh_record, "outer");
     futoin_execute(root, on_unhandled, &u);
     run();
@@ -255,25 +255,26 @@ static void test_error_after_add(void** state)
     (void)state;
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
     futoin_add(root, step_add_then_error, eh_record, "s");
-    futoin_execute(root, on_unhandled, &(Unhandled){0});
+    futoin_execute(root, on_unhandled, &(Unhandled){ 0 });
     run();
-    assert_trace("eh:s:InternalError:error(Fail) after add(): sub-steps were added|unhandled:InternalError");
+    assert_trace(
+            "eh:s:InternalError:error(Fail) after add(): sub-steps were added|unhandled:InternalError");
     futoin_asyncsteps_free(root);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-            ENV_TEST(test_own_failure_no_cancel),
-            ENV_TEST(test_both_handlers),
-            ENV_TEST(test_turns),
-            ENV_TEST(test_execute_queues),
-            ENV_TEST(test_break_unknown_label),
-            ENV_TEST(test_branch_error_at_start),
-            ENV_TEST(test_break_is_not_an_error),
-            ENV_TEST(test_wait_keeps_cancel),
-            ENV_TEST(test_repeat0_no_result),
-            ENV_TEST(test_error_after_add),
+        ENV_TEST(test_own_failure_no_cancel),
+        ENV_TEST(test_both_handlers),
+        ENV_TEST(test_turns),
+        ENV_TEST(test_execute_queues),
+        ENV_TEST(test_break_unknown_label),
+        ENV_TEST(test_branch_error_at_start),
+        ENV_TEST(test_break_is_not_an_error),
+        ENV_TEST(test_wait_keeps_cancel),
+        ENV_TEST(test_repeat0_no_result),
+        ENV_TEST(test_error_after_add),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

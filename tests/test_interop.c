@@ -39,7 +39,7 @@ static void worker_on(Worker* w, int foreign)
     futoin_execute(w->root, no_unhandled, NULL);
 }
 
-static const char* const NAMES[] = {"A", "B", "C", "D", "E", "F"};
+static const char* const NAMES[] = { "A", "B", "C", "D", "E", "F" };
 
 /* ---- mixed engines in one FIFO ---- */
 
@@ -52,7 +52,7 @@ static void test_mutex_mixed_fifo(void** state)
     for (int i = 0; i < 6; ++i) {
         /* Arrivals 1 ms apart: the engines schedule their own steps
          * differently, so only arrival time orders flows across them. */
-        w[i] = (Worker){.name = NAMES[i], .sync = m, .hold_ms = 10, .start_ms = (uint32_t)i};
+        w[i] = (Worker){ .name = NAMES[i], .sync = m, .hold_ms = 10, .start_ms = (uint32_t)i };
         worker_on(&w[i], i % 2);
     }
     run();
@@ -70,7 +70,7 @@ static void test_mutex_two_slots_mixed(void** state)
     FutoInSync* m = futoin_mutex_new(g_loop, 2, 1);
     Worker w[4];
     for (int i = 0; i < 4; ++i) {
-        w[i] = (Worker){.name = NAMES[i], .sync = m, .hold_ms = 10, .start_ms = (uint32_t)i};
+        w[i] = (Worker){ .name = NAMES[i], .sync = m, .hold_ms = 10, .start_ms = (uint32_t)i };
         worker_on(&w[i], i >= 2);
     }
     run();
@@ -94,13 +94,13 @@ static void test_foreign_cancelled_while_queued(void** state)
     (void)state;
     sync_counters_reset();
     FutoInSync* m = futoin_mutex_new(g_loop, 1, FUTOIN_SYNC_UNLIMITED);
-    Worker a = {.name = "A", .sync = m, .hold_ms = 10};
-    Worker b = {.name = "B", .sync = m, .hold_ms = 10, .start_ms = 1};
-    Worker c = {.name = "C", .sync = m, .hold_ms = 10, .start_ms = 2};
+    Worker a = { .name = "A", .sync = m, .hold_ms = 10 };
+    Worker b = { .name = "B", .sync = m, .hold_ms = 10, .start_ms = 1 };
+    Worker c = { .name = "C", .sync = m, .hold_ms = 10, .start_ms = 2 };
     worker_on(&a, 0);
     worker_on(&b, 1);
     worker_on(&c, 0);
-    StatsAt at4 = {m, {0}};
+    StatsAt at4 = { m, { 0 } };
     futoin_loop_deferred(g_loop, 4, &at4, stats_cb);
     cancel_at(b.root, 5);
     run();
@@ -118,9 +118,9 @@ static void test_foreign_timeout_while_queued(void** state)
     (void)state;
     sync_counters_reset();
     FutoInSync* m = futoin_mutex_new(g_loop, 1, FUTOIN_SYNC_UNLIMITED);
-    Worker a = {.name = "A", .sync = m, .hold_ms = 10};
-    Worker b = {.name = "B", .sync = m, .hold_ms = 10, .timeout_ms = 5, .start_ms = 1};
-    Worker c = {.name = "C", .sync = m, .hold_ms = 10, .start_ms = 2};
+    Worker a = { .name = "A", .sync = m, .hold_ms = 10 };
+    Worker b = { .name = "B", .sync = m, .hold_ms = 10, .timeout_ms = 5, .start_ms = 1 };
+    Worker c = { .name = "C", .sync = m, .hold_ms = 10, .start_ms = 2 };
     worker_on(&a, 1);
     worker_on(&b, 1);
     worker_on(&c, 0);
@@ -144,9 +144,9 @@ static void test_foreign_freed_while_queued(void** state)
     (void)state;
     sync_counters_reset();
     FutoInSync* m = futoin_mutex_new(g_loop, 1, FUTOIN_SYNC_UNLIMITED);
-    Worker a = {.name = "A", .sync = m, .hold_ms = 10};
-    Worker b = {.name = "B", .sync = m, .hold_ms = 10, .start_ms = 1};
-    Worker c = {.name = "C", .sync = m, .hold_ms = 10, .start_ms = 2};
+    Worker a = { .name = "A", .sync = m, .hold_ms = 10 };
+    Worker b = { .name = "B", .sync = m, .hold_ms = 10, .start_ms = 1 };
+    Worker c = { .name = "C", .sync = m, .hold_ms = 10, .start_ms = 2 };
     worker_on(&a, 0);
     worker_on(&b, 1);
     worker_on(&c, 1);
@@ -167,12 +167,12 @@ static void limiter_reject_waiting(unsigned frn_opts)
     /* One slot, one waiter for it; one entry per 100 ms and no burst queue:
      * B waits for the slot, gets it at 10 while the window is still full,
      * and is rejected while it waits. */
-    FutoInLimiterOptions o = {1, 1, 1, 100, 0};
+    FutoInLimiterOptions o = { 1, 1, 1, 100, 0 };
     FutoInSync* l = futoin_limiter_new(g_loop, &o);
     assert_non_null(l);
-    Worker a = {.name = "A", .sync = l, .hold_ms = 10};
-    Worker b = {.name = "B", .sync = l, .hold_ms = 10, .start_ms = 1};
-    Worker c = {.name = "C", .sync = l, .hold_ms = 10, .start_ms = 150};
+    Worker a = { .name = "A", .sync = l, .hold_ms = 10 };
+    Worker b = { .name = "B", .sync = l, .hold_ms = 10, .start_ms = 1 };
+    Worker c = { .name = "C", .sync = l, .hold_ms = 10, .start_ms = 150 };
     worker_on(&a, 0);
     worker_on(&b, 1);
     worker_on(&c, 1);
@@ -207,7 +207,7 @@ static void test_throttle_foreign_windows(void** state)
     FutoInSync* t = futoin_throttle_new(g_loop, 1, 100, FUTOIN_SYNC_UNLIMITED);
     Worker w[3];
     for (int i = 0; i < 3; ++i) {
-        w[i] = (Worker){.name = NAMES[i], .sync = t, .hold_ms = 1, .start_ms = (uint32_t)i};
+        w[i] = (Worker){ .name = NAMES[i], .sync = t, .hold_ms = 1, .start_ms = (uint32_t)i };
         worker_on(&w[i], i != 1);
     }
     run();
@@ -223,8 +223,8 @@ static void test_foreign_branches_distinct(void** state)
     (void)state;
     sync_counters_reset();
     FutoInSync* m = futoin_mutex_new(g_loop, 1, FUTOIN_SYNC_UNLIMITED);
-    Worker a = {.name = "A", .sync = m, .hold_ms = 10};
-    Worker b = {.name = "B", .sync = m, .hold_ms = 10, .start_ms = 1};
+    Worker a = { .name = "A", .sync = m, .hold_ms = 10 };
+    Worker b = { .name = "B", .sync = m, .hold_ms = 10, .start_ms = 1 };
     FutoInAsyncSteps* root = frn_root();
     FutoInAsyncSteps* p = futoin_parallel(root, NULL, NULL);
     worker_branch(p, &a);
@@ -318,12 +318,12 @@ static void test_reentry_free_self_in_section(void** state)
     (void)state;
     sync_counters_reset();
     FutoInSync* m = futoin_mutex_new(g_loop, 1, FUTOIN_SYNC_UNLIMITED);
-    Worker a = {.name = "A", .sync = m, .hold_ms = 10};
+    Worker a = { .name = "A", .sync = m, .hold_ms = 10 };
     worker_on(&a, 0);
-    Reenter b = {.sync = m, .action = RE_FREE_SELF, .delay = 1};
+    Reenter b = { .sync = m, .action = RE_FREE_SELF, .delay = 1 };
     re_add(frn_root(), &b);
     futoin_execute(b.self, no_unhandled, NULL);
-    Reenter c = {.sync = m, .delay = 2};
+    Reenter c = { .sync = m, .delay = 2 };
     re_add(own_root(), &c);
     futoin_execute(c.self, no_unhandled, NULL);
     run();
@@ -343,10 +343,10 @@ static void test_reentry_cancel_waiter_from_section(void** state)
     (void)state;
     sync_counters_reset();
     FutoInSync* m = futoin_mutex_new(g_loop, 1, FUTOIN_SYNC_UNLIMITED);
-    Reenter a = {.sync = m, .action = RE_CANCEL_OTHER};
-    Reenter b = {.sync = m, .delay = 1};
-    Reenter c = {.sync = m, .action = RE_FREE_OTHER, .delay = 2};
-    Reenter d = {.sync = m, .delay = 3};
+    Reenter a = { .sync = m, .action = RE_CANCEL_OTHER };
+    Reenter b = { .sync = m, .delay = 1 };
+    Reenter c = { .sync = m, .action = RE_FREE_OTHER, .delay = 2 };
+    Reenter d = { .sync = m, .delay = 3 };
     re_add(frn_root(), &a);
     re_add(frn_root(), &b);
     re_add(own_root(), &c);
@@ -374,7 +374,7 @@ static void test_reentry_sync_free_in_section(void** state)
 {
     (void)state;
     FutoInSync* m = futoin_mutex_new(g_loop, 1, FUTOIN_SYNC_UNLIMITED);
-    Reenter a = {.sync = m, .action = RE_SYNC_FREE};
+    Reenter a = { .sync = m, .action = RE_SYNC_FREE };
     re_add(frn_root(), &a);
     futoin_execute(a.self, no_unhandled, NULL);
     run();
@@ -404,15 +404,15 @@ static void test_reentry_woken_then_freed(void** state)
     (void)state;
     sync_counters_reset();
     FutoInSync* m = futoin_mutex_new(g_loop, 1, FUTOIN_SYNC_UNLIMITED);
-    Worker a = {.name = "A", .sync = m, .hold_ms = 10};
-    Reenter b = {.sync = m, .delay = 1};
+    Worker a = { .name = "A", .sync = m, .hold_ms = 10 };
+    Reenter b = { .sync = m, .delay = 1 };
     a.root = own_root();
     worker_add(a.root, &a);
     futoin_add(a.root, free_other_step, NULL, &b);
     futoin_execute(a.root, no_unhandled, NULL);
     re_add(frn_root(), &b);
     futoin_execute(b.self, no_unhandled, NULL);
-    Reenter c = {.sync = m, .delay = 2};
+    Reenter c = { .sync = m, .delay = 2 };
     re_add(own_root(), &c);
     futoin_execute(c.self, no_unhandled, NULL);
     run();
@@ -518,7 +518,7 @@ static void test_state_null_name_not_sent(void** state)
     futoin_asyncsteps_free(root);
 }
 
-static const int g_items[3] = {3, 4, 5};
+static const int g_items[3] = { 3, 4, 5 };
 
 static void each_item(FutoInAsyncSteps* as, void* data, size_t i, const void* elem)
 {
@@ -568,25 +568,25 @@ static void test_foreach_null_callback_not_sent(void** state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-            ENV_TEST(test_mutex_mixed_fifo),
-            ENV_TEST(test_mutex_two_slots_mixed),
-            ENV_TEST(test_foreign_cancelled_while_queued),
-            ENV_TEST(test_foreign_timeout_while_queued),
-            ENV_TEST(test_foreign_freed_while_queued),
-            ENV_TEST(test_limiter_rejects_waiting_foreign),
-            ENV_TEST(test_limiter_rejects_waiting_foreign_js_style),
-            ENV_TEST(test_throttle_foreign_windows),
-            ENV_TEST(test_foreign_branches_distinct),
-            ENV_TEST(test_reentry_free_self_in_section),
-            ENV_TEST(test_reentry_cancel_waiter_from_section),
-            ENV_TEST(test_reentry_sync_free_in_section),
-            ENV_TEST(test_reentry_woken_then_freed),
-            ENV_TEST(test_copy_from_refuses_foreign),
-            ENV_TEST(test_promise_refuses_foreign),
-            ENV_TEST(test_add_work_refuses_foreign),
-            ENV_TEST(test_state_null_name_not_sent),
-            ENV_TEST(test_foreach_on_foreign),
-            ENV_TEST(test_foreach_null_callback_not_sent),
+        ENV_TEST(test_mutex_mixed_fifo),
+        ENV_TEST(test_mutex_two_slots_mixed),
+        ENV_TEST(test_foreign_cancelled_while_queued),
+        ENV_TEST(test_foreign_timeout_while_queued),
+        ENV_TEST(test_foreign_freed_while_queued),
+        ENV_TEST(test_limiter_rejects_waiting_foreign),
+        ENV_TEST(test_limiter_rejects_waiting_foreign_js_style),
+        ENV_TEST(test_throttle_foreign_windows),
+        ENV_TEST(test_foreign_branches_distinct),
+        ENV_TEST(test_reentry_free_self_in_section),
+        ENV_TEST(test_reentry_cancel_waiter_from_section),
+        ENV_TEST(test_reentry_sync_free_in_section),
+        ENV_TEST(test_reentry_woken_then_freed),
+        ENV_TEST(test_copy_from_refuses_foreign),
+        ENV_TEST(test_promise_refuses_foreign),
+        ENV_TEST(test_add_work_refuses_foreign),
+        ENV_TEST(test_state_null_name_not_sent),
+        ENV_TEST(test_foreach_on_foreign),
+        ENV_TEST(test_foreach_null_callback_not_sent),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

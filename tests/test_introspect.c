@@ -29,11 +29,11 @@
 /* The depths and frame lists checked by some tests are those of the normal
  * build: the tracing build keeps the frames of steps that end by adding one
  * sub-step (docs/OBSERVABILITY.md), which tests/tracing/ checks instead. */
-#define SKIP_IF_TRACING()     \
-    do {                      \
-        if (FUTOIN_TRACING) { \
-            skip();           \
-        }                     \
+#define SKIP_IF_TRACING()                                                                          \
+    do {                                                                                           \
+        if (FUTOIN_TRACING) {                                                                      \
+            skip();                                                                                \
+        }                                                                                          \
     } while (0)
 
 /* ---- small steps ---------------------------------------------------- */
@@ -267,18 +267,22 @@ static void test_dump_parked(void** state)
     /* The timer, 300 ms left, with what the step said it waits for. */
     snprintf(who, sizeof(who), "flow %p (main) waiting for an external completion", (void*)p.timer);
     expect_line(text, who, ": \"read 127.0.0.1:8080\", timeout in 300 ms (#1)");
-    expect_line(text, "#1 step, waiting, timeout in 300 ms, \"read 127.0.0.1:8080\"", "error handler 0x");
+    expect_line(text, "#1 step, waiting, timeout in 300 ms, \"read 127.0.0.1:8080\"",
+            "error handler 0x");
     /* The parallel and its two branches. */
-    snprintf(who, sizeof(who), "flow %p (main) waiting for 2 branches of its parallel step", (void*)p.par);
+    snprintf(who, sizeof(who), "flow %p (main) waiting for 2 branches of its parallel step",
+            (void*)p.par);
     expect_line(text, who, NULL);
     expect_line(text, "#1 parallel, 2 branches running, waiting", NULL);
     snprintf(who, sizeof(who), "branch %p of %p (nesting 1) waiting for an external completion",
             (void*)p.branch[0], (void*)p.par);
     expect_line(text, who, ": \"reply from worker\"");
-    snprintf(who, sizeof(who), "branch %p of %p (nesting 1) waiting", (void*)p.branch[1], (void*)p.par);
+    snprintf(who, sizeof(who), "branch %p of %p (nesting 1) waiting", (void*)p.branch[1],
+            (void*)p.par);
     expect_line(text, who, "timeout in 800 ms (#1)");
     /* The external completion (await). */
-    snprintf(who, sizeof(who), "flow %p (main) waiting for a completion (futoin_await)", (void*)p.awaiter);
+    snprintf(who, sizeof(who), "flow %p (main) waiting for a completion (futoin_await)",
+            (void*)p.awaiter);
     expect_line(text, who, NULL);
     expect_line(text, "#1 await", "waiting");
     /* The Throttle's rate queue. */
@@ -306,8 +310,8 @@ static void test_walk_parked(void** state)
     parked_setup(&p);
 
     /* Every live root exactly once. */
-    FutoInAsyncSteps* expect[] = { p.holder, p.waiter1, p.waiter2, p.timer, p.par, p.awaiter, p.thr1,
-        p.thr2, p.idle, p.failed };
+    FutoInAsyncSteps* expect[] = { p.holder, p.waiter1, p.waiter2, p.timer, p.par, p.awaiter,
+        p.thr1, p.thr2, p.idle, p.failed };
     int seen[10] = { 0 };
     FutoInRootIter it;
     assert_int_equal(futoin_root_iter_init(&it, p.loop), 0);
@@ -791,7 +795,8 @@ static void answer_dump(FutoInLoop* loop, void* data)
 {
     Answer* a = data;
     ++a->calls;
-    a->on_loop_thread = pthread_equal(pthread_self(), a->loop_thread) && futoin_loop_is_same_thread(loop);
+    a->on_loop_thread = pthread_equal(pthread_self(), a->loop_thread)
+            && futoin_loop_is_same_thread(loop);
     free(a->text);
     a->text = dump_string(loop, 0, NULL);
     futoin_loop_release(loop); /* run() may return now */
@@ -938,8 +943,8 @@ static void deep_par_step(FutoInAsyncSteps* as, void* data, const FutoInArgs* ar
 }
 
 /* Counts the lines of a dump written to a temporary file and keeps the last. */
-static size_t dump_lines(FutoInLoop* loop, uint32_t max_frames, char* last, size_t last_size, char* gap,
-        size_t gap_size)
+static size_t dump_lines(FutoInLoop* loop, uint32_t max_frames, char* last, size_t last_size,
+        char* gap, size_t gap_size)
 {
     FILE* f = tmpfile();
     assert_non_null(f);
@@ -1001,10 +1006,12 @@ static void* deep_thread(void* arg)
     FutoInRootInfo ri;
     ok = ok && dp->innermost && flows == dp->levels && futoin_root_info(r, &ri, sizeof(ri)) == 0
             && ri.flows == dp->levels && ri.state == FUTOIN_ROOT_WAITING
-            && futoin_flow_info(dp->innermost, &fi, sizeof(fi)) == 0 && fi.wait == FUTOIN_WAIT_EXTERNAL;
+            && futoin_flow_info(dp->innermost, &fi, sizeof(fi)) == 0
+            && fi.wait == FUTOIN_WAIT_EXTERNAL;
     lines = dump_lines(loop, 32, last, sizeof(last), gap, sizeof(gap));
     char expect_last[80];
-    snprintf(expect_last, sizeof(expect_last), "end of dump: 1 root, %zu running flows\n", dp->levels);
+    snprintf(expect_last, sizeof(expect_last), "end of dump: 1 root, %zu running flows\n",
+            dp->levels);
     /* Each flow: its line and its two frames. */
     ok = ok && lines == 3 + 3 * dp->levels + 1 && strcmp(last, expect_last) == 0;
     futoin_asyncsteps_free(r);

@@ -119,7 +119,8 @@ static void run_unhandled_error(FutoInLoop* loop)
     futoin_asyncsteps_free(root);
 }
 
-static const char* const k_unhandled_line = "futoin: API misuse: unhandled error MyError (the reason)";
+static const char* const k_unhandled_line =
+        "futoin: API misuse: unhandled error MyError (the reason)";
 
 /* ------------------------------------------------------------------------ */
 
@@ -500,8 +501,8 @@ static void test_threads(void** state)
         assert_int_equal(pthread_create(&th[i], NULL, writer, NULL), 0);
     }
     for (int i = 0; i < 1000; ++i) {
-        futoin_set_log_handler(i % 2 ? count_a : count_b, i % 2 ? (void*)&g_count_a : (void*)&g_count_b,
-                NULL);
+        futoin_set_log_handler(i % 2 ? count_a : count_b,
+                i % 2 ? (void*)&g_count_a : (void*)&g_count_b, NULL);
     }
     for (int i = 0; i < LOG_THREADS; ++i) {
         pthread_join(th[i], NULL);

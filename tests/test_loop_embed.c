@@ -165,13 +165,13 @@ static void test_steps_change_the_plan(void** state)
 
 typedef struct Outer {
     FutoInLoop* loop;
-    int wake[2];           /* self-pipe: other threads' wake-ups */
-    int io_fd;             /* optional: an I/O source of the outer loop, -1 if none */
+    int wake[2]; /* self-pipe: other threads' wake-ups */
+    int io_fd;   /* optional: an I/O source of the outer loop, -1 if none */
     void (*on_io)(struct Outer* o);
-    int replan;            /* loop thread: the plan changed outside iterate() */
+    int replan; /* loop thread: the plan changed outside iterate() */
     int in_iterate;
     int rounds;
-    int loop_thread_calls; /* wake-ups on the loop thread, outside iterate() */
+    int loop_thread_calls;    /* wake-ups on the loop thread, outside iterate() */
     atomic_int foreign_calls; /* wake-ups on other threads */
 } Outer;
 

@@ -357,16 +357,16 @@ static void test_cancel_idle_root(void** state)
 int main(void)
 {
     const struct CMUnitTest all[] = {
-            MISUSE_TEST(test_late_success_after_completion),
-            MISUSE_TEST(test_external_complete_twice),
-            MISUSE_TEST(test_late_success_after_timeout),
-            MISUSE_TEST(test_late_error_after_timeout),
-            MISUSE_TEST(test_add_in_cancel_handler),
-            MISUSE_TEST(test_success_in_cancel_handler),
-            MISUSE_TEST(test_error_in_cancel_handler),
-            MISUSE_TEST(test_cancel_in_cancel_handler),
-            MISUSE_TEST(test_cancel_root_in_timeout_cancel_handler),
-            MISUSE_TEST(test_cancel_idle_root),
+        MISUSE_TEST(test_late_success_after_completion),
+        MISUSE_TEST(test_external_complete_twice),
+        MISUSE_TEST(test_late_success_after_timeout),
+        MISUSE_TEST(test_late_error_after_timeout),
+        MISUSE_TEST(test_add_in_cancel_handler),
+        MISUSE_TEST(test_success_in_cancel_handler),
+        MISUSE_TEST(test_error_in_cancel_handler),
+        MISUSE_TEST(test_cancel_in_cancel_handler),
+        MISUSE_TEST(test_cancel_root_in_timeout_cancel_handler),
+        MISUSE_TEST(test_cancel_idle_root),
     };
     return misuse_run("misuse_completion", all, sizeof(all) / sizeof(all[0]));
 }

@@ -33,7 +33,7 @@ static void body_add_sync_null_cb(FutoInAsyncSteps* as, void* data, const FutoIn
 static void test_add_sync_null_callback(void** state)
 {
     MisuseFixture* t = *state;
-    DummySync ds = {{&dummy_sync_api}, t};
+    DummySync ds = { { &dummy_sync_api }, t };
     g_sync = &ds;
     run_scenario(t, body_add_sync_null_cb, NULL);
     assert_int_equal(t->lock_calls, 0);
@@ -138,7 +138,7 @@ static void test_copy_from_running_model(void** state)
     futoin_add(t->model, model_step, never_eh, t);
     futoin_execute(t->model, never_unhandled, t);
     run_scenario(t, body_copy_running, NULL);
-    assert_int_equal(t->iterations, 1); /* the model's step was not copied */
+    assert_int_equal(t->iterations, 1);  /* the model's step was not copied */
     assert_int_equal(t->alloc_calls, 1); /* nor its state variables */
     assert_step_internal_error(t, "running");
     assert_contains(t->inner_info, "copyFrom");
@@ -343,24 +343,24 @@ static void test_completion_freed_while_awaited(void** state)
 /* The cases of the common shape: one row, one cmocka test (misuse_support.h) */
 
 static const MisuseCase helpers_cases[] = {
-        {"test_add_sync_null_sync", body_add_sync_null, NULL, IN_STEP, 0, "NULL", NULL, -1},
+    { "test_add_sync_null_sync", body_add_sync_null, NULL, IN_STEP, 0, "NULL", NULL, -1 },
 };
 
 int main(void)
 {
     const struct CMUnitTest all[] = {
-            MISUSE_TEST(test_add_sync_null_callback),
-            MISUSE_TEST(test_add_sync_misaligned),
-            MISUSE_TEST(test_par_add_sync_misaligned),
-            MISUSE_TEST(test_state_variable_null_name),
-            MISUSE_TEST(test_state_variable_null_name_idle_root),
-            MISUSE_TEST(test_copy_from_running_model),
-            MISUSE_TEST(test_promise_on_running_root),
-            MISUSE_TEST(test_completion_awaited_twice),
-            MISUSE_TEST(test_completion_awaited_twice_same_step),
-            MISUSE_TEST(test_completion_await_step_dropped),
-            MISUSE_TEST(test_completion_freed_while_awaited),
+        MISUSE_TEST(test_add_sync_null_callback),
+        MISUSE_TEST(test_add_sync_misaligned),
+        MISUSE_TEST(test_par_add_sync_misaligned),
+        MISUSE_TEST(test_state_variable_null_name),
+        MISUSE_TEST(test_state_variable_null_name_idle_root),
+        MISUSE_TEST(test_copy_from_running_model),
+        MISUSE_TEST(test_promise_on_running_root),
+        MISUSE_TEST(test_completion_awaited_twice),
+        MISUSE_TEST(test_completion_awaited_twice_same_step),
+        MISUSE_TEST(test_completion_await_step_dropped),
+        MISUSE_TEST(test_completion_freed_while_awaited),
     };
-    return misuse_run_cases("misuse_helpers", helpers_cases, sizeof(helpers_cases) / sizeof(helpers_cases[0]),
-            all, sizeof(all) / sizeof(all[0]));
+    return misuse_run_cases("misuse_helpers", helpers_cases,
+            sizeof(helpers_cases) / sizeof(helpers_cases[0]), all, sizeof(all) / sizeof(all[0]));
 }

@@ -80,7 +80,7 @@ static void body_parallel_after_success(FutoInAsyncSteps* as, void* data, const 
     FutoInAsyncSteps* p = futoin_parallel(as, never_eh, t);
     int ok = p != NULL && p != as;
     if (ok) {
-        DummySync ds = {{&dummy_sync_api}, t};
+        DummySync ds = { { &dummy_sync_api }, t };
         p->api->add(p, t, never_step, never_eh);
         p->api->loop(p, t, never_loop_body, NULL);
         p->api->addSync(p, &ds.base, t, never_step, never_eh);
@@ -232,31 +232,41 @@ static void body_continue_unknown(FutoInAsyncSteps* as, void* data, const FutoIn
 /* The cases of the common shape: one row, one cmocka test (misuse_support.h) */
 
 static const MisuseCase in_step_cases[] = {
-        {"test_success_twice", body_success_twice, NULL, IN_STEP, 0, "twice", NULL, -1},
-        {"test_error_twice", body_error_twice, NULL, IN_STEP, 0, "twice", NULL, -1},
-        {"test_success_after_error", body_success_after_error, NULL, IN_STEP, 0, "after error", NULL, -1},
-        {"test_error_after_success", body_error_after_success, NULL, IN_STEP, 0, "after success", NULL, -1},
-        {"test_success_after_add", body_success_after_add, NULL, IN_STEP, 0, "after add", NULL, -1},
-        {"test_add_after_success", body_add_after_success, NULL, IN_STEP, 0, "after success", NULL, -1},
-        {"test_add_null_callback", body_add_null, NULL, IN_STEP, 1, "NULL", NULL, -1},
-        {"test_error_null_code", body_error_null_code, NULL, IN_STEP, 0, "NULL", NULL, -1},
-        {"test_set_timeout_in_error_handler", body_fail, eh_set_timeout, IN_ERROR_HANDLER, 0, "setTimeout", NULL, -1},
-        {"test_set_cancel_in_error_handler", body_fail, eh_set_cancel, IN_ERROR_HANDLER, 0, "setCancel", NULL, -1},
-        {"test_wait_external_in_error_handler", body_fail, eh_wait_external, IN_ERROR_HANDLER, 0, "waitExternal", NULL, -1},
-        {"test_set_cancel_null", body_set_cancel_null, NULL, IN_STEP, 0, "NULL", NULL, -1},
-        {"test_loop_null_body", body_loop_null, NULL, IN_STEP, 0, "NULL", NULL, -1},
-        {"test_repeat_null_body", body_repeat_null, NULL, IN_STEP, 0, "NULL", NULL, -1},
-        {"test_break_outside_loop", body_break_outside, NULL, IN_STEP, 0, "outside of a loop", NULL, -1},
-        {"test_continue_outside_loop", body_continue_outside, NULL, IN_STEP, 0, "outside of a loop", NULL, -1},
-        {"test_break_unknown_label", body_break_unknown, NULL, IN_STEP, 0, "labelled", "NoSuchLoop", 1},
-        {"test_continue_unknown_label", body_continue_unknown, NULL, IN_STEP, 0, "labelled", "NoSuchLoop", 1},
+    { "test_success_twice", body_success_twice, NULL, IN_STEP, 0, "twice", NULL, -1 },
+    { "test_error_twice", body_error_twice, NULL, IN_STEP, 0, "twice", NULL, -1 },
+    { "test_success_after_error", body_success_after_error, NULL, IN_STEP, 0, "after error", NULL,
+            -1 },
+    { "test_error_after_success", body_error_after_success, NULL, IN_STEP, 0, "after success", NULL,
+            -1 },
+    { "test_success_after_add", body_success_after_add, NULL, IN_STEP, 0, "after add", NULL, -1 },
+    { "test_add_after_success", body_add_after_success, NULL, IN_STEP, 0, "after success", NULL,
+            -1 },
+    { "test_add_null_callback", body_add_null, NULL, IN_STEP, 1, "NULL", NULL, -1 },
+    { "test_error_null_code", body_error_null_code, NULL, IN_STEP, 0, "NULL", NULL, -1 },
+    { "test_set_timeout_in_error_handler", body_fail, eh_set_timeout, IN_ERROR_HANDLER, 0,
+            "setTimeout", NULL, -1 },
+    { "test_set_cancel_in_error_handler", body_fail, eh_set_cancel, IN_ERROR_HANDLER, 0,
+            "setCancel", NULL, -1 },
+    { "test_wait_external_in_error_handler", body_fail, eh_wait_external, IN_ERROR_HANDLER, 0,
+            "waitExternal", NULL, -1 },
+    { "test_set_cancel_null", body_set_cancel_null, NULL, IN_STEP, 0, "NULL", NULL, -1 },
+    { "test_loop_null_body", body_loop_null, NULL, IN_STEP, 0, "NULL", NULL, -1 },
+    { "test_repeat_null_body", body_repeat_null, NULL, IN_STEP, 0, "NULL", NULL, -1 },
+    { "test_break_outside_loop", body_break_outside, NULL, IN_STEP, 0, "outside of a loop", NULL,
+            -1 },
+    { "test_continue_outside_loop", body_continue_outside, NULL, IN_STEP, 0, "outside of a loop",
+            NULL, -1 },
+    { "test_break_unknown_label", body_break_unknown, NULL, IN_STEP, 0, "labelled", "NoSuchLoop",
+            1 },
+    { "test_continue_unknown_label", body_continue_unknown, NULL, IN_STEP, 0, "labelled",
+            "NoSuchLoop", 1 },
 };
 
 int main(void)
 {
     const struct CMUnitTest all[] = {
-            MISUSE_TEST(test_parallel_after_success_inert),
+        MISUSE_TEST(test_parallel_after_success_inert),
     };
-    return misuse_run_cases("misuse_in_step", in_step_cases, sizeof(in_step_cases) / sizeof(in_step_cases[0]),
-            all, sizeof(all) / sizeof(all[0]));
+    return misuse_run_cases("misuse_in_step", in_step_cases,
+            sizeof(in_step_cases) / sizeof(in_step_cases[0]), all, sizeof(all) / sizeof(all[0]));
 }

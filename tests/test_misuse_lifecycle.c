@@ -148,8 +148,8 @@ static void test_calls_on_completed_root(void** state)
     run_loop(t);
     assert_int_equal(t->misuse_count, 0);
 
-    static const char* const expect[] = {"success", "success", "error", "setTimeout",
-            "setCancel", "waitExternal", "break", "continue"};
+    static const char* const expect[] = { "success", "success", "error", "setTimeout", "setCancel",
+        "waitExternal", "break", "continue" };
     futoin_success(t->root);
     futoin_success1(t->root, futoin_val_strdup("late")); /* must be released */
     futoin_error(t->root, "LateError", "x");
@@ -264,7 +264,7 @@ static void box_cleanup(FutoInBinaryValue* v)
     ++g_box_cleanups;
 }
 
-static const FutoInType box_type = {FTN_TYPE_CUSTOM_OBJECT, box_cleanup};
+static const FutoInType box_type = { FTN_TYPE_CUSTOM_OBJECT, box_cleanup };
 
 static void calls_after_own_root_gone(FutoInAsyncSteps* as, MisuseFixture* t)
 {
@@ -318,9 +318,8 @@ static void eh_then_root_gone(FutoInAsyncSteps* as, void* data, const char* code
 
 static void check_calls_after_own_root_gone(MisuseFixture* t, int flag)
 {
-    static const char* const calls[] = {
-            "success()", "error(Late)", "setTimeout()", "waitExternal()", "break()", "stack()",
-            "add()"};
+    static const char* const calls[] = { "success()", "error(Late)", "setTimeout()",
+        "waitExternal()", "break()", "stack()", "add()" };
     int nmsg = (flag & 1) ? 7 : 5;
     const char* how = (flag & 1) ? "was freed" : "was cancelled";
     t->flag = flag;
@@ -432,27 +431,30 @@ static void test_free_in_timeout_cancel_handler(void** state)
 /* The cases of the common shape: one row, one cmocka test (misuse_support.h) */
 
 static const MisuseCase lifecycle_cases[] = {
-        {"test_execute_twice_from_own_step", body_execute_self, NULL, IN_STEP, 0, "already running", NULL, -1},
-        {"test_execute_on_parallel_iface", body_execute_on_par_iface, NULL, IN_STEP, 0, "parallel", "execute", -1},
+    { "test_execute_twice_from_own_step", body_execute_self, NULL, IN_STEP, 0, "already running",
+            NULL, -1 },
+    { "test_execute_on_parallel_iface", body_execute_on_par_iface, NULL, IN_STEP, 0, "parallel",
+            "execute", -1 },
 };
 
 int main(void)
 {
     const struct CMUnitTest all[] = {
-            MISUSE_TEST(test_execute_twice_from_outside),
-            MISUSE_TEST(test_execute_on_branch),
-            MISUSE_TEST(test_free_on_branch),
-            MISUSE_TEST(test_free_on_parallel_iface),
-            MISUSE_TEST(test_calls_on_completed_root),
-            MISUSE_TEST(test_add_on_running_root_from_outside),
-            MISUSE_TEST(test_free_in_own_step),
-            MISUSE_TEST(test_calls_after_step_cancels_own_root),
-            MISUSE_TEST(test_calls_after_step_frees_own_root),
-            MISUSE_TEST(test_calls_after_eh_cancels_own_root),
-            MISUSE_TEST(test_calls_after_eh_frees_own_root),
-            MISUSE_TEST(test_free_in_cancel_handler),
-            MISUSE_TEST(test_free_in_timeout_cancel_handler),
+        MISUSE_TEST(test_execute_twice_from_outside),
+        MISUSE_TEST(test_execute_on_branch),
+        MISUSE_TEST(test_free_on_branch),
+        MISUSE_TEST(test_free_on_parallel_iface),
+        MISUSE_TEST(test_calls_on_completed_root),
+        MISUSE_TEST(test_add_on_running_root_from_outside),
+        MISUSE_TEST(test_free_in_own_step),
+        MISUSE_TEST(test_calls_after_step_cancels_own_root),
+        MISUSE_TEST(test_calls_after_step_frees_own_root),
+        MISUSE_TEST(test_calls_after_eh_cancels_own_root),
+        MISUSE_TEST(test_calls_after_eh_frees_own_root),
+        MISUSE_TEST(test_free_in_cancel_handler),
+        MISUSE_TEST(test_free_in_timeout_cancel_handler),
     };
-    return misuse_run_cases("misuse_lifecycle", lifecycle_cases, sizeof(lifecycle_cases) / sizeof(lifecycle_cases[0]),
-            all, sizeof(all) / sizeof(all[0]));
+    return misuse_run_cases("misuse_lifecycle", lifecycle_cases,
+            sizeof(lifecycle_cases) / sizeof(lifecycle_cases[0]), all,
+            sizeof(all) / sizeof(all[0]));
 }

@@ -73,8 +73,8 @@ struct Fx {
     int outer_eh_calls;
     char outer_code[64];
     char outer_info[TXT];
-    int after_calls;   /* the step after the outer step (flow went on) */
-    int never_calls;   /* callbacks that must not run */
+    int after_calls; /* the step after the outer step (flow went on) */
+    int never_calls; /* callbacks that must not run */
     int cancel_calls;
     int unhandled_calls;
     int branch_done;
@@ -329,7 +329,10 @@ static void c_add_sync_null(Fx* fx, FutoInAsyncSteps* as)
 /* ------------------------------------------------------------------------ */
 /* The table                                                                 */
 
-#define ROW(ctx, call, exp, needle) {#ctx "/" #call, ctx, call, exp, needle}
+#define ROW(ctx, call, exp, needle)                                                                \
+    {                                                                                              \
+#ctx "/" #call, ctx, call, exp, needle                                                     \
+    }
 
 static const Cell cells[] = {
     /* inside a step: combinations test_misuse_*.c do not cover */
@@ -566,12 +569,12 @@ static const char* run_cell(const Cell* c, char* why, size_t why_len)
     run_loop(&fx);
 
     const char* err = NULL;
-#define CHECK(cond, ...)                                    \
-    do {                                                    \
-        if (!err && !(cond)) {                              \
-            snprintf(why, why_len, __VA_ARGS__);            \
-            err = why;                                      \
-        }                                                   \
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!err && !(cond)) {                                                                     \
+            snprintf(why, why_len, __VA_ARGS__);                                                   \
+            err = why;                                                                             \
+        }                                                                                          \
     } while (0)
     CHECK(fx.called, "the misuse call was never reached");
     CHECK(fx.never_calls == 0, "a callback that must not run ran (%d)", fx.never_calls);

@@ -36,7 +36,7 @@ static void after(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 static void test_step_runs_its_loop(void** state)
 {
     (void)state;
-    Unhandled u = {0};
+    Unhandled u = { 0 };
     FutoInAsyncSteps* r = futoin_asyncsteps_new(g_loop);
     futoin_add(r, step_iterates, eh_tag, (void*)"S");
     futoin_add(r, after, NULL, NULL);

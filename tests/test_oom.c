@@ -23,16 +23,16 @@
  * successStep ---- */
 
 typedef struct {
-    int recovered;   /* the nested error reached its handler */
-    int timed_out;   /* the timeout reached its handler */
+    int recovered; /* the nested error reached its handler */
+    int timed_out; /* the timeout reached its handler */
     int branches[3];
     int iterations;
     int state_ok;
     int stack_ok;
     int value_ok;
-    int finished;    /* the last step ran */
-    int unhandled;   /* the unhandled-error callback ran */
-    int reported;    /* an API reported a failure to the program */
+    int finished;  /* the last step ran */
+    int unhandled; /* the unhandled-error callback ran */
+    int reported;  /* an API reported a failure to the program */
     char code[64];
     char info[160];
 } EngineRun;
@@ -264,8 +264,8 @@ static OomResult engine_program(char* why, size_t size)
         int values_ok = r->recovered && r->timed_out && r->branches[0] && r->branches[1]
                 && r->branches[2] && r->iterations == 3 && r->state_ok && r->stack_ok
                 && r->value_ok;
-        OomResult one = root_outcome("engine root", r->finished, r->unhandled, r->reported,
-                r->code, r->info, values_ok, why, size);
+        OomResult one = root_outcome("engine root", r->finished, r->unhandled, r->reported, r->code,
+                r->info, values_ok, why, size);
         if (one != OOM_COMPLETED) {
             res = one;
         }
@@ -433,10 +433,10 @@ typedef struct {
     int work_value;
     int external_value;
     int finished;
-    int done;             /* done() of the pool ran */
-    char code[64];        /* its code ("" on success) */
-    char info[160];       /* error_info seen by the outermost handler */
-    atomic_int released;  /* the work's release ran */
+    int done;            /* done() of the pool ran */
+    char code[64];       /* its code ("" on success) */
+    char info[160];      /* error_info seen by the outermost handler */
+    atomic_int released; /* the work's release ran */
 } PoolRun;
 
 static void work_fn(void* data, FutoInWorkResult* out)

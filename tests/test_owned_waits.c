@@ -47,7 +47,7 @@ typedef struct LateCase {
     const char* name;
     int kind;
     int shared;
-    int error; /* the late call is error(), not success() */
+    int error;         /* the late call is error(), not success() */
     uint64_t b_enters; /* when the late flow may enter: A left, or the rate */
 } LateCase;
 
@@ -179,27 +179,27 @@ static void late_case_run(const LateCase* c)
 }
 
 static const LateCase LATE_CASES[] = {
-    {"mutex success", K_MUTEX, 0, 0, 50},
-    {"mutex error", K_MUTEX, 0, 1, 50},
-    {"shared mutex success", K_MUTEX, 1, 0, 50},
-    {"shared mutex error", K_MUTEX, 1, 1, 50},
+    { "mutex success", K_MUTEX, 0, 0, 50 },
+    { "mutex error", K_MUTEX, 0, 1, 50 },
+    { "shared mutex success", K_MUTEX, 1, 0, 50 },
+    { "shared mutex error", K_MUTEX, 1, 1, 50 },
     /* A Throttle of 1 per 100 ms: B waits for the next window. */
-    {"throttle success", K_THROTTLE, 0, 0, 100},
-    {"throttle error", K_THROTTLE, 0, 1, 100},
-    {"shared throttle success", K_THROTTLE, 1, 0, 100},
-    {"shared throttle error", K_THROTTLE, 1, 1, 100},
+    { "throttle success", K_THROTTLE, 0, 0, 100 },
+    { "throttle error", K_THROTTLE, 0, 1, 100 },
+    { "shared throttle success", K_THROTTLE, 1, 0, 100 },
+    { "shared throttle error", K_THROTTLE, 1, 1, 100 },
     /* A Limiter(1 inside, 1 per 100 ms): the slot at 50, the rate at 100. */
-    {"limiter success", K_LIMITER, 0, 0, 100},
-    {"limiter error", K_LIMITER, 0, 1, 100},
-    {"shared limiter success", K_LIMITER, 1, 0, 100},
-    {"shared limiter error", K_LIMITER, 1, 1, 100},
+    { "limiter success", K_LIMITER, 0, 0, 100 },
+    { "limiter error", K_LIMITER, 0, 1, 100 },
+    { "shared limiter success", K_LIMITER, 1, 0, 100 },
+    { "shared limiter error", K_LIMITER, 1, 1, 100 },
 };
 
-#define LATE_TEST(fn, i)                                                       \
-    static void fn(void** state)                                               \
-    {                                                                          \
-        (void)state;                                                           \
-        late_case_run(&LATE_CASES[i]);                                         \
+#define LATE_TEST(fn, i)                                                                           \
+    static void fn(void** state)                                                                   \
+    {                                                                                              \
+        (void)state;                                                                               \
+        late_case_run(&LATE_CASES[i]);                                                             \
     }
 LATE_TEST(test_late_success_mutex, 0)
 LATE_TEST(test_late_error_mutex, 1)
@@ -489,7 +489,7 @@ static void test_wait_owned_misuse(void** state)
     futoin_wait_owned(r, op_cancel, &g_op); /* the root runs no step */
     assert_int_equal(g_misuse, 1);
     assert_non_null(strstr(g_misuse_msg, "futoin_wait_owned() called outside"));
-    Unhandled u = {0};
+    Unhandled u = { 0 };
     futoin_add(r, owned_null_key, NULL, NULL);
     futoin_execute(r, on_unhandled, &u);
     run();
@@ -572,8 +572,8 @@ static void cleanup_makes_root(FutoInBinaryValue* v)
     futoin_asyncsteps_free(fresh);
 }
 
-static const FutoInType frees_root_type = {FTN_TYPE_CUSTOM_OBJECT, cleanup_frees_root};
-static const FutoInType makes_root_type = {FTN_TYPE_CUSTOM_OBJECT, cleanup_makes_root};
+static const FutoInType frees_root_type = { FTN_TYPE_CUSTOM_OBJECT, cleanup_frees_root };
+static const FutoInType makes_root_type = { FTN_TYPE_CUSTOM_OBJECT, cleanup_makes_root };
 
 static void refused_success_with_values(void* data)
 {

@@ -173,7 +173,7 @@ static void eh_par(FutoInAsyncSteps* as, void* data, const char* code)
 static void test_first_error_cancels_siblings(void** state)
 {
     (void)state;
-    Unhandled u = {0};
+    Unhandled u = { 0 };
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
     FutoInAsyncSteps* p = futoin_parallel(root, eh_par, "P");
     futoin_add(p, step_wait_tag, NULL, "w1");
@@ -253,7 +253,7 @@ static void fail_branch(void* data)
 static void test_external_branch_error(void** state)
 {
     (void)state;
-    Unhandled u = {0};
+    Unhandled u = { 0 };
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
     FutoInAsyncSteps* p = futoin_parallel(root, eh_par, "P");
     futoin_add(p, step_wait_tag, NULL, "w1");
@@ -396,7 +396,7 @@ static void branch_nested_fail(FutoInAsyncSteps* as, void* data, const FutoInArg
 static void test_nested_parallel_error(void** state)
 {
     (void)state;
-    Unhandled u = {0};
+    Unhandled u = { 0 };
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
     FutoInAsyncSteps* p = futoin_parallel(root, eh_par, "outer");
     futoin_add(p, step_wait_tag, NULL, "out-w");
@@ -648,25 +648,25 @@ static void test_cancel_free_from_branch(void** state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-            ENV_TEST(test_branches_interleave),
-            ENV_TEST(test_waiting_branch),
-            ENV_TEST(test_results_via_state),
-            ENV_TEST(test_first_error_cancels_siblings),
-            ENV_TEST(test_parallel_eh_recovers),
-            ENV_TEST(test_branch_recovers_itself),
-            ENV_TEST(test_external_branch_error),
-            ENV_TEST(test_timeout_aborts_branches),
-            ENV_TEST(test_root_ids),
-            ENV_TEST(test_nested_parallel),
-            ENV_TEST(test_nested_parallel_error),
-            ENV_TEST(test_root_cancel_with_branches),
-            ENV_TEST(test_empty_parallel),
-            ENV_TEST(test_empty_parallel_substep),
-            ENV_TEST(test_hundred_branches),
-            ENV_TEST(test_parallel_in_repeat),
-            ENV_TEST(test_parallel_two_roots),
-            ENV_TEST(test_branch_timeout),
-            ENV_TEST(test_cancel_free_from_branch),
+        ENV_TEST(test_branches_interleave),
+        ENV_TEST(test_waiting_branch),
+        ENV_TEST(test_results_via_state),
+        ENV_TEST(test_first_error_cancels_siblings),
+        ENV_TEST(test_parallel_eh_recovers),
+        ENV_TEST(test_branch_recovers_itself),
+        ENV_TEST(test_external_branch_error),
+        ENV_TEST(test_timeout_aborts_branches),
+        ENV_TEST(test_root_ids),
+        ENV_TEST(test_nested_parallel),
+        ENV_TEST(test_nested_parallel_error),
+        ENV_TEST(test_root_cancel_with_branches),
+        ENV_TEST(test_empty_parallel),
+        ENV_TEST(test_empty_parallel_substep),
+        ENV_TEST(test_hundred_branches),
+        ENV_TEST(test_parallel_in_repeat),
+        ENV_TEST(test_parallel_two_roots),
+        ENV_TEST(test_branch_timeout),
+        ENV_TEST(test_cancel_free_from_branch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

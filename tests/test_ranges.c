@@ -18,7 +18,7 @@
 /* Recorder                                                                  */
 
 typedef struct Rec {
-    int body_calls;  /* loop bodies (must stay 0) */
+    int body_calls; /* loop bodies (must stay 0) */
     int eh_calls;
     char code[64];
     char info[256];
@@ -110,7 +110,7 @@ static void run_and_expect_ie(Rec* r, FutoInAsyncSteps_execute_callback step)
 static void test_foreach_array_count_overflow(void** state)
 {
     (void)state;
-    static const uint16_t arr[4] = {1, 2, 3, 4};
+    static const uint16_t arr[4] = { 1, 2, 3, 4 };
     Rec r;
     memset(&r, 0, sizeof(r));
     r.base = arr;
@@ -140,7 +140,7 @@ static void test_foreach_array_wraps_address_space(void** state)
 static void test_foreach_array_zero_elem_size(void** state)
 {
     (void)state;
-    static const int arr[3] = {1, 2, 3};
+    static const int arr[3] = { 1, 2, 3 };
     Rec r;
     memset(&r, 0, sizeof(r));
     r.base = arr;
@@ -154,7 +154,7 @@ static void test_foreach_array_zero_elem_size(void** state)
 static void test_foreach_array_overflow_on_idle_root(void** state)
 {
     (void)state;
-    static const uint32_t arr[2] = {1, 2};
+    static const uint32_t arr[2] = { 1, 2 };
     Rec r;
     memset(&r, 0, sizeof(r));
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
@@ -177,7 +177,7 @@ static void test_foreach_array_overflow_on_idle_root(void** state)
 static void test_foreach_array_overflow_recoverable(void** state)
 {
     (void)state;
-    static const uint64_t arr[1] = {7};
+    static const uint64_t arr[1] = { 7 };
     Rec r;
     memset(&r, 0, sizeof(r));
     r.base = arr;

@@ -61,7 +61,7 @@ static void actor_cleanup(FutoInBinaryValue* v)
     act_on(a);
 }
 
-static const FutoInType actor_type = {FTN_TYPE_CUSTOM_OBJECT, actor_cleanup};
+static const FutoInType actor_type = { FTN_TYPE_CUSTOM_OBJECT, actor_cleanup };
 
 static void branch_returns_actor(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
@@ -92,7 +92,7 @@ static void branch_value_cleanup_acts_on_root(int act, int expect_after)
 {
     g_after_parallel = 0;
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
-    Actor a = {root, act, 0};
+    Actor a = { root, act, 0 };
     futoin_add(root, start_parallel_actor, NULL, &a);
     futoin_execute(root, no_unhandled, NULL);
     run_bounded(1000);
@@ -154,7 +154,7 @@ static void test_final_result_cleanup_frees_root(void** state)
 {
     (void)state;
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
-    Actor a = {root, ACT_FREE, 0};
+    Actor a = { root, ACT_FREE, 0 };
     futoin_add(root, last_step_returns_actor, NULL, &a);
     futoin_execute(root, no_unhandled, NULL);
     run_bounded(100);
@@ -184,7 +184,7 @@ static void test_results_cleanup_in_external_success_frees_root(void** state)
 {
     (void)state;
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
-    Actor a = {root, ACT_FREE, 0};
+    Actor a = { root, ACT_FREE, 0 };
     futoin_add(root, results_then_wait, NULL, &a);
     futoin_add(root, wait_step, NULL, NULL);
     futoin_add(root, must_not_run, NULL, (void*)"after the free");
@@ -249,7 +249,7 @@ static void test_state_cleanup_creates_state_while_freeing(void** state)
 {
     (void)state;
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
-    StateBox b = {root, 0, 0, 1, 0, 0, NULL};
+    StateBox b = { root, 0, 0, 1, 0, 0, NULL };
     assert_ptr_equal(futoin_state(root, "first", sb_alloc, sb_cleanup, &b), &b);
     assert_ptr_equal(futoin_state(root, "second", sb_alloc2, sb_cleanup2, &b), &b);
     assert_int_equal(b.allocs, 2);
@@ -278,7 +278,7 @@ static void test_state_cleanup_creates_state_while_freeing_running(void** state)
 {
     (void)state;
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
-    StateBox b = {root, 0, 0, 1, 0, 0, NULL};
+    StateBox b = { root, 0, 0, 1, 0, 0, NULL };
     futoin_add(root, free_own_root_step, NULL, &b);
     futoin_add(root, must_not_run, NULL, (void*)"after free");
     futoin_execute(root, no_unhandled, NULL);
@@ -294,7 +294,7 @@ static void test_state_alloc_frees_idle_root(void** state)
 {
     (void)state;
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
-    StateBox b = {root, 0, 0, 0, 1, 0, NULL};
+    StateBox b = { root, 0, 0, 0, 1, 0, NULL };
     assert_ptr_equal(futoin_state(root, "v", sb_alloc, sb_cleanup, &b), &b);
     assert_int_equal(b.allocs, 1);
     assert_int_equal(b.cleanups, 1);
@@ -372,7 +372,7 @@ static void stack_actor_cleanup(void* p)
 {
     StackActor* sa = *(StackActor**)p;
     ++sa->cleanups;
-    Actor a = {sa->root, sa->act, 0};
+    Actor a = { sa->root, sa->act, 0 };
     act_on(&a);
 }
 
@@ -387,7 +387,7 @@ static void test_stack_cleanup_frees_root(void** state)
 {
     (void)state;
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
-    StackActor sa = {root, ACT_FREE, 0};
+    StackActor sa = { root, ACT_FREE, 0 };
     futoin_add(root, stack_actor_step, NULL, &sa);
     futoin_add(root, must_not_run, NULL, (void*)"after the free");
     futoin_execute(root, no_unhandled, NULL);
@@ -400,7 +400,7 @@ static void test_stack_cleanup_cancels_root(void** state)
 {
     (void)state;
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
-    StackActor sa = {root, ACT_CANCEL, 0};
+    StackActor sa = { root, ACT_CANCEL, 0 };
     futoin_add(root, stack_actor_step, NULL, &sa);
     futoin_add(root, must_not_run, NULL, (void*)"after the cancel");
     futoin_execute(root, no_unhandled, NULL);
@@ -432,9 +432,10 @@ static void test_stack_cleanup_promises_root_being_freed(void** state)
 {
     (void)state;
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
-    PromiseActor pa = {root, 0, -1};
+    PromiseActor pa = { root, 0, -1 };
     futoin_add(root, must_not_run, NULL, (void*)"the freed root's step");
-    PromiseActor** slot = (PromiseActor**)futoin_stack(root, sizeof(PromiseActor*), promise_actor_cleanup);
+    PromiseActor** slot = (PromiseActor**)futoin_stack(root, sizeof(PromiseActor*),
+            promise_actor_cleanup);
     assert_non_null(slot);
     *slot = &pa;
     futoin_asyncsteps_free(root);
@@ -472,7 +473,7 @@ static void test_branch_stack_cleanup_frees_root(void** state)
 {
     (void)state;
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
-    StackActor sa = {root, ACT_FREE, 0};
+    StackActor sa = { root, ACT_FREE, 0 };
     futoin_add(root, start_parallel_stack_actor, NULL, &sa);
     futoin_execute(root, no_unhandled, NULL);
     run_bounded(1000);
@@ -541,7 +542,7 @@ static void ld_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 static void loop_result_cleanup_acts(int act, int inline_success)
 {
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
-    LoopDrop ld = {{root, act, 0}, NULL, inline_success, 0, 0};
+    LoopDrop ld = { { root, act, 0 }, NULL, inline_success, 0, 0 };
     futoin_add(root, ld_start, NULL, &ld);
     futoin_add(root, must_not_run, NULL, (void*)"after the loop");
     futoin_execute(root, no_unhandled, NULL);
@@ -581,7 +582,7 @@ static void prober_cleanup(FutoInBinaryValue* v)
     p->var_seen = futoin_state(p->root, "probe", NULL, NULL, NULL);
 }
 
-static const FutoInType prober_type = {FTN_TYPE_CUSTOM_OBJECT, prober_cleanup};
+static const FutoInType prober_type = { FTN_TYPE_CUSTOM_OBJECT, prober_cleanup };
 
 typedef struct LoopDrop2 {
     Actor actor;
@@ -619,7 +620,7 @@ static void test_loop_external_results_free_root_held(void** state)
 {
     (void)state;
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
-    LoopDrop2 ld = {{root, ACT_FREE, 0}, {root, 0, -1, NULL}, NULL, 0};
+    LoopDrop2 ld = { { root, ACT_FREE, 0 }, { root, 0, -1, NULL }, NULL, 0 };
     assert_ptr_equal(futoin_state(root, "probe", prober_var_alloc, NULL, &ld.prober), &ld.prober);
     futoin_add(root, ld2_start, NULL, &ld);
     futoin_execute(root, no_unhandled, NULL);
@@ -683,7 +684,7 @@ static void id_step(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 static void input_cleanup_cancels(int mode)
 {
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
-    InputDrop d = {{root, ACT_CANCEL, 0}, mode, 0, 0};
+    InputDrop d = { { root, ACT_CANCEL, 0 }, mode, 0, 0 };
     futoin_add(root, id_give, NULL, &d);
     futoin_add(root, id_step, id_eh, &d);
     futoin_add(root, must_not_run, NULL, (void*)"after the cancel");

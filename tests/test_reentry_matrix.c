@@ -57,30 +57,29 @@
 #define WATCHDOG 100000
 
 typedef enum {
-    K_STEP,          /* a step's execute callback */
-    K_EH,            /* an error handler */
-    K_CANCEL,        /* a cancel handler (the root is cancelled by a timer) */
-    K_CANCEL_TIMEOUT,/* a cancel handler (its step's own timeout) */
-    K_CANCEL_SIBLING,/* a cancel handler of a branch (its sibling branch fails) */
-    K_UNHANDLED,     /* the unhandled-error callback of execute() */
-    K_VALUE,         /* FutoInType.cleanup of a result value (after the next step) */
-    K_VALUE_BRANCH,  /* the same, the value being a parallel branch's last result */
-    K_STACK,         /* stack() cleanup (the step ends) */
-    K_STATE_ALLOC,   /* state variable allocate (first futoin_state() in a step) */
-    K_STATE_CLEANUP, /* state variable cleanup (the root is freed by a timer) */
-    K_MUTEX,         /* critical section of a Mutex, after a queued flow is woken */
-    K_THROTTLE,      /* critical section of a Throttle, admitted by its window timer */
-    K_LIMITER,       /* critical section of a Limiter, after a queued flow is woken */
-    K_IMMEDIATE,     /* futoin_loop_immediate() callback while R1's step waits */
-    K_DEFERRED,      /* futoin_loop_deferred() callback while R1's step waits */
-    K_AWAIT_EH,      /* error handler of futoin_await() (completion rejected) */
+    K_STEP,           /* a step's execute callback */
+    K_EH,             /* an error handler */
+    K_CANCEL,         /* a cancel handler (the root is cancelled by a timer) */
+    K_CANCEL_TIMEOUT, /* a cancel handler (its step's own timeout) */
+    K_CANCEL_SIBLING, /* a cancel handler of a branch (its sibling branch fails) */
+    K_UNHANDLED,      /* the unhandled-error callback of execute() */
+    K_VALUE,          /* FutoInType.cleanup of a result value (after the next step) */
+    K_VALUE_BRANCH,   /* the same, the value being a parallel branch's last result */
+    K_STACK,          /* stack() cleanup (the step ends) */
+    K_STATE_ALLOC,    /* state variable allocate (first futoin_state() in a step) */
+    K_STATE_CLEANUP,  /* state variable cleanup (the root is freed by a timer) */
+    K_MUTEX,          /* critical section of a Mutex, after a queued flow is woken */
+    K_THROTTLE,       /* critical section of a Throttle, admitted by its window timer */
+    K_LIMITER,        /* critical section of a Limiter, after a queued flow is woken */
+    K_IMMEDIATE,      /* futoin_loop_immediate() callback while R1's step waits */
+    K_DEFERRED,       /* futoin_loop_deferred() callback while R1's step waits */
+    K_AWAIT_EH,       /* error handler of futoin_await() (completion rejected) */
     K_COUNT
 } Kind;
 
-static const char* const kind_names[K_COUNT] = {"step", "eh", "cancel", "cancel_timeout",
-    "cancel_sibling", "unhandled", "value",
-    "value_branch", "stack", "state_alloc", "state_cleanup", "mutex", "throttle", "limiter",
-    "immediate", "deferred", "await_eh"};
+static const char* const kind_names[K_COUNT] = { "step", "eh", "cancel", "cancel_timeout",
+    "cancel_sibling", "unhandled", "value", "value_branch", "stack", "state_alloc", "state_cleanup",
+    "mutex", "throttle", "limiter", "immediate", "deferred", "await_eh" };
 
 typedef enum {
     C_SUCCESS,     /* success1(a tracked value) */
@@ -97,12 +96,12 @@ typedef enum {
     C_COUNT
 } CallKind;
 
-static const char* const call_names[C_COUNT] = {"success", "error", "add", "execute", "cancel",
-    "free", "state", "stack", "setTimeout", "sync_free", "loop_stop"};
+static const char* const call_names[C_COUNT] = { "success", "error", "add", "execute", "cancel",
+    "free", "state", "stack", "setTimeout", "sync_free", "loop_stop" };
 
 typedef enum { T_SAME, T_OTHER, T_SYNC, T_LOOP } Target;
 
-static const char* const target_names[] = {"same", "other", "sync", "loop"};
+static const char* const target_names[] = { "same", "other", "sync", "loop" };
 
 typedef struct Row {
     Kind kind;
@@ -137,11 +136,11 @@ struct Fx {
     FutoInSync* sync;
     int sync_freed;
     FutoInCompletion* comp;
-    int running;        /* the run phase: the callback under test may call */
-    int called;         /* the call was made */
-    int trigger_again;  /* the callback under test ran again */
-    int trigger_outside;/* ... or outside the run phase */
-    int target_gone;    /* the target root was freed before the call */
+    int running;         /* the run phase: the callback under test may call */
+    int called;          /* the call was made */
+    int trigger_again;   /* the callback under test ran again */
+    int trigger_outside; /* ... or outside the run phase */
+    int target_gone;     /* the target root was freed before the call */
     int misuse;
     char msg[TXT];
     char ret[32];
@@ -204,7 +203,7 @@ static void val_cleanup(FutoInBinaryValue* v)
 {
     track_clean(v->custom_data);
 }
-static const FutoInType val_type = {FTN_TYPE_CUSTOM_OBJECT, val_cleanup};
+static const FutoInType val_type = { FTN_TYPE_CUSTOM_OBJECT, val_cleanup };
 
 static void stack_cleanup(void* block)
 {
@@ -337,7 +336,9 @@ static void do_call(Fx* fx, RootCtx* rc, FutoInAsyncSteps* x)
             fx->sync_freed = 1;
         }
         snprintf(fx->ret, sizeof(fx->ret), "sync=%s",
-                r == FUTOIN_SYNC_OK ? "OK" : r == FUTOIN_SYNC_BUSY ? "BUSY" : "INVALID");
+                r == FUTOIN_SYNC_OK             ? "OK"
+                        : r == FUTOIN_SYNC_BUSY ? "BUSY"
+                                                : "INVALID");
         break;
     }
     case C_LOOP_STOP:
@@ -463,10 +464,18 @@ static void outer1(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
     RootCtx* rc = data;
     Fx* fx = rc->fx;
     switch (fx->row->kind) {
-    case K_STEP: futoin_add(as, trig_step, NULL, rc); break;
-    case K_EH: futoin_add(as, fail_step, trig_eh, rc); break;
-    case K_CANCEL: futoin_add(as, wait_trig_cancel, NULL, rc); break;
-    case K_CANCEL_TIMEOUT: futoin_add(as, timeout_trig_cancel, NULL, rc); break;
+    case K_STEP:
+        futoin_add(as, trig_step, NULL, rc);
+        break;
+    case K_EH:
+        futoin_add(as, fail_step, trig_eh, rc);
+        break;
+    case K_CANCEL:
+        futoin_add(as, wait_trig_cancel, NULL, rc);
+        break;
+    case K_CANCEL_TIMEOUT:
+        futoin_add(as, timeout_trig_cancel, NULL, rc);
+        break;
     case K_CANCEL_SIBLING: {
         FutoInAsyncSteps* p = futoin_parallel(as, NULL, rc);
         p->api->add(p, rc, wait_trig_cancel, NULL);
@@ -483,17 +492,30 @@ static void outer1(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
         p->api->add(p, rc, noop_step, NULL);
         break;
     }
-    case K_STACK: futoin_add(as, stack_step, NULL, rc); break;
-    case K_STATE_ALLOC: futoin_add(as, state_alloc_step, NULL, rc); break;
-    case K_STATE_CLEANUP: futoin_add(as, state_cleanup_step, NULL, rc); break;
+    case K_STACK:
+        futoin_add(as, stack_step, NULL, rc);
+        break;
+    case K_STATE_ALLOC:
+        futoin_add(as, state_alloc_step, NULL, rc);
+        break;
+    case K_STATE_CLEANUP:
+        futoin_add(as, state_cleanup_step, NULL, rc);
+        break;
     case K_MUTEX:
     case K_THROTTLE:
-    case K_LIMITER: futoin_add_sync(as, fx->sync, trig_step, NULL, rc); break;
+    case K_LIMITER:
+        futoin_add_sync(as, fx->sync, trig_step, NULL, rc);
+        break;
     case K_IMMEDIATE:
-    case K_DEFERRED: futoin_add(as, wait_sched_step, NULL, rc); break;
-    case K_AWAIT_EH: futoin_await(as, fx->comp, trig_eh, rc); break;
+    case K_DEFERRED:
+        futoin_add(as, wait_sched_step, NULL, rc);
+        break;
+    case K_AWAIT_EH:
+        futoin_await(as, fx->comp, trig_eh, rc);
+        break;
     case K_UNHANDLED:
-    case K_COUNT: break;
+    case K_COUNT:
+        break;
     }
 }
 
@@ -586,7 +608,9 @@ static const char* run_row(const Row* r, char* sig, size_t sig_len, char* why, s
     futoin_set_misuse_handler(fx->loop, on_misuse, fx);
     fx->rc1.fx = fx->rc2.fx = fx->rc3.fx = fx;
     switch (r->kind) {
-    case K_THROTTLE: fx->sync = futoin_throttle_new(fx->loop, 1, 10, FUTOIN_SYNC_UNLIMITED); break;
+    case K_THROTTLE:
+        fx->sync = futoin_throttle_new(fx->loop, 1, 10, FUTOIN_SYNC_UNLIMITED);
+        break;
     case K_LIMITER: {
         FutoInLimiterOptions o;
         futoin_limiter_options_init(&o);
@@ -595,7 +619,9 @@ static const char* run_row(const Row* r, char* sig, size_t sig_len, char* why, s
         fx->sync = futoin_limiter_new(fx->loop, &o);
         break;
     }
-    default: fx->sync = futoin_mutex_new(fx->loop, 1, FUTOIN_SYNC_UNLIMITED); break;
+    default:
+        fx->sync = futoin_mutex_new(fx->loop, 1, FUTOIN_SYNC_UNLIMITED);
+        break;
     }
     if (r->kind == K_MUTEX || r->kind == K_THROTTLE || r->kind == K_LIMITER) {
         fx->rc3.h = futoin_asyncsteps_new(fx->loop);
@@ -684,7 +710,10 @@ static const char* run_row(const Row* r, char* sig, size_t sig_len, char* why, s
 /* ------------------------------------------------------------------------ */
 /* The table                                                                 */
 
-#define R(k, c, t, exp, needle) {k, c, t, exp, needle}
+#define R(k, c, t, exp, needle)                                                                    \
+    {                                                                                              \
+        k, c, t, exp, needle                                                                       \
+    }
 
 /* R2 untouched: its step times out (cancel handler, then its error handler). */
 #define R2T "r2[ch eh:Timeout after]"
@@ -720,7 +749,8 @@ static const Row rows[] = {
     R(K_EH, C_FREE, T_SAME, "r1[] " R2T " m0", NULL),
     R(K_EH, C_STATE, T_SAME, "r1[eh:Orig after] " R2T " m0 state=ptr", NULL),
     R(K_EH, C_STACK, T_SAME, "r1[eh:Orig after] " R2T " m0 stack=ptr", NULL),
-    R(K_EH, C_SET_TIMEOUT, T_SAME, "r1[eh:InternalError after] " R2T " m0", "not allowed in an error handler"),
+    R(K_EH, C_SET_TIMEOUT, T_SAME, "r1[eh:InternalError after] " R2T " m0",
+            "not allowed in an error handler"),
     R(K_EH, C_SUCCESS, T_OTHER, "r1[eh:Orig after] r2[after] m0", NULL),
     R(K_EH, C_ERROR, T_OTHER, "r1[eh:Orig after] r2[eh:ReErr after] m0", NULL),
     R(K_EH, C_ADD, T_OTHER, "r1[eh:Orig after] " R2T " m1", "add()"),
@@ -761,8 +791,10 @@ static const Row rows[] = {
     R(K_CANCEL_TIMEOUT, C_CANCEL, T_SAME, "r1[ch] " R2T " m0", NULL),
     R(K_CANCEL_TIMEOUT, C_FREE, T_SAME, "r1[ch] " R2T " m0", NULL),
     R(K_CANCEL_TIMEOUT, C_STATE, T_SAME, "r1[ch eh:Timeout after] " R2T " m0 state=ptr", NULL),
-    R(K_CANCEL_TIMEOUT, C_STACK, T_SAME, "r1[ch eh:Timeout after] " R2T " m1 stack=null", "stack()"),
-    R(K_CANCEL_TIMEOUT, C_SET_TIMEOUT, T_SAME, "r1[ch eh:Timeout after] " R2T " m1", "setTimeout()"),
+    R(K_CANCEL_TIMEOUT, C_STACK, T_SAME, "r1[ch eh:Timeout after] " R2T " m1 stack=null",
+            "stack()"),
+    R(K_CANCEL_TIMEOUT, C_SET_TIMEOUT, T_SAME, "r1[ch eh:Timeout after] " R2T " m1",
+            "setTimeout()"),
     R(K_CANCEL_TIMEOUT, C_SUCCESS, T_OTHER, "r1[ch eh:Timeout after] r2[after] m0", NULL),
     R(K_CANCEL_TIMEOUT, C_ERROR, T_OTHER, "r1[ch eh:Timeout after] r2[eh:ReErr after] m0", NULL),
     R(K_CANCEL_TIMEOUT, C_ADD, T_OTHER, "r1[ch eh:Timeout after] " R2T " m1", "add()"),
@@ -770,8 +802,10 @@ static const Row rows[] = {
     R(K_CANCEL_TIMEOUT, C_CANCEL, T_OTHER, "r1[ch eh:Timeout after] r2[ch] m0", NULL),
     R(K_CANCEL_TIMEOUT, C_FREE, T_OTHER, "r1[ch eh:Timeout after] r2[ch] m0", NULL),
     R(K_CANCEL_TIMEOUT, C_STATE, T_OTHER, "r1[ch eh:Timeout after] " R2T " m0 state=ptr", NULL),
-    R(K_CANCEL_TIMEOUT, C_STACK, T_OTHER, "r1[ch eh:Timeout after] " R2T " m1 stack=null", "stack()"),
-    R(K_CANCEL_TIMEOUT, C_SET_TIMEOUT, T_OTHER, "r1[ch eh:Timeout after] " R2T " m1", "setTimeout()"),
+    R(K_CANCEL_TIMEOUT, C_STACK, T_OTHER, "r1[ch eh:Timeout after] " R2T " m1 stack=null",
+            "stack()"),
+    R(K_CANCEL_TIMEOUT, C_SET_TIMEOUT, T_OTHER, "r1[ch eh:Timeout after] " R2T " m1",
+            "setTimeout()"),
     R(K_CANCEL_TIMEOUT, C_SYNC_FREE, T_SYNC, "r1[ch eh:Timeout after] " R2T " m0 sync=OK", NULL),
     R(K_CANCEL_TIMEOUT, C_LOOP_STOP, T_LOOP, "r1[ch eh:Timeout after] " R2T " m0 runs=2", NULL),
     /* cancel_sibling */
@@ -780,7 +814,8 @@ static const Row rows[] = {
     R(K_CANCEL_SIBLING, C_ADD, T_SAME, "r1[ch eh:Sib after] " R2T " m1", "add()"),
     R(K_CANCEL_SIBLING, C_EXECUTE, T_SAME, "r1[ch eh:Sib after] " R2T " m1", "execute()"),
     R(K_CANCEL_SIBLING, C_CANCEL, T_SAME, "r1[ch] " R2T " m0", NULL),
-    R(K_CANCEL_SIBLING, C_FREE, T_SAME, "r1[ch eh:Sib after] " R2T " m1", "free() on a parallel branch"),
+    R(K_CANCEL_SIBLING, C_FREE, T_SAME, "r1[ch eh:Sib after] " R2T " m1",
+            "free() on a parallel branch"),
     R(K_CANCEL_SIBLING, C_STATE, T_SAME, "r1[ch eh:Sib after] " R2T " m0 state=ptr", NULL),
     R(K_CANCEL_SIBLING, C_STACK, T_SAME, "r1[ch eh:Sib after] " R2T " m1 stack=null", "stack()"),
     R(K_CANCEL_SIBLING, C_SET_TIMEOUT, T_SAME, "r1[ch eh:Sib after] " R2T " m1", "setTimeout()"),
@@ -1035,7 +1070,8 @@ static const Row rows[] = {
     R(K_AWAIT_EH, C_FREE, T_SAME, "r1[] " R2T " m0", NULL),
     R(K_AWAIT_EH, C_STATE, T_SAME, "r1[eh:Rej after] " R2T " m0 state=ptr", NULL),
     R(K_AWAIT_EH, C_STACK, T_SAME, "r1[eh:Rej after] " R2T " m0 stack=ptr", NULL),
-    R(K_AWAIT_EH, C_SET_TIMEOUT, T_SAME, "r1[eh:InternalError after] " R2T " m0", "not allowed in an error handler"),
+    R(K_AWAIT_EH, C_SET_TIMEOUT, T_SAME, "r1[eh:InternalError after] " R2T " m0",
+            "not allowed in an error handler"),
     R(K_AWAIT_EH, C_SUCCESS, T_OTHER, "r1[eh:Rej after] r2[after] m0", NULL),
     R(K_AWAIT_EH, C_ERROR, T_OTHER, "r1[eh:Rej after] r2[eh:ReErr after] m0", NULL),
     R(K_AWAIT_EH, C_ADD, T_OTHER, "r1[eh:Rej after] " R2T " m1", "add()"),
@@ -1115,7 +1151,7 @@ static void stack_max_step(FutoInAsyncSteps* as, void* data, const FutoInArgs* a
 {
     (void)args;
     StackMax* s = data;
-    const size_t sizes[3] = {SIZE_MAX, SIZE_MAX - 7, SIZE_MAX / 2 + 1};
+    const size_t sizes[3] = { SIZE_MAX, SIZE_MAX - 7, SIZE_MAX / 2 + 1 };
     ++s->step_ran;
     for (int i = 0; i < 3; ++i) {
         s->got_block[i] = futoin_stack(as, sizes[i], stack_max_cleanup) != NULL;

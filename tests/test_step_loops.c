@@ -71,10 +71,12 @@ static void test_deprecated_futoin_loop_alias(void** state)
     (void)state;
     g_n = 0;
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
-    unsigned new_line = __LINE__; futoin_add_loop(root, body_by_own_label, "new", "new");
+    unsigned new_line = __LINE__ + 1; /* the line of the call below */
+    futoin_add_loop(root, body_by_own_label, "new", "new");
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-    unsigned old_line = __LINE__; futoin_loop(root, body_by_own_label, "old", "old");
+    unsigned old_line = __LINE__ + 1; /* the line of the call below */
+    futoin_loop(root, body_by_own_label, "old", "old");
 #pragma GCC diagnostic pop
     futoin_add(root, show_info, NULL, "after");
     futoin_execute(root, no_unhandled, NULL);
@@ -233,7 +235,7 @@ static void sub_continue_first(FutoInAsyncSteps* as, void* data, const FutoInArg
 static void body_cancel_continue(FutoInAsyncSteps* as, void* data, size_t i)
 {
     (void)data;
-    static const char* names[] = {"iter0", "iter1"};
+    static const char* names[] = { "iter0", "iter1" };
     futoin_set_cancel(as, cancel_tag, (void*)names[i]);
     futoin_add(as, sub_continue_first, NULL, (void*)(intptr_t)i);
 }
@@ -536,7 +538,7 @@ static void unknown_label_body(FutoInAsyncSteps* as, void* data, size_t i)
 static void test_break_misuse(void** state)
 {
     (void)state;
-    Unhandled u = {0};
+    Unhandled u = { 0 };
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
     futoin_add(root, break_no_label, eh_tag, "top");
     futoin_execute(root, on_unhandled, &u);
@@ -630,7 +632,7 @@ static void each_int(FutoInAsyncSteps* as, void* data, size_t i, const void* ele
 static void test_foreach_array(void** state)
 {
     (void)state;
-    static const int arr[] = {10, 20, 30};
+    static const int arr[] = { 10, 20, 30 };
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
     futoin_foreach_array(root, arr, 3, sizeof(int), each_int, "a", NULL);
     futoin_foreach_array(root, arr, 0, sizeof(int), each_int, "never", NULL);
@@ -667,7 +669,7 @@ static void step_foreach(FutoInAsyncSteps* as, void* data, const FutoInArgs* arg
 static void test_foreach_array_in_step(void** state)
 {
     (void)state;
-    static const Point pts[] = {{1, 2}, {3, 4}, {-1, 0}, {9, 9}};
+    static const Point pts[] = { { 1, 2 }, { 3, 4 }, { -1, 0 }, { 9, 9 } };
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
     futoin_add(root, step_foreach, NULL, (void*)pts);
     futoin_add(root, show_info, NULL, "after");
@@ -677,7 +679,8 @@ static void test_foreach_array_in_step(void** state)
     futoin_asyncsteps_free(root);
 }
 
-static void each_pair(FutoInAsyncSteps* as, void* data, const char* key, const FutoInBinaryValue* value)
+static void each_pair(FutoInAsyncSteps* as, void* data, const char* key,
+        const FutoInBinaryValue* value)
 {
     (void)as;
     (void)data;
@@ -975,35 +978,35 @@ static void test_long_loop(void** state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-            ENV_TEST(test_loop_break),
-            ENV_TEST(test_deprecated_futoin_loop_alias),
-            ENV_TEST(test_repeat),
-            ENV_TEST(test_repeat_zero),
-            ENV_TEST(test_repeat_break),
-            ENV_TEST(test_continue_in_body),
-            ENV_TEST(test_continue_from_substep),
-            ENV_TEST(test_break_from_substep),
-            ENV_TEST(test_continue_cancels_iteration),
-            ENV_TEST(test_labels_nested),
-            ENV_TEST(test_labels_by_name),
-            ENV_TEST(test_long_label),
-            ENV_TEST(test_break_from_branch),
-            ENV_TEST(test_continue_from_branch_with_label),
-            ENV_TEST(test_branch_own_loop),
-            ENV_TEST(test_break_misuse),
-            ENV_TEST(test_error_ends_loop),
-            ENV_TEST(test_break_from_error_handler),
-            ENV_TEST(test_foreach_array),
-            ENV_TEST(test_foreach_array_in_step),
-            ENV_TEST(test_foreach_pairs),
-            ENV_TEST(test_loop_body_wait_external),
-            ENV_TEST(test_loop_timeouts),
-            ENV_TEST(test_loop_iteration_timer_dropped),
-            ENV_TEST(test_loop_stack_per_iteration),
-            ENV_TEST(test_long_loop),
-            ENV_TEST(test_loop_body_results_released),
-            ENV_TEST(test_concurrent_loops_interleave),
-            ENV_TEST(test_loop_fast_iterations_mixed),
+        ENV_TEST(test_loop_break),
+        ENV_TEST(test_deprecated_futoin_loop_alias),
+        ENV_TEST(test_repeat),
+        ENV_TEST(test_repeat_zero),
+        ENV_TEST(test_repeat_break),
+        ENV_TEST(test_continue_in_body),
+        ENV_TEST(test_continue_from_substep),
+        ENV_TEST(test_break_from_substep),
+        ENV_TEST(test_continue_cancels_iteration),
+        ENV_TEST(test_labels_nested),
+        ENV_TEST(test_labels_by_name),
+        ENV_TEST(test_long_label),
+        ENV_TEST(test_break_from_branch),
+        ENV_TEST(test_continue_from_branch_with_label),
+        ENV_TEST(test_branch_own_loop),
+        ENV_TEST(test_break_misuse),
+        ENV_TEST(test_error_ends_loop),
+        ENV_TEST(test_break_from_error_handler),
+        ENV_TEST(test_foreach_array),
+        ENV_TEST(test_foreach_array_in_step),
+        ENV_TEST(test_foreach_pairs),
+        ENV_TEST(test_loop_body_wait_external),
+        ENV_TEST(test_loop_timeouts),
+        ENV_TEST(test_loop_iteration_timer_dropped),
+        ENV_TEST(test_loop_stack_per_iteration),
+        ENV_TEST(test_long_loop),
+        ENV_TEST(test_loop_body_results_released),
+        ENV_TEST(test_concurrent_loops_interleave),
+        ENV_TEST(test_loop_fast_iterations_mixed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -647,7 +647,7 @@ static void test_cleanup_on_error(void** state)
 {
     (void)state;
     reset_counted();
-    Unhandled u = {0};
+    Unhandled u = { 0 };
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
     FutoInAsyncSteps* p = futoin_parallel(root, NULL, NULL);
     futoin_add(p, branch_give_then_more, NULL, NULL);
@@ -676,7 +676,7 @@ static void test_cleanup_on_step_failure(void** state)
 {
     (void)state;
     reset_counted();
-    Unhandled u = {0};
+    Unhandled u = { 0 };
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
     futoin_add(root, give_then_error, NULL, NULL);
     futoin_add(root, must_not_run, NULL, "next");
@@ -820,7 +820,7 @@ static void test_root_reuse(void** state)
     futoin_add(root, step_tag, NULL, "second");
     futoin_execute(root, no_unhandled, NULL);
     run();
-    Unhandled u = {0};
+    Unhandled u = { 0 };
     futoin_add(root, step_fail, NULL, "third");
     futoin_execute(root, on_unhandled, &u);
     run();
@@ -868,28 +868,28 @@ static void test_roots_interleave(void** state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-            ENV_TEST(test_spec_1_1_levels),
-            ENV_TEST(test_root_handle_is_main_flow),
-            ENV_TEST(test_deep_nesting_order),
-            ENV_TEST(test_deep_nesting_unwind),
-            ENV_TEST(test_tail_substep_results_and_memory),
-            ENV_TEST(test_tail_substep_error_reaches_handler),
-            ENV_TEST(test_tail_substep_kinds),
-            ENV_TEST(test_tail_substep_cancel),
-            ENV_TEST(test_implicit_success),
-            ENV_TEST(test_success_args),
-            ENV_TEST(test_substep_result_passes_on),
-            ENV_TEST(test_cleanup_after_receiving_step),
-            ENV_TEST(test_cleanup_four_owned_values),
-            ENV_TEST(test_cleanup_on_error),
-            ENV_TEST(test_cleanup_on_step_failure),
-            ENV_TEST(test_cleanup_on_cancel),
-            ENV_TEST(test_cleanup_parallel_results),
-            ENV_TEST(test_cleanup_loop_iteration),
-            ENV_TEST(test_cleanup_external_then_cancel),
-            ENV_TEST(test_root_reuse),
-            ENV_TEST(test_empty_root),
-            ENV_TEST(test_roots_interleave),
+        ENV_TEST(test_spec_1_1_levels),
+        ENV_TEST(test_root_handle_is_main_flow),
+        ENV_TEST(test_deep_nesting_order),
+        ENV_TEST(test_deep_nesting_unwind),
+        ENV_TEST(test_tail_substep_results_and_memory),
+        ENV_TEST(test_tail_substep_error_reaches_handler),
+        ENV_TEST(test_tail_substep_kinds),
+        ENV_TEST(test_tail_substep_cancel),
+        ENV_TEST(test_implicit_success),
+        ENV_TEST(test_success_args),
+        ENV_TEST(test_substep_result_passes_on),
+        ENV_TEST(test_cleanup_after_receiving_step),
+        ENV_TEST(test_cleanup_four_owned_values),
+        ENV_TEST(test_cleanup_on_error),
+        ENV_TEST(test_cleanup_on_step_failure),
+        ENV_TEST(test_cleanup_on_cancel),
+        ENV_TEST(test_cleanup_parallel_results),
+        ENV_TEST(test_cleanup_loop_iteration),
+        ENV_TEST(test_cleanup_external_then_cancel),
+        ENV_TEST(test_root_reuse),
+        ENV_TEST(test_empty_root),
+        ENV_TEST(test_roots_interleave),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -85,7 +85,7 @@ static void recover(FutoInAsyncSteps* as, void* data, const char* code)
 
 static void run_case(int wait)
 {
-    CountingSync s = {{&counting_api}, 0, 0, wait, 0, NULL};
+    CountingSync s = { { &counting_api }, 0, 0, wait, 0, NULL };
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
     FutoInAsyncSteps* p = futoin_parallel(root, recover, NULL);
     futoin_add(p, branch_sync, NULL, &s);
@@ -118,8 +118,8 @@ static void test_unlock_after_external_lock_success_then_abort(void** state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-            ENV_TEST(test_unlock_after_immediate_lock_then_abort),
-            ENV_TEST(test_unlock_after_external_lock_success_then_abort),
+        ENV_TEST(test_unlock_after_immediate_lock_then_abort),
+        ENV_TEST(test_unlock_after_external_lock_success_then_abort),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,13 +9,13 @@
 static FutoInSync* limiter(uint32_t concurrent, uint32_t max_queue, uint32_t rate,
         uint32_t period_ms, uint32_t burst)
 {
-    FutoInLimiterOptions o = {concurrent, max_queue, rate, period_ms, burst};
+    FutoInLimiterOptions o = { concurrent, max_queue, rate, period_ms, burst };
     FutoInSync* l = futoin_limiter_new(g_loop, &o);
     assert_non_null(l);
     return l;
 }
 
-static const char* const NAMES[10] = {"A", "B", "C", "D", "E", "F", "G", "H", "I", "J"};
+static const char* const NAMES[10] = { "A", "B", "C", "D", "E", "F", "G", "H", "I", "J" };
 
 static void test_options_defaults(void** state)
 {
@@ -39,10 +39,10 @@ static void test_defaults_behaviour(void** state)
     sync_counters_reset();
     FutoInSync* l = futoin_limiter_new(g_loop, NULL);
     assert_non_null(l);
-    Worker w[4] = {{.name = "A", .sync = l, .hold_ms = 10},
-            {.name = "B", .sync = l, .hold_ms = 10, .cs_eh = 1},
-            {.name = "C", .sync = l, .hold_ms = 10, .start_ms = 20},
-            {.name = "D", .sync = l, .hold_ms = 10, .start_ms = 1000}};
+    Worker w[4] = { { .name = "A", .sync = l, .hold_ms = 10 },
+        { .name = "B", .sync = l, .hold_ms = 10, .cs_eh = 1 },
+        { .name = "C", .sync = l, .hold_ms = 10, .start_ms = 20 },
+        { .name = "D", .sync = l, .hold_ms = 10, .start_ms = 1000 } };
     for (int i = 0; i < 4; ++i) {
         worker_run(&w[i]);
     }
@@ -71,10 +71,10 @@ static void test_both_stages(void** state)
     FutoInSync* l = limiter(3, 1, 2, 100, 1);
     Worker w[6];
     for (int i = 0; i < 6; ++i) {
-        w[i] = (Worker){.name = NAMES[i], .sync = l, .hold_ms = 10};
+        w[i] = (Worker){ .name = NAMES[i], .sync = l, .hold_ms = 10 };
         worker_run(&w[i]);
     }
-    StatsAt at5 = {l, {0}}, at50 = {l, {0}};
+    StatsAt at5 = { l, { 0 } }, at50 = { l, { 0 } };
     futoin_loop_deferred(g_loop, 5, &at5, stats_cb);
     futoin_loop_deferred(g_loop, 50, &at50, stats_cb);
     run();
@@ -102,13 +102,13 @@ static void test_cancel_rate_waiter_passes_slot(void** state)
     (void)state;
     sync_counters_reset();
     FutoInSync* l = limiter(1, FUTOIN_SYNC_UNLIMITED, 1, 100, 5);
-    Worker a = {.name = "A", .sync = l, .hold_ms = 10};
-    Worker b = {.name = "B", .sync = l, .hold_ms = 10};
-    Worker c = {.name = "C", .sync = l, .hold_ms = 10};
+    Worker a = { .name = "A", .sync = l, .hold_ms = 10 };
+    Worker b = { .name = "B", .sync = l, .hold_ms = 10 };
+    Worker c = { .name = "C", .sync = l, .hold_ms = 10 };
     worker_run(&a);
     worker_run(&b);
     worker_run(&c);
-    StatsAt at40 = {l, {0}};
+    StatsAt at40 = { l, { 0 } };
     futoin_loop_deferred(g_loop, 40, &at40, stats_cb);
     cancel_at(b.root, 50);
     run();
@@ -127,10 +127,10 @@ static void test_release_on_error_timeout_cancel(void** state)
     (void)state;
     sync_counters_reset();
     FutoInSync* l = limiter(1, FUTOIN_SYNC_UNLIMITED, 100, 1000, 0);
-    Worker a = {.name = "A", .sync = l, .hold_ms = 10, .fail_inside = 1};
-    Worker b = {.name = "B", .sync = l, .hold_ms = HOLD_FOREVER, .timeout_ms = 20};
-    Worker c = {.name = "C", .sync = l, .hold_ms = HOLD_FOREVER};
-    Worker d = {.name = "D", .sync = l, .hold_ms = 10};
+    Worker a = { .name = "A", .sync = l, .hold_ms = 10, .fail_inside = 1 };
+    Worker b = { .name = "B", .sync = l, .hold_ms = HOLD_FOREVER, .timeout_ms = 20 };
+    Worker c = { .name = "C", .sync = l, .hold_ms = HOLD_FOREVER };
+    Worker d = { .name = "D", .sync = l, .hold_ms = 10 };
     worker_run(&a);
     worker_run(&b);
     worker_run(&c);
@@ -154,7 +154,7 @@ static void test_fifo_concurrency(void** state)
     FutoInSync* l = limiter(1, FUTOIN_SYNC_UNLIMITED, 1000, 1000, 0);
     Worker w[5];
     for (int i = 0; i < 5; ++i) {
-        w[i] = (Worker){.name = NAMES[i], .sync = l, .hold_ms = 5};
+        w[i] = (Worker){ .name = NAMES[i], .sync = l, .hold_ms = 5 };
         worker_run(&w[i]);
     }
     run();
@@ -170,7 +170,7 @@ static void test_fifo_rate(void** state)
     Worker w[5];
     FutoInSync* l = limiter(10, FUTOIN_SYNC_UNLIMITED, 2, 100, FUTOIN_SYNC_UNLIMITED);
     for (int i = 0; i < 5; ++i) {
-        w[i] = (Worker){.name = NAMES[i], .sync = l, .hold_ms = 1};
+        w[i] = (Worker){ .name = NAMES[i], .sync = l, .hold_ms = 1 };
         worker_run(&w[i]);
     }
     run();
@@ -231,9 +231,9 @@ static void test_args_through_rate_queue(void** state)
     (void)state;
     sync_counters_reset();
     FutoInSync* l = limiter(1, 0, 1, 100, 1);
-    Worker a = {.name = "A", .sync = l, .hold_ms = 1};
+    Worker a = { .name = "A", .sync = l, .hold_ms = 1 };
     worker_run(&a);
-    ArgsCase ac = {{1, 0}, {2, 0}};
+    ArgsCase ac = { { 1, 0 }, { 2, 0 } };
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
     /* Arrives at 2, after A has left: a slot is free, the rate is not. */
     futoin_add(root, args_delay, args_delay_eh, &ac);
@@ -292,8 +292,8 @@ static void test_branches_contend(void** state)
     (void)state;
     sync_counters_reset();
     FutoInSync* l = limiter(1, FUTOIN_SYNC_UNLIMITED, 100, 1000, 0);
-    Worker a = {.name = "A", .sync = l, .hold_ms = 10};
-    Worker b = {.name = "B", .sync = l, .hold_ms = 10};
+    Worker a = { .name = "A", .sync = l, .hold_ms = 10 };
+    Worker b = { .name = "B", .sync = l, .hold_ms = 10 };
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
     FutoInAsyncSteps* p = futoin_parallel(root, NULL, NULL);
     worker_branch(p, &a);
@@ -320,7 +320,7 @@ static void test_branch_does_not_inherit(void** state)
     (void)state;
     sync_counters_reset();
     FutoInSync* l = futoin_limiter_new(g_loop, NULL);
-    Worker b = {.name = "B", .sync = l, .hold_ms = 1};
+    Worker b = { .name = "B", .sync = l, .hold_ms = 1 };
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
     futoin_add_sync(root, l, ni_cs, NULL, &b);
     futoin_execute(root, no_unhandled, NULL);
@@ -356,9 +356,9 @@ static void test_free_busy(void** state)
     (void)state;
     sync_counters_reset();
     FutoInSync* l = limiter(1, 1, 1, 100, 1);
-    Worker a = {.name = "A", .sync = l, .hold_ms = HOLD_FOREVER};
-    Worker b = {.name = "B", .sync = l, .hold_ms = 1};
-    FreeBusy fb = {l, &a, &b, 0};
+    Worker a = { .name = "A", .sync = l, .hold_ms = HOLD_FOREVER };
+    Worker b = { .name = "B", .sync = l, .hold_ms = 1 };
+    FreeBusy fb = { l, &a, &b, 0 };
     worker_run(&a);
     worker_run(&b);
     futoin_loop_deferred(g_loop, 10, &fb, fb_check);
@@ -394,7 +394,7 @@ static void test_nodes_pooled(void** state)
     Worker w[10];
     for (int round = 0; round < 3; ++round) {
         for (int i = 0; i < 10; ++i) {
-            w[i] = (Worker){.name = "w", .sync = l, .hold_ms = 1};
+            w[i] = (Worker){ .name = "w", .sync = l, .hold_ms = 1 };
             worker_run(&w[i]);
         }
         run();
@@ -439,10 +439,10 @@ static void test_abort_after_rate_admission_before_entry(void** state)
     (void)state;
     sync_counters_reset();
     FutoInSync* l = limiter(1, FUTOIN_SYNC_UNLIMITED, 1, 100, 1);
-    Worker h = {.name = "H", .sync = l, .hold_ms = 1};
-    Worker w = {.name = "W", .sync = l, .hold_ms = 1, .start_ms = 2};
-    Worker late = {.name = "L", .sync = l, .hold_ms = 1, .start_ms = 3};
-    Window wd = {l, &w};
+    Worker h = { .name = "H", .sync = l, .hold_ms = 1 };
+    Worker w = { .name = "W", .sync = l, .hold_ms = 1, .start_ms = 2 };
+    Worker late = { .name = "L", .sync = l, .hold_ms = 1, .start_ms = 3 };
+    Window wd = { l, &w };
     worker_run(&h);
     worker_run(&w);
     worker_run(&late);
@@ -510,8 +510,8 @@ static void test_reject_while_root_torn_down(void** state)
     (void)state;
     sync_counters_reset();
     FutoInSync* l = limiter(1, 1, 1, 1000, 0);
-    g_torn_a = (Worker){.name = "A", .sync = l, .hold_ms = HOLD_FOREVER};
-    g_torn_b = (Worker){.name = "B", .sync = l, .hold_ms = 10};
+    g_torn_a = (Worker){ .name = "A", .sync = l, .hold_ms = HOLD_FOREVER };
+    g_torn_b = (Worker){ .name = "B", .sync = l, .hold_ms = 10 };
     g_torn_root = futoin_asyncsteps_new(g_loop);
     FutoInAsyncSteps* p = futoin_parallel(g_torn_root, NULL, NULL);
     futoin_add(p, torn_inner, NULL, NULL);
@@ -531,22 +531,22 @@ static void test_reject_while_root_torn_down(void** state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-            ENV_TEST(test_options_defaults),
-            ENV_TEST(test_defaults_behaviour),
-            ENV_TEST(test_both_stages),
-            ENV_TEST(test_cancel_rate_waiter_passes_slot),
-            ENV_TEST(test_release_on_error_timeout_cancel),
-            ENV_TEST(test_fifo_concurrency),
-            ENV_TEST(test_fifo_rate),
-            ENV_TEST(test_args_through_rate_queue),
-            ENV_TEST(test_reentrance),
-            ENV_TEST(test_branches_contend),
-            ENV_TEST(test_branch_does_not_inherit),
-            ENV_TEST(test_free_busy),
-            ENV_TEST(test_invalid_options),
-            ENV_TEST(test_nodes_pooled),
-            ENV_TEST(test_abort_after_rate_admission_before_entry),
-            ENV_TEST(test_reject_while_root_torn_down),
+        ENV_TEST(test_options_defaults),
+        ENV_TEST(test_defaults_behaviour),
+        ENV_TEST(test_both_stages),
+        ENV_TEST(test_cancel_rate_waiter_passes_slot),
+        ENV_TEST(test_release_on_error_timeout_cancel),
+        ENV_TEST(test_fifo_concurrency),
+        ENV_TEST(test_fifo_rate),
+        ENV_TEST(test_args_through_rate_queue),
+        ENV_TEST(test_reentrance),
+        ENV_TEST(test_branches_contend),
+        ENV_TEST(test_branch_does_not_inherit),
+        ENV_TEST(test_free_busy),
+        ENV_TEST(test_invalid_options),
+        ENV_TEST(test_nodes_pooled),
+        ENV_TEST(test_abort_after_rate_admission_before_entry),
+        ENV_TEST(test_reject_while_root_torn_down),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

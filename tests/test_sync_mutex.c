@@ -19,9 +19,8 @@ static void test_serializes(void** state)
     (void)state;
     sync_counters_reset();
     FutoInSync* m = mutex(1, FUTOIN_SYNC_UNLIMITED);
-    Worker w[3] = {{.name = "A", .sync = m, .hold_ms = 10},
-            {.name = "B", .sync = m, .hold_ms = 10},
-            {.name = "C", .sync = m, .hold_ms = 10}};
+    Worker w[3] = { { .name = "A", .sync = m, .hold_ms = 10 },
+        { .name = "B", .sync = m, .hold_ms = 10 }, { .name = "C", .sync = m, .hold_ms = 10 } };
     for (int i = 0; i < 3; ++i) {
         worker_run(&w[i]);
     }
@@ -39,9 +38,9 @@ static void test_max_two(void** state)
     sync_counters_reset();
     FutoInSync* m = mutex(2, FUTOIN_SYNC_UNLIMITED);
     Worker w[5];
-    const char* names[5] = {"A", "B", "C", "D", "E"};
+    const char* names[5] = { "A", "B", "C", "D", "E" };
     for (int i = 0; i < 5; ++i) {
-        w[i] = (Worker){.name = names[i], .sync = m, .hold_ms = 10};
+        w[i] = (Worker){ .name = names[i], .sync = m, .hold_ms = 10 };
         worker_run(&w[i]);
     }
     run();
@@ -101,7 +100,7 @@ static void run_until_entered(Worker* w)
  * hold_ms): the args cases below queue behind it. */
 static void hold_by_a(Worker* a, FutoInSync* m, uint32_t hold_ms)
 {
-    *a = (Worker){.name = "A", .sync = m, .hold_ms = hold_ms};
+    *a = (Worker){ .name = "A", .sync = m, .hold_ms = hold_ms };
     worker_run(a);
     run_until_entered(a);
 }
@@ -121,7 +120,7 @@ static void test_args_enter_at_once(void** state)
 {
     (void)state;
     FutoInSync* m = mutex(1, FUTOIN_SYNC_UNLIMITED);
-    ArgsCase ac = {{1, 0}, {2, 0}, 0, 0};
+    ArgsCase ac = { { 1, 0 }, { 2, 0 }, 0, 0 };
     run_args_case(m, &ac);
     assert_trace("cs@0|after@0");
     assert_true(ac.cs_ok && ac.after_ok);
@@ -138,7 +137,7 @@ static void test_args_after_waiting(void** state)
     FutoInSync* m = mutex(1, FUTOIN_SYNC_UNLIMITED);
     Worker a;
     hold_by_a(&a, m, 25);
-    ArgsCase ac = {{1, 0}, {2, 0}, 0, 0};
+    ArgsCase ac = { { 1, 0 }, { 2, 0 }, 0, 0 };
     run_args_case(m, &ac); /* queued behind A: the inputs wait with it */
     assert_trace("A>0|A<25|cs@25|after@25");
     assert_true(ac.cs_ok && ac.after_ok);
@@ -156,7 +155,7 @@ static void test_args_dropped_on_reject(void** state)
     FutoInSync* m = mutex(1, 0);
     Worker a;
     hold_by_a(&a, m, 5);
-    Counted in = {1, 0};
+    Counted in = { 1, 0 };
     Unhandled u;
     memset(&u, 0, sizeof(u));
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
@@ -184,7 +183,7 @@ static void test_args_dropped_on_cancel_while_queued(void** state)
     FutoInSync* m = mutex(1, FUTOIN_SYNC_UNLIMITED);
     Worker a;
     hold_by_a(&a, m, 10);
-    Counted in = {1, 0};
+    Counted in = { 1, 0 };
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
     futoin_add(root, step_args_in, NULL, &in);
     futoin_add_sync(root, m, must_not_run, NULL, "cs");
@@ -215,8 +214,8 @@ static void test_release_on_error(void** state)
     (void)state;
     sync_counters_reset();
     FutoInSync* m = mutex(1, FUTOIN_SYNC_UNLIMITED);
-    Worker a = {.name = "A", .sync = m, .hold_ms = 10, .fail_inside = 1, .cs_eh = 1};
-    Worker b = {.name = "B", .sync = m, .hold_ms = 10};
+    Worker a = { .name = "A", .sync = m, .hold_ms = 10, .fail_inside = 1, .cs_eh = 1 };
+    Worker b = { .name = "B", .sync = m, .hold_ms = 10 };
     worker_run(&a);
     worker_run(&b);
     run();
@@ -235,8 +234,8 @@ static void test_release_on_unhandled_error(void** state)
     (void)state;
     sync_counters_reset();
     FutoInSync* m = mutex(1, FUTOIN_SYNC_UNLIMITED);
-    Worker a = {.name = "A", .sync = m, .hold_ms = 10, .fail_inside = 1, .no_recover = 1};
-    Worker b = {.name = "B", .sync = m, .hold_ms = 10};
+    Worker a = { .name = "A", .sync = m, .hold_ms = 10, .fail_inside = 1, .no_recover = 1 };
+    Worker b = { .name = "B", .sync = m, .hold_ms = 10 };
     Unhandled u;
     memset(&u, 0, sizeof(u));
     a.root = futoin_asyncsteps_new(g_loop);
@@ -257,8 +256,8 @@ static void test_release_on_timeout(void** state)
     (void)state;
     sync_counters_reset();
     FutoInSync* m = mutex(1, FUTOIN_SYNC_UNLIMITED);
-    Worker a = {.name = "A", .sync = m, .hold_ms = HOLD_FOREVER, .timeout_ms = 50};
-    Worker b = {.name = "B", .sync = m, .hold_ms = 10};
+    Worker a = { .name = "A", .sync = m, .hold_ms = HOLD_FOREVER, .timeout_ms = 50 };
+    Worker b = { .name = "B", .sync = m, .hold_ms = 10 };
     worker_run(&a);
     worker_run(&b);
     run();
@@ -276,8 +275,8 @@ static void test_release_on_cancel(void** state)
     (void)state;
     sync_counters_reset();
     FutoInSync* m = mutex(1, FUTOIN_SYNC_UNLIMITED);
-    Worker a = {.name = "A", .sync = m, .hold_ms = HOLD_FOREVER};
-    Worker b = {.name = "B", .sync = m, .hold_ms = 10};
+    Worker a = { .name = "A", .sync = m, .hold_ms = HOLD_FOREVER };
+    Worker b = { .name = "B", .sync = m, .hold_ms = 10 };
     worker_run(&a);
     worker_run(&b);
     cancel_at(a.root, 20);
@@ -302,8 +301,8 @@ static void test_release_on_root_free(void** state)
     (void)state;
     sync_counters_reset();
     FutoInSync* m = mutex(1, FUTOIN_SYNC_UNLIMITED);
-    Worker a = {.name = "A", .sync = m, .hold_ms = HOLD_FOREVER};
-    Worker b = {.name = "B", .sync = m, .hold_ms = 10};
+    Worker a = { .name = "A", .sync = m, .hold_ms = HOLD_FOREVER };
+    Worker b = { .name = "B", .sync = m, .hold_ms = 10 };
     worker_run(&a);
     worker_run(&b);
     futoin_loop_deferred(g_loop, 5, &a, free_root_cb);
@@ -318,13 +317,13 @@ static void test_cancel_while_queued(void** state)
     (void)state;
     sync_counters_reset();
     FutoInSync* m = mutex(1, FUTOIN_SYNC_UNLIMITED);
-    Worker a = {.name = "A", .sync = m, .hold_ms = 30};
-    Worker b = {.name = "B", .sync = m, .hold_ms = 10};
-    Worker c = {.name = "C", .sync = m, .hold_ms = 10};
+    Worker a = { .name = "A", .sync = m, .hold_ms = 30 };
+    Worker b = { .name = "B", .sync = m, .hold_ms = 10 };
+    Worker c = { .name = "C", .sync = m, .hold_ms = 10 };
     worker_run(&a);
     worker_run(&b);
     worker_run(&c);
-    StatsAt before = {m, {0}}, after = {m, {0}};
+    StatsAt before = { m, { 0 } }, after = { m, { 0 } };
     futoin_loop_deferred(g_loop, 9, &before, stats_cb);
     cancel_at(b.root, 10);
     futoin_loop_deferred(g_loop, 11, &after, stats_cb);
@@ -345,9 +344,9 @@ static void test_timeout_while_queued(void** state)
     (void)state;
     sync_counters_reset();
     FutoInSync* m = mutex(1, FUTOIN_SYNC_UNLIMITED);
-    Worker a = {.name = "A", .sync = m, .hold_ms = 30};
-    Worker b = {.name = "B", .sync = m, .hold_ms = 10, .timeout_ms = 10, .cs_eh = 1};
-    Worker c = {.name = "C", .sync = m, .hold_ms = 10};
+    Worker a = { .name = "A", .sync = m, .hold_ms = 30 };
+    Worker b = { .name = "B", .sync = m, .hold_ms = 10, .timeout_ms = 10, .cs_eh = 1 };
+    Worker c = { .name = "C", .sync = m, .hold_ms = 10 };
     worker_run(&a);
     worker_run(&b);
     worker_run(&c);
@@ -368,9 +367,9 @@ static void test_queue_full_rejects_at_once(void** state)
     (void)state;
     sync_counters_reset();
     FutoInSync* m = mutex(1, 1);
-    Worker w[3] = {{.name = "A", .sync = m, .hold_ms = 10},
-            {.name = "B", .sync = m, .hold_ms = 10},
-            {.name = "C", .sync = m, .hold_ms = 10, .cs_eh = 1}};
+    Worker w[3] = { { .name = "A", .sync = m, .hold_ms = 10 },
+        { .name = "B", .sync = m, .hold_ms = 10 },
+        { .name = "C", .sync = m, .hold_ms = 10, .cs_eh = 1 } };
     for (int i = 0; i < 3; ++i) {
         worker_run(&w[i]);
     }
@@ -390,9 +389,9 @@ static void test_queue_zero(void** state)
     (void)state;
     sync_counters_reset();
     FutoInSync* m = mutex(1, 0);
-    Worker w[3] = {{.name = "A", .sync = m, .hold_ms = 10},
-            {.name = "B", .sync = m, .hold_ms = 10},
-            {.name = "C", .sync = m, .hold_ms = 10, .start_ms = 11}};
+    Worker w[3] = { { .name = "A", .sync = m, .hold_ms = 10 },
+        { .name = "B", .sync = m, .hold_ms = 10 },
+        { .name = "C", .sync = m, .hold_ms = 10, .start_ms = 11 } };
     for (int i = 0; i < 3; ++i) {
         worker_run(&w[i]);
     }
@@ -411,10 +410,10 @@ static void test_fifo_with_cancelled_waiter(void** state)
     (void)state;
     sync_counters_reset();
     FutoInSync* m = mutex(1, FUTOIN_SYNC_UNLIMITED);
-    const char* names[6] = {"A", "B", "C", "D", "E", "F"};
+    const char* names[6] = { "A", "B", "C", "D", "E", "F" };
     Worker w[6];
     for (int i = 0; i < 6; ++i) {
-        w[i] = (Worker){.name = names[i], .sync = m, .hold_ms = 5};
+        w[i] = (Worker){ .name = names[i], .sync = m, .hold_ms = 5 };
         worker_run(&w[i]);
     }
     cancel_at(w[2].root, 2);
@@ -527,8 +526,8 @@ static void test_reentrance_counted(void** state)
     (void)state;
     sync_counters_reset();
     FutoInSync* m = mutex(1, FUTOIN_SYNC_UNLIMITED);
-    Worker b = {.name = "B", .sync = m, .hold_ms = 5, .start_ms = 1};
-    Reent r = {m, &b, 0};
+    Worker b = { .name = "B", .sync = m, .hold_ms = 5, .start_ms = 1 };
+    Reent r = { m, &b, 0 };
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
     futoin_add_sync(root, m, reent_outer, NULL, &r);
     futoin_add(root, reent_done, NULL, &r);
@@ -550,8 +549,8 @@ static void test_branches_contend(void** state)
     (void)state;
     sync_counters_reset();
     FutoInSync* m = mutex(1, FUTOIN_SYNC_UNLIMITED);
-    Worker a = {.name = "A", .sync = m, .hold_ms = 10};
-    Worker b = {.name = "B", .sync = m, .hold_ms = 10};
+    Worker a = { .name = "A", .sync = m, .hold_ms = 10 };
+    Worker b = { .name = "B", .sync = m, .hold_ms = 10 };
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
     FutoInAsyncSteps* p = futoin_parallel(root, NULL, NULL);
     worker_branch(p, &a);
@@ -598,9 +597,9 @@ static void test_branch_does_not_inherit_lock(void** state)
     (void)state;
     sync_counters_reset();
     FutoInSync* m = mutex(1, FUTOIN_SYNC_UNLIMITED);
-    Worker b = {.name = "B", .sync = m, .hold_ms = 10};
-    Worker c = {.name = "C", .sync = m, .hold_ms = 10, .start_ms = 1};
-    NoInherit ni = {m, &b, &c};
+    Worker b = { .name = "B", .sync = m, .hold_ms = 10 };
+    Worker c = { .name = "C", .sync = m, .hold_ms = 10, .start_ms = 1 };
+    NoInherit ni = { m, &b, &c };
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
     futoin_add(root, ni_outer, ni_outer_eh, &ni);
     futoin_execute(root, no_unhandled, NULL);
@@ -650,10 +649,10 @@ static void test_free_busy(void** state)
     (void)state;
     sync_counters_reset();
     FutoInSync* m = mutex(1, FUTOIN_SYNC_UNLIMITED);
-    Worker a = {.name = "A", .sync = m, .hold_ms = HOLD_FOREVER};
-    Worker b = {.name = "B", .sync = m, .hold_ms = 10};
-    Worker c = {.name = "C", .sync = m, .hold_ms = 10, .start_ms = 30};
-    FreeBusy fb = {m, &a, &b, 0};
+    Worker a = { .name = "A", .sync = m, .hold_ms = HOLD_FOREVER };
+    Worker b = { .name = "B", .sync = m, .hold_ms = 10 };
+    Worker c = { .name = "C", .sync = m, .hold_ms = 10, .start_ms = 30 };
+    FreeBusy fb = { m, &a, &b, 0 };
     worker_run(&a);
     worker_run(&b);
     worker_run(&c);
@@ -675,7 +674,7 @@ static void test_free_other_objects(void** state)
     assert_int_equal(futoin_sync_free(NULL), FUTOIN_SYNC_OK);
     /* A FutoInSync of another implementation is left alone. */
     static const FutoInSyncAPI foreign_api = { .lock = NULL, .unlock = NULL };
-    FutoInSync foreign = {&foreign_api};
+    FutoInSync foreign = { &foreign_api };
     assert_int_equal(futoin_sync_free(&foreign), FUTOIN_SYNC_INVALID);
     FutoInSyncStats st;
     assert_int_equal(futoin_sync_stats(&foreign, &st), FUTOIN_SYNC_INVALID);
@@ -698,7 +697,7 @@ static void test_nodes_pooled(void** state)
     Worker w[10];
     for (int round = 0; round < 3; ++round) {
         for (int i = 0; i < 10; ++i) {
-            w[i] = (Worker){.name = "w", .sync = m, .hold_ms = 1};
+            w[i] = (Worker){ .name = "w", .sync = m, .hold_ms = 1 };
             worker_run(&w[i]);
         }
         run();
@@ -738,8 +737,12 @@ static void window_probe(FutoInAsyncSteps* as, void* data)
         fail_msg("window %d never seen", wd->mode); /* would spin forever */
     }
     switch (wd->mode) {
-    case 1: hit = st.slots_used == 1; break;
-    default: hit = wd->holder->left == 1 && st.queued == 0 && st.slots_used == 1; break;
+    case 1:
+        hit = st.slots_used == 1;
+        break;
+    default:
+        hit = wd->holder->left == 1 && st.queued == 0 && st.slots_used == 1;
+        break;
     }
     if (hit) {
         tr("probe:%d", wd->mode);
@@ -783,10 +786,10 @@ static void run_window_case(int mode)
     sync_counters_reset();
     tr_reset();
     FutoInSync* m = mutex(1, FUTOIN_SYNC_UNLIMITED);
-    Worker h = {.name = "H", .sync = m, .hold_ms = 10};
-    Worker w = {.name = "W", .sync = m, .hold_ms = 10};
-    Worker late = {.name = "L", .sync = m, .hold_ms = 10, .start_ms = 50};
-    Window wd = {m, &h, mode, 0};
+    Worker h = { .name = "H", .sync = m, .hold_ms = 10 };
+    Worker w = { .name = "W", .sync = m, .hold_ms = 10 };
+    Worker late = { .name = "L", .sync = m, .hold_ms = 10, .start_ms = 50 };
+    Window wd = { m, &h, mode, 0 };
     if (mode == 2) {
         worker_run(&h);
     }
@@ -829,30 +832,30 @@ static void test_abort_after_handoff_before_entry(void** state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-            ENV_TEST(test_serializes),
-            ENV_TEST(test_max_two),
-            ENV_TEST(test_args_enter_at_once),
-            ENV_TEST(test_args_after_waiting),
-            ENV_TEST(test_args_dropped_on_reject),
-            ENV_TEST(test_args_dropped_on_cancel_while_queued),
-            ENV_TEST(test_release_on_error),
-            ENV_TEST(test_release_on_unhandled_error),
-            ENV_TEST(test_release_on_timeout),
-            ENV_TEST(test_release_on_cancel),
-            ENV_TEST(test_release_on_root_free),
-            ENV_TEST(test_cancel_while_queued),
-            ENV_TEST(test_timeout_while_queued),
-            ENV_TEST(test_queue_full_rejects_at_once),
-            ENV_TEST(test_queue_zero),
-            ENV_TEST(test_fifo_with_cancelled_waiter),
-            ENV_TEST(test_reentrance_counted),
-            ENV_TEST(test_branches_contend),
-            ENV_TEST(test_branch_does_not_inherit_lock),
-            ENV_TEST(test_free_busy),
-            ENV_TEST(test_free_other_objects),
-            ENV_TEST(test_nodes_pooled),
-            ENV_TEST(test_abort_after_admission_before_entry),
-            ENV_TEST(test_abort_after_handoff_before_entry),
+        ENV_TEST(test_serializes),
+        ENV_TEST(test_max_two),
+        ENV_TEST(test_args_enter_at_once),
+        ENV_TEST(test_args_after_waiting),
+        ENV_TEST(test_args_dropped_on_reject),
+        ENV_TEST(test_args_dropped_on_cancel_while_queued),
+        ENV_TEST(test_release_on_error),
+        ENV_TEST(test_release_on_unhandled_error),
+        ENV_TEST(test_release_on_timeout),
+        ENV_TEST(test_release_on_cancel),
+        ENV_TEST(test_release_on_root_free),
+        ENV_TEST(test_cancel_while_queued),
+        ENV_TEST(test_timeout_while_queued),
+        ENV_TEST(test_queue_full_rejects_at_once),
+        ENV_TEST(test_queue_zero),
+        ENV_TEST(test_fifo_with_cancelled_waiter),
+        ENV_TEST(test_reentrance_counted),
+        ENV_TEST(test_branches_contend),
+        ENV_TEST(test_branch_does_not_inherit_lock),
+        ENV_TEST(test_free_busy),
+        ENV_TEST(test_free_other_objects),
+        ENV_TEST(test_nodes_pooled),
+        ENV_TEST(test_abort_after_admission_before_entry),
+        ENV_TEST(test_abort_after_handoff_before_entry),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,7 +13,7 @@ static FutoInSync* throttle(uint32_t max, uint32_t period_ms, uint32_t max_queue
     return t;
 }
 
-static const char* const NAMES[10] = {"A", "B", "C", "D", "E", "F", "G", "H", "I", "J"};
+static const char* const NAMES[10] = { "A", "B", "C", "D", "E", "F", "G", "H", "I", "J" };
 
 static void test_ten_at_once(void** state)
 {
@@ -22,11 +22,11 @@ static void test_ten_at_once(void** state)
     FutoInSync* t = throttle(3, 100, FUTOIN_SYNC_UNLIMITED);
     Worker w[10];
     for (int i = 0; i < 10; ++i) {
-        w[i] = (Worker){.name = NAMES[i], .sync = t, .hold_ms = 1};
+        w[i] = (Worker){ .name = NAMES[i], .sync = t, .hold_ms = 1 };
         worker_run(&w[i]);
     }
     run();
-    const uint64_t expect[10] = {0, 0, 0, 100, 100, 100, 200, 200, 200, 300};
+    const uint64_t expect[10] = { 0, 0, 0, 100, 100, 100, 200, 200, 200, 300 };
     for (int i = 0; i < 10; ++i) {
         assert_int_equal(w[i].entered, 1);
         assert_int_equal(w[i].entered_at, expect[i]);
@@ -45,15 +45,15 @@ static void test_window_rule(void** state)
     (void)state;
     sync_counters_reset();
     FutoInSync* t = throttle(2, 100, FUTOIN_SYNC_UNLIMITED);
-    const uint32_t start[8] = {0, 10, 20, 250, 260, 300, 349, 350};
+    const uint32_t start[8] = { 0, 10, 20, 250, 260, 300, 349, 350 };
     /* [0,100): A B, C queued -> [100,200): C; idle -> [250,350): D E, F G
      * queued -> [350,450): F G (H arrives at 350 too, but its arrival
      * timer ran before the window timer, and it finds the new window full
      * after F and G, admitted first from the queue) -> [450,550): H. */
-    const uint64_t expect[8] = {0, 10, 100, 250, 260, 350, 350, 450};
+    const uint64_t expect[8] = { 0, 10, 100, 250, 260, 350, 350, 450 };
     Worker w[8];
     for (int i = 0; i < 8; ++i) {
-        w[i] = (Worker){.name = NAMES[i], .sync = t, .hold_ms = 1, .start_ms = start[i]};
+        w[i] = (Worker){ .name = NAMES[i], .sync = t, .hold_ms = 1, .start_ms = start[i] };
         worker_run(&w[i]);
     }
     run();
@@ -71,10 +71,10 @@ static void test_window_entries_stat(void** state)
     FutoInSync* t = throttle(5, 100, FUTOIN_SYNC_UNLIMITED);
     Worker w[3];
     for (int i = 0; i < 3; ++i) {
-        w[i] = (Worker){.name = NAMES[i], .sync = t, .hold_ms = 10};
+        w[i] = (Worker){ .name = NAMES[i], .sync = t, .hold_ms = 10 };
         worker_run(&w[i]);
     }
-    StatsAt at5 = {t, {0}}, at150 = {t, {0}};
+    StatsAt at5 = { t, { 0 } }, at150 = { t, { 0 } };
     futoin_loop_deferred(g_loop, 5, &at5, stats_cb);
     futoin_loop_deferred(g_loop, 150, &at150, stats_cb);
     run();
@@ -92,9 +92,9 @@ static void test_queue_full_rejects_at_once(void** state)
     (void)state;
     sync_counters_reset();
     FutoInSync* t = throttle(1, 100, 1);
-    Worker w[3] = {{.name = "A", .sync = t, .hold_ms = 1},
-            {.name = "B", .sync = t, .hold_ms = 1},
-            {.name = "C", .sync = t, .hold_ms = 1, .cs_eh = 1}};
+    Worker w[3] = { { .name = "A", .sync = t, .hold_ms = 1 },
+        { .name = "B", .sync = t, .hold_ms = 1 },
+        { .name = "C", .sync = t, .hold_ms = 1, .cs_eh = 1 } };
     for (int i = 0; i < 3; ++i) {
         worker_run(&w[i]);
     }
@@ -112,9 +112,9 @@ static void test_queue_zero(void** state)
     (void)state;
     sync_counters_reset();
     FutoInSync* t = throttle(1, 100, 0);
-    Worker w[3] = {{.name = "A", .sync = t, .hold_ms = 1},
-            {.name = "B", .sync = t, .hold_ms = 1, .start_ms = 99},
-            {.name = "C", .sync = t, .hold_ms = 1, .start_ms = 100}};
+    Worker w[3] = { { .name = "A", .sync = t, .hold_ms = 1 },
+        { .name = "B", .sync = t, .hold_ms = 1, .start_ms = 99 },
+        { .name = "C", .sync = t, .hold_ms = 1, .start_ms = 100 } };
     for (int i = 0; i < 3; ++i) {
         worker_run(&w[i]);
     }
@@ -129,8 +129,8 @@ static void test_cancel_while_queued_drops_timer(void** state)
     (void)state;
     sync_counters_reset();
     FutoInSync* t = throttle(1, 100, FUTOIN_SYNC_UNLIMITED);
-    Worker a = {.name = "A", .sync = t, .hold_ms = 1};
-    Worker b = {.name = "B", .sync = t, .hold_ms = 1};
+    Worker a = { .name = "A", .sync = t, .hold_ms = 1 };
+    Worker b = { .name = "B", .sync = t, .hold_ms = 1 };
     worker_run(&a);
     worker_run(&b);
     cancel_at(b.root, 50);
@@ -151,7 +151,7 @@ static void test_fifo_with_cancelled_waiter(void** state)
     FutoInSync* t = throttle(1, 100, FUTOIN_SYNC_UNLIMITED);
     Worker w[5];
     for (int i = 0; i < 5; ++i) {
-        w[i] = (Worker){.name = NAMES[i], .sync = t, .hold_ms = 1};
+        w[i] = (Worker){ .name = NAMES[i], .sync = t, .hold_ms = 1 };
         worker_run(&w[i]);
     }
     cancel_at(w[2].root, 50);
@@ -166,8 +166,8 @@ static void test_timeout_while_queued(void** state)
     (void)state;
     sync_counters_reset();
     FutoInSync* t = throttle(1, 100, FUTOIN_SYNC_UNLIMITED);
-    Worker a = {.name = "A", .sync = t, .hold_ms = 1};
-    Worker b = {.name = "B", .sync = t, .hold_ms = 1, .timeout_ms = 30, .cs_eh = 1};
+    Worker a = { .name = "A", .sync = t, .hold_ms = 1 };
+    Worker b = { .name = "B", .sync = t, .hold_ms = 1, .timeout_ms = 30, .cs_eh = 1 };
     worker_run(&a);
     worker_run(&b);
     run();
@@ -185,9 +185,9 @@ static void test_release_on_error_timeout_cancel(void** state)
     (void)state;
     sync_counters_reset();
     FutoInSync* t = throttle(5, 100, FUTOIN_SYNC_UNLIMITED);
-    Worker a = {.name = "A", .sync = t, .hold_ms = 10, .fail_inside = 1, .cs_eh = 1};
-    Worker b = {.name = "B", .sync = t, .hold_ms = HOLD_FOREVER, .timeout_ms = 20};
-    Worker c = {.name = "C", .sync = t, .hold_ms = HOLD_FOREVER};
+    Worker a = { .name = "A", .sync = t, .hold_ms = 10, .fail_inside = 1, .cs_eh = 1 };
+    Worker b = { .name = "B", .sync = t, .hold_ms = HOLD_FOREVER, .timeout_ms = 20 };
+    Worker c = { .name = "C", .sync = t, .hold_ms = HOLD_FOREVER };
     worker_run(&a);
     worker_run(&b);
     worker_run(&c);
@@ -238,12 +238,12 @@ static void test_args_through_queue(void** state)
     (void)state;
     sync_counters_reset();
     FutoInSync* t = throttle(1, 100, FUTOIN_SYNC_UNLIMITED);
-    Worker a = {.name = "A", .sync = t, .hold_ms = 1};
+    Worker a = { .name = "A", .sync = t, .hold_ms = 1 };
     worker_run(&a);
     while (!a.entered) {
         assert_true(run_next());
     }
-    ArgsCase ac = {{1, 0}, {2, 0}};
+    ArgsCase ac = { { 1, 0 }, { 2, 0 } };
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
     futoin_add(root, step_args_in, NULL, &ac.in);
     futoin_add_sync(root, t, args_cs, NULL, &ac);
@@ -282,7 +282,7 @@ static void test_reentrance(void** state)
     (void)state;
     sync_counters_reset();
     FutoInSync* t = throttle(1, 100, 0);
-    Worker b = {.name = "B", .sync = t, .hold_ms = 1, .start_ms = 100};
+    Worker b = { .name = "B", .sync = t, .hold_ms = 1, .start_ms = 100 };
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
     futoin_add_sync(root, t, reent_outer, NULL, t);
     futoin_execute(root, no_unhandled, NULL);
@@ -303,8 +303,8 @@ static void test_branches_contend(void** state)
     (void)state;
     sync_counters_reset();
     FutoInSync* t = throttle(1, 100, FUTOIN_SYNC_UNLIMITED);
-    Worker a = {.name = "A", .sync = t, .hold_ms = 1};
-    Worker b = {.name = "B", .sync = t, .hold_ms = 1};
+    Worker a = { .name = "A", .sync = t, .hold_ms = 1 };
+    Worker b = { .name = "B", .sync = t, .hold_ms = 1 };
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
     FutoInAsyncSteps* p = futoin_parallel(root, NULL, NULL);
     worker_branch(p, &a);
@@ -337,7 +337,7 @@ static void test_branch_does_not_inherit(void** state)
     (void)state;
     sync_counters_reset();
     FutoInSync* t = throttle(1, 100, FUTOIN_SYNC_UNLIMITED);
-    Worker b = {.name = "B", .sync = t, .hold_ms = 1};
+    Worker b = { .name = "B", .sync = t, .hold_ms = 1 };
     b.sync = t;
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
     futoin_add_sync(root, t, ni_cs, NULL, &b);
@@ -375,9 +375,9 @@ static void test_free_busy(void** state)
     (void)state;
     sync_counters_reset();
     FutoInSync* t = throttle(1, 100, FUTOIN_SYNC_UNLIMITED);
-    Worker a = {.name = "A", .sync = t, .hold_ms = HOLD_FOREVER};
-    Worker b = {.name = "B", .sync = t, .hold_ms = 1};
-    FreeBusy fb = {t, &a, &b, 0};
+    Worker a = { .name = "A", .sync = t, .hold_ms = HOLD_FOREVER };
+    Worker b = { .name = "B", .sync = t, .hold_ms = 1 };
+    FreeBusy fb = { t, &a, &b, 0 };
     worker_run(&a);
     worker_run(&b);
     futoin_loop_deferred(g_loop, 10, &fb, fb_check);
@@ -407,7 +407,7 @@ static void test_nodes_pooled(void** state)
     Worker w[10];
     for (int round = 0; round < 3; ++round) {
         for (int i = 0; i < 10; ++i) {
-            w[i] = (Worker){.name = "w", .sync = t, .hold_ms = 1};
+            w[i] = (Worker){ .name = "w", .sync = t, .hold_ms = 1 };
             worker_run(&w[i]);
         }
         run();
@@ -423,22 +423,22 @@ static void test_nodes_pooled(void** state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-            ENV_TEST(test_ten_at_once),
-            ENV_TEST(test_window_rule),
-            ENV_TEST(test_window_entries_stat),
-            ENV_TEST(test_queue_full_rejects_at_once),
-            ENV_TEST(test_queue_zero),
-            ENV_TEST(test_cancel_while_queued_drops_timer),
-            ENV_TEST(test_fifo_with_cancelled_waiter),
-            ENV_TEST(test_timeout_while_queued),
-            ENV_TEST(test_release_on_error_timeout_cancel),
-            ENV_TEST(test_args_through_queue),
-            ENV_TEST(test_reentrance),
-            ENV_TEST(test_branches_contend),
-            ENV_TEST(test_branch_does_not_inherit),
-            ENV_TEST(test_free_busy),
-            ENV_TEST(test_invalid_args),
-            ENV_TEST(test_nodes_pooled),
+        ENV_TEST(test_ten_at_once),
+        ENV_TEST(test_window_rule),
+        ENV_TEST(test_window_entries_stat),
+        ENV_TEST(test_queue_full_rejects_at_once),
+        ENV_TEST(test_queue_zero),
+        ENV_TEST(test_cancel_while_queued_drops_timer),
+        ENV_TEST(test_fifo_with_cancelled_waiter),
+        ENV_TEST(test_timeout_while_queued),
+        ENV_TEST(test_release_on_error_timeout_cancel),
+        ENV_TEST(test_args_through_queue),
+        ENV_TEST(test_reentrance),
+        ENV_TEST(test_branches_contend),
+        ENV_TEST(test_branch_does_not_inherit),
+        ENV_TEST(test_free_busy),
+        ENV_TEST(test_invalid_args),
+        ENV_TEST(test_nodes_pooled),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -40,8 +40,8 @@ struct Item {
     Shared* sh;
     FutoInAsyncSteps* as; /* the first step's flow */
     uint64_t due_ns;
-    int error;     /* error() instead of success() */
-    int which;     /* the sync object */
+    int error; /* error() instead of success() */
+    int which; /* the sync object */
     uint32_t seed;
     atomic_int sent; /* the completer is done with as */
     FutoInHandle poll;
@@ -250,8 +250,8 @@ static void test_late_completions_into_shared_sync(void** state)
     /* Every call that found its step gone was reported once, no more. */
     long late = atomic_load(&sh->timeouts);
     assert_int_equal(atomic_load(&sh->misuse), late);
-    print_message("%ld roots: %ld completions applied, %ld late (refused or dropped)\n",
-            sh->roots, sh->roots - late, late);
+    print_message("%ld roots: %ld completions applied, %ld late (refused or dropped)\n", sh->roots,
+            sh->roots - late, late);
     assert_true(late > 0);
     pthread_mutex_destroy(&sh->lock);
 }

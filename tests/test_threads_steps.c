@@ -493,9 +493,9 @@ typedef struct Lane {
     FutoInAsyncSteps* root;
     _Atomic(FutoInAsyncSteps*) ready; /* set by the waiting step */
     uint32_t quota;
-    uint32_t sent;     /* producer */
-    uint32_t expect;   /* loop thread */
-    uint32_t errors;   /* loop thread */
+    uint32_t sent;   /* producer */
+    uint32_t expect; /* loop thread */
+    uint32_t errors; /* loop thread */
 } Lane;
 
 typedef struct {

@@ -28,7 +28,7 @@ typedef struct Shared {
     atomic_int rejected;
     atomic_int timed_out;
     unsigned iterations;
-    int timeout_ms;  /* 0: none; else on the step around the sync step */
+    int timeout_ms; /* 0: none; else on the step around the sync step */
 } Shared;
 
 typedef struct {
@@ -239,8 +239,8 @@ static void test_shared_mutex_two_loops(void** state)
     assert_int_equal(st.queued, 0);
     /* How much the loops overlapped depends on the scheduler: reported,
      * not asserted (more lock records than one loop's roots = overlap). */
-    print_message("mutex(1): %lu entries, %u lock records at peak, %lu loop switches\n",
-            sh.counter, st.nodes_allocated, sh.switches);
+    print_message("mutex(1): %lu entries, %u lock records at peak, %lu loop switches\n", sh.counter,
+            st.nodes_allocated, sh.switches);
     assert_int_equal(futoin_sync_free(sh.mutex), FUTOIN_SYNC_OK);
 }
 
@@ -503,7 +503,7 @@ static void count_report(void* data, FutoInAsyncSteps* as, const char* info)
 static void test_shared_reject_loses_to_cancel(void** state)
 {
     (void)state;
-    FutoInLimiterOptions o = {1, 1, 1, 3600u * 1000u, 0};
+    FutoInLimiterOptions o = { 1, 1, 1, 3600u * 1000u, 0 };
     FutoInSync* l = futoin_limiter_new_shared(&o);
     assert_non_null(l);
     Holder h;
@@ -532,8 +532,8 @@ static void test_shared_reject_loses_to_cancel(void** state)
         sleep_us(200);
         futoin_sync_stats(l, &st);
     } while (st.active || st.queued);
-    futoin_cancel(w);       /* comes first on this loop */
-    futoin_loop_run(loop);  /* then the rejection, which no longer applies */
+    futoin_cancel(w);      /* comes first on this loop */
+    futoin_loop_run(loop); /* then the rejection, which no longer applies */
     assert_int_equal(errors, 0);
     assert_int_equal(g_reports, 0);
     futoin_loop_thread_stop(t, FUTOIN_LOOP_STOP_NOW);

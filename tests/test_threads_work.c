@@ -6,14 +6,14 @@
 
 typedef struct {
     int input;
-    Gate* gate;          /* the work blocks on it when set */
-    Gate* release_gate;  /* opened by timeout_eh() */
+    Gate* gate;         /* the work blocks on it when set */
+    Gate* release_gate; /* opened by timeout_eh() */
     atomic_int started;
     atomic_int finished;
     atomic_int released;
-    const char* fail;    /* error code to return instead */
+    const char* fail; /* error code to return instead */
     pthread_t worker;
-    int on_loop_thread;  /* is_same_thread seen by the next step */
+    int on_loop_thread; /* is_same_thread seen by the next step */
 } Job;
 
 static void job_fn(void* data, FutoInWorkResult* out)
@@ -209,8 +209,8 @@ static void cancel_when_started(void* data)
         futoin_loop_deferred(futoin_asyncsteps_loop(c->root), 1, c, cancel_when_started);
         return;
     }
-    futoin_cancel(c->root);    /* the work is running: its result is now orphaned */
-    gate_open(c->gate);        /* let it finish */
+    futoin_cancel(c->root); /* the work is running: its result is now orphaned */
+    gate_open(c->gate);     /* let it finish */
 }
 
 static void test_cancel_while_running(void** state)

@@ -69,7 +69,7 @@ static void test_wait_external_deferred(void** state)
 static void test_wait_external_error(void** state)
 {
     (void)state;
-    Unhandled u = {0};
+    Unhandled u = { 0 };
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
     futoin_add(root, wait_step, eh_tag, "w");
     futoin_add(root, must_not_run, NULL, "next");
@@ -262,7 +262,7 @@ static void eh_time_tag(FutoInAsyncSteps* as, void* data, const char* code)
 static void test_timeout_covers_substeps(void** state)
 {
     (void)state;
-    Unhandled u = {0};
+    Unhandled u = { 0 };
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
     futoin_add(root, outer_timeout_with_subs, eh_time_tag, "outer");
     futoin_add(root, must_not_run, NULL, "after");
@@ -341,7 +341,7 @@ static void test_timeout_cancel_before_eh(void** state)
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
     futoin_add(root, wait_with_timeout_and_cancel, eh_time_tag, "s");
     futoin_add(root, step_tag, NULL, "never");
-    Unhandled u = {0};
+    Unhandled u = { 0 };
     futoin_execute(root, on_unhandled, &u);
     run();
     assert_trace("cancel:s|eh:s:Timeout@15|unhandled:Timeout");
@@ -352,7 +352,7 @@ static void test_timeout_cancel_before_eh(void** state)
 static void test_late_success_after_timeout(void** state)
 {
     (void)state;
-    Unhandled u = {0};
+    Unhandled u = { 0 };
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
     futoin_add(root, timeout_step, NULL, (void*)(intptr_t)10);
     futoin_execute(root, on_unhandled, &u);
@@ -677,7 +677,6 @@ static void test_free_waiting_root_from_loop(void** state)
     assert_trace("w|free|cancel:w");
 }
 
-
 /* Many frames at once with a timeout, a cancel handler and stack() memory
  * each (their extras span several of the engine's table chunks, and the
  * second round reuses the entries the first freed): every root's handlers
@@ -774,33 +773,33 @@ static void test_many_frames_with_extras(void** state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-            ENV_TEST(test_wait_external_immediate),
-            ENV_TEST(test_wait_external_deferred),
-            ENV_TEST(test_wait_external_error),
-            ENV_TEST(test_wait_completed_by_other_root),
-            ENV_TEST(test_external_completion_is_queued),
-            ENV_TEST(test_timeout_exact_time),
-            ENV_TEST(test_timeout_clears_error_info),
-            ENV_TEST(test_timeout_replaced),
-            ENV_TEST(test_timeout_replaced_longer),
-            ENV_TEST(test_timeout_covers_substeps),
-            ENV_TEST(test_timeout_substeps_in_time),
-            ENV_TEST(test_nested_timeouts),
-            ENV_TEST(test_timeout_cancel_before_eh),
-            ENV_TEST(test_late_success_after_timeout),
-            ENV_TEST(test_timeout_then_sync_success),
-            ENV_TEST(test_cancel_after_sync_success),
-            ENV_TEST(test_root_cancel_innermost_first),
-            ENV_TEST(test_no_callback_after_cancel),
-            ENV_TEST(test_cancel_before_first_step),
-            ENV_TEST(test_cancel_from_own_step),
-            ENV_TEST(test_free_running_root),
-            ENV_TEST(test_free_from_own_callback),
-            ENV_TEST(test_free_from_error_handler),
-            ENV_TEST(test_free_from_unhandled_error),
-            ENV_TEST(test_free_from_cancel_handler),
-            ENV_TEST(test_free_waiting_root_from_loop),
-            ENV_TEST(test_many_frames_with_extras),
+        ENV_TEST(test_wait_external_immediate),
+        ENV_TEST(test_wait_external_deferred),
+        ENV_TEST(test_wait_external_error),
+        ENV_TEST(test_wait_completed_by_other_root),
+        ENV_TEST(test_external_completion_is_queued),
+        ENV_TEST(test_timeout_exact_time),
+        ENV_TEST(test_timeout_clears_error_info),
+        ENV_TEST(test_timeout_replaced),
+        ENV_TEST(test_timeout_replaced_longer),
+        ENV_TEST(test_timeout_covers_substeps),
+        ENV_TEST(test_timeout_substeps_in_time),
+        ENV_TEST(test_nested_timeouts),
+        ENV_TEST(test_timeout_cancel_before_eh),
+        ENV_TEST(test_late_success_after_timeout),
+        ENV_TEST(test_timeout_then_sync_success),
+        ENV_TEST(test_cancel_after_sync_success),
+        ENV_TEST(test_root_cancel_innermost_first),
+        ENV_TEST(test_no_callback_after_cancel),
+        ENV_TEST(test_cancel_before_first_step),
+        ENV_TEST(test_cancel_from_own_step),
+        ENV_TEST(test_free_running_root),
+        ENV_TEST(test_free_from_own_callback),
+        ENV_TEST(test_free_from_error_handler),
+        ENV_TEST(test_free_from_unhandled_error),
+        ENV_TEST(test_free_from_cancel_handler),
+        ENV_TEST(test_free_waiting_root_from_loop),
+        ENV_TEST(test_many_frames_with_extras),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

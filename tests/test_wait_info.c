@@ -40,7 +40,7 @@ static void waiting_step(FutoInAsyncSteps* as, void* data, const FutoInArgs* arg
 static void test_timeout_names_the_wait(void** state)
 {
     (void)state;
-    WaitCase w = {"read 127.0.0.1:8080", 10, -9};
+    WaitCase w = { "read 127.0.0.1:8080", 10, -9 };
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
     futoin_add(root, waiting_step, eh_info, &w);
     futoin_execute(root, no_unhandled, NULL);
@@ -72,8 +72,8 @@ static void outer_step(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 static void test_outer_timeout_names_innermost(void** state)
 {
     (void)state;
-    WaitCase inner = {"connect example.org:443", 0, -9};
-    Outer o = {"request GET /", &inner};
+    WaitCase inner = { "connect example.org:443", 0, -9 };
+    Outer o = { "request GET /", &inner };
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
     futoin_add(root, outer_step, eh_info, &o);
     futoin_execute(root, no_unhandled, NULL);
@@ -102,7 +102,7 @@ static void describe_and_finish(FutoInAsyncSteps* as, void* data, const FutoInAr
 static void test_description_ends_with_step(void** state)
 {
     (void)state;
-    WaitCase w = {NULL, 5, -9};
+    WaitCase w = { NULL, 5, -9 };
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
     futoin_add(root, describe_and_finish, NULL, NULL);
     futoin_add(root, waiting_step, eh_info, &w);
@@ -162,7 +162,7 @@ static void test_refusals_and_long_text(void** state)
     FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
     assert_int_equal(futoin_set_wait_info(root, "idle root"), -1);
     futoin_add(root, long_text_wait, eh_tries, text);
-    Unhandled u = {0};
+    Unhandled u = { 0 };
     futoin_execute(root, on_unhandled, &u);
     run();
     assert_int_equal(g_rc_eh, -1);
@@ -177,11 +177,11 @@ static void test_refusals_and_long_text(void** state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-            ENV_TEST(test_timeout_names_the_wait),
-            ENV_TEST(test_outer_timeout_names_innermost),
-            ENV_TEST(test_description_ends_with_step),
-            ENV_TEST(test_latest_description_wins),
-            ENV_TEST(test_refusals_and_long_text),
+        ENV_TEST(test_timeout_names_the_wait),
+        ENV_TEST(test_outer_timeout_names_innermost),
+        ENV_TEST(test_description_ends_with_step),
+        ENV_TEST(test_latest_description_wins),
+        ENV_TEST(test_refusals_and_long_text),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

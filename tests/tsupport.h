@@ -98,11 +98,11 @@ static inline int ts_same_in_time(const char* got, const char* want)
 }
 
 #undef assert_trace
-#define assert_trace(expected)                                                 \
-    do {                                                                       \
-        if (!ts_same_in_time(g_trace, (expected))) {                           \
-            assert_string_equal(g_trace, (expected));                          \
-        }                                                                      \
+#define assert_trace(expected)                                                                     \
+    do {                                                                                           \
+        if (!ts_same_in_time(g_trace, (expected))) {                                               \
+            assert_string_equal(g_trace, (expected));                                              \
+        }                                                                                          \
     } while (0)
 #endif
 
@@ -269,7 +269,7 @@ static inline void counted_cleanup(FutoInBinaryValue* v)
     ++c->cleanups;
 }
 
-static const FutoInType counted_type = {FTN_TYPE_CUSTOM_OBJECT, counted_cleanup};
+static const FutoInType counted_type = { FTN_TYPE_CUSTOM_OBJECT, counted_cleanup };
 
 static inline FutoInBinaryValue counted_val(Counted* c)
 {

@@ -36,8 +36,8 @@
 
 enum { M_PIPELINE, M_BIGBODY, M_SLOWLORIS, M_IDLE, M_HEADER, M_GARBAGE, M_RESET };
 
-static const char* const g_modes[] = {
-    "pipeline", "bigbody", "slowloris", "idle", "header", "garbage", "reset", NULL};
+static const char* const g_modes[] = { "pipeline", "bigbody", "slowloris", "idle", "header",
+    "garbage", "reset", NULL };
 
 #define BODY_SIZE (1024u * 1024u)
 #define PIPELINE_DEPTH 64
@@ -160,9 +160,14 @@ static void on_tick(uv_timer_t* t)
         send_bytes(c, dribble, sizeof(dribble) - 1);
         break;
     }
-    case M_HEADER: send_bytes(c, g_body, 65536); break;
-    case M_PIPELINE: send_bytes(c, g_pipeline, g_pipeline_len); break;
-    default: break;
+    case M_HEADER:
+        send_bytes(c, g_body, 65536);
+        break;
+    case M_PIPELINE:
+        send_bytes(c, g_pipeline, g_pipeline_len);
+        break;
+    default:
+        break;
     }
 }
 
@@ -181,7 +186,9 @@ static void on_connected(uv_connect_t* req, int status)
         send_bytes(c, g_pipeline, g_pipeline_len);
         uv_timer_start(&c->timer, on_tick, 1000, 1000);
         break;
-    case M_BIGBODY: send_bigbody(c); break;
+    case M_BIGBODY:
+        send_bigbody(c);
+        break;
     case M_SLOWLORIS: {
         static const char head[] = "GET / HTTP/1.1\r\nHost: a\r\n";
         send_bytes(c, head, sizeof(head) - 1);
@@ -194,13 +201,16 @@ static void on_connected(uv_connect_t* req, int status)
         uv_timer_start(&c->timer, on_tick, 1, 10);
         break;
     }
-    case M_GARBAGE: send_bytes(c, g_body, 65536); break;
+    case M_GARBAGE:
+        send_bytes(c, g_body, 65536);
+        break;
     case M_RESET: {
         static const char get[] = "GET /bytes?n=1000000 HTTP/1.1\r\nHost: a\r\n\r\n";
         send_bytes(c, get, sizeof(get) - 1);
         break;
     }
-    default: break;
+    default:
+        break;
     }
 }
 

@@ -211,10 +211,11 @@ static int respond(PConn* c, HttpRequest* r)
     if (r->route == HTTP_STATS_ROUTE) {
         char body[256];
         char text[512];
-        snprintf(body, sizeof(body), "accepted %lu\nactive %lu\nrequests %lu\nrejected %lu\ntimeouts %lu\n",
+        snprintf(body, sizeof(body),
+                "accepted %lu\nactive %lu\nrequests %lu\nrejected %lu\ntimeouts %lu\n",
                 srv->accepted, srv->active, srv->requests, srv->rejected, srv->timeouts);
-        size_t n = http_format(text, sizeof(text), HTTP_STATS_ROUTE, r->keep_alive, r->head_only, body,
-                NULL);
+        size_t n = http_format(text, sizeof(text), HTTP_STATS_ROUTE, r->keep_alive, r->head_only,
+                body, NULL);
         return send_response(c, text, n);
     }
     if (r->route == HTTP_HELLO_ROUTE) {
@@ -445,12 +446,24 @@ int main(int argc, char** argv)
     while ((opt = getopt(argc, argv, "j:t:c:r:p:L")) != -1) {
         unsigned long v = optarg ? strtoul(optarg, NULL, 10) : 0;
         switch (opt) {
-        case 'j': threads = v >= 1 && v <= 64 ? (unsigned)v : 1; break;
-        case 't': base.read_timeout_ms = v; break;
-        case 'c': base.concurrent = (uint32_t)v; break;
-        case 'r': base.rate = (uint32_t)v; break;
-        case 'p': base.period_ms = v ? v : 1; break;
-        case 'L': base.use_limiter = 0; break;
+        case 'j':
+            threads = v >= 1 && v <= 64 ? (unsigned)v : 1;
+            break;
+        case 't':
+            base.read_timeout_ms = v;
+            break;
+        case 'c':
+            base.concurrent = (uint32_t)v;
+            break;
+        case 'r':
+            base.rate = (uint32_t)v;
+            break;
+        case 'p':
+            base.period_ms = v ? v : 1;
+            break;
+        case 'L':
+            base.use_limiter = 0;
+            break;
         default:
             fprintf(stderr,
                     "usage: %s [-j threads] [-t ms] [-c concurrent] [-r rate] [-p period_ms] [-L] "

@@ -203,7 +203,8 @@ static void attempt_eh(FutoInAsyncSteps* as, void* data, const char* code)
     int retryable = strcmp(code, FUTOIN_TIMEOUT) == 0 || strcmp(code, FUTOIN_CONNECT_ERROR) == 0
             || strcmp(code, FUTOIN_COMM_ERROR) == 0 || strcmp(code, HTTP_UNAVAILABLE) == 0;
     if (retryable && r->attempts < r->opt->attempts) {
-        uint64_t delay = (uint64_t)r->opt->backoff_ms << (r->attempts - 1 < 16 ? r->attempts - 1 : 16);
+        uint64_t delay = (uint64_t)r->opt->backoff_ms
+                << (r->attempts - 1 < 16 ? r->attempts - 1 : 16);
         futoin_uv_sleep(as, (uint32_t)(delay < MAX_BACKOFF_MS ? delay : MAX_BACKOFF_MS));
         return;
     }
@@ -374,15 +375,23 @@ static void usage(const char* argv0)
 
 int main(int argc, char** argv)
 {
-    Options opt = {2000u, 3u, 100u};
+    Options opt = { 2000u, 3u, 100u };
     int c;
     while ((c = getopt(argc, argv, "t:a:b:h")) != -1) {
         int bad = 0;
         switch (c) {
-        case 't': bad = parse_u32(optarg, 1, &opt.timeout_ms); break;
-        case 'a': bad = parse_u32(optarg, 1, &opt.attempts) || opt.attempts > 100; break;
-        case 'b': bad = parse_u32(optarg, 0, &opt.backoff_ms); break;
-        default: bad = 1; break;
+        case 't':
+            bad = parse_u32(optarg, 1, &opt.timeout_ms);
+            break;
+        case 'a':
+            bad = parse_u32(optarg, 1, &opt.attempts) || opt.attempts > 100;
+            break;
+        case 'b':
+            bad = parse_u32(optarg, 0, &opt.backoff_ms);
+            break;
+        default:
+            bad = 1;
+            break;
         }
         if (bad) {
             usage(argv[0]);

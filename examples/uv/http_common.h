@@ -52,12 +52,15 @@
 
 /* Size limits of a request. */
 typedef struct HttpLimits {
-    size_t max_line; /* request line without its CRLF: 414 above */
-    size_t max_head; /* request line + fields + the empty line: 431 above */
+    size_t max_line;   /* request line without its CRLF: 414 above */
+    size_t max_head;   /* request line + fields + the empty line: 431 above */
     uint64_t max_body; /* Content-Length or chunked total: 413 above */
 } HttpLimits;
 
-#define HTTP_LIMITS_DEFAULT {8192u, 16384u, 1024u * 1024u}
+#define HTTP_LIMITS_DEFAULT                                                                        \
+    {                                                                                              \
+        8192u, 16384u, 1024u * 1024u                                                               \
+    }
 
 enum HttpRoute {
     HTTP_HELLO_ROUTE = 0, /* GET/HEAD /: 200 */
@@ -132,7 +135,8 @@ static inline void http_fail(HttpRequest* r, int route)
 static inline void http_route(HttpRequest* r, const char* target, size_t tlen)
 {
     /* absolute-form: http://authority/path -> /path */
-    if (tlen >= 7 && (http_ieq(target, 7, "http://") || (tlen >= 8 && http_ieq(target, 8, "https://")))) {
+    if (tlen >= 7
+            && (http_ieq(target, 7, "http://") || (tlen >= 8 && http_ieq(target, 8, "https://")))) {
         const char* auth = target + (http_lower((unsigned char)target[4]) == 's' ? 8 : 7);
         const char* slash = memchr(auth, '/', tlen - (size_t)(auth - target));
         if (!slash) {
@@ -378,48 +382,75 @@ static inline const char* http_status_line(int route)
     case HTTP_POST_ROUTE:
     case HTTP_SLEEP_ROUTE:
     case HTTP_BYTES_ROUTE:
-    case HTTP_FLOWS_ROUTE: return "200 OK";
-    case HTTP_NOT_FOUND: return "404 Not Found";
-    case HTTP_BAD_METHOD: return "405 Method Not Allowed";
-    case HTTP_TIMEOUT: return "408 Request Timeout";
-    case HTTP_TOO_LARGE: return "413 Content Too Large";
-    case HTTP_URI_TOO_LONG: return "414 URI Too Long";
-    case HTTP_EXPECTATION: return "417 Expectation Failed";
-    case HTTP_HEAD_TOO_LARGE: return "431 Request Header Fields Too Large";
-    case HTTP_NOT_IMPLEMENTED: return "501 Not Implemented";
+    case HTTP_FLOWS_ROUTE:
+        return "200 OK";
+    case HTTP_NOT_FOUND:
+        return "404 Not Found";
+    case HTTP_BAD_METHOD:
+        return "405 Method Not Allowed";
+    case HTTP_TIMEOUT:
+        return "408 Request Timeout";
+    case HTTP_TOO_LARGE:
+        return "413 Content Too Large";
+    case HTTP_URI_TOO_LONG:
+        return "414 URI Too Long";
+    case HTTP_EXPECTATION:
+        return "417 Expectation Failed";
+    case HTTP_HEAD_TOO_LARGE:
+        return "431 Request Header Fields Too Large";
+    case HTTP_NOT_IMPLEMENTED:
+        return "501 Not Implemented";
     case HTTP_BUSY:
     case HTTP_OVERLOADED:
-    case HTTP_FULL: return "503 Service Unavailable";
-    case HTTP_BAD_VERSION: return "505 HTTP Version Not Supported";
-    default: return "400 Bad Request";
+    case HTTP_FULL:
+        return "503 Service Unavailable";
+    case HTTP_BAD_VERSION:
+        return "505 HTTP Version Not Supported";
+    default:
+        return "400 Bad Request";
     }
 }
 
 static inline const char* http_body(int route)
 {
     switch (route) {
-    case HTTP_HELLO_ROUTE: return HTTP_HELLO;
-    case HTTP_SLEEP_ROUTE: return "Slept\n";
-    case HTTP_NOT_FOUND: return "Not found\n";
-    case HTTP_BAD_METHOD: return "Method not allowed\n";
-    case HTTP_TIMEOUT: return "Request timeout\n";
-    case HTTP_TOO_LARGE: return "Request body too large\n";
-    case HTTP_URI_TOO_LONG: return "Request line too long\n";
-    case HTTP_EXPECTATION: return "Expectation not supported\n";
-    case HTTP_HEAD_TOO_LARGE: return "Request head too large\n";
-    case HTTP_NOT_IMPLEMENTED: return "Not implemented\n";
-    case HTTP_BUSY: return "Busy, try again later\n";
-    case HTTP_OVERLOADED: return "Overloaded, try again later\n";
-    case HTTP_FULL: return "Too many connections\n";
-    case HTTP_BAD_VERSION: return "HTTP version not supported\n";
-    default: return "Bad request\n";
+    case HTTP_HELLO_ROUTE:
+        return HTTP_HELLO;
+    case HTTP_SLEEP_ROUTE:
+        return "Slept\n";
+    case HTTP_NOT_FOUND:
+        return "Not found\n";
+    case HTTP_BAD_METHOD:
+        return "Method not allowed\n";
+    case HTTP_TIMEOUT:
+        return "Request timeout\n";
+    case HTTP_TOO_LARGE:
+        return "Request body too large\n";
+    case HTTP_URI_TOO_LONG:
+        return "Request line too long\n";
+    case HTTP_EXPECTATION:
+        return "Expectation not supported\n";
+    case HTTP_HEAD_TOO_LARGE:
+        return "Request head too large\n";
+    case HTTP_NOT_IMPLEMENTED:
+        return "Not implemented\n";
+    case HTTP_BUSY:
+        return "Busy, try again later\n";
+    case HTTP_OVERLOADED:
+        return "Overloaded, try again later\n";
+    case HTTP_FULL:
+        return "Too many connections\n";
+    case HTTP_BAD_VERSION:
+        return "HTTP version not supported\n";
+    default:
+        return "Bad request\n";
     }
 }
 
 /* Formats a full response with the given body into buf (returns its
  * length, 0 if it does not fit). allow: the Allow field of a 405 or NULL. */
-static inline size_t http_format(char* buf, size_t cap, int route, int keep_alive,
-        int head_only, const char* body, const char* allow)
+static inline size_t http_format(char* buf, size_t cap, int route, int keep_alive, int head_only,
+        const char* body, const char* allow)
 {
     size_t blen = strlen(body);
     int n = snprintf(buf, cap,

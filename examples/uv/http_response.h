@@ -64,18 +64,18 @@ typedef void (*HttpResponseBody)(void* ctx, const char* p, size_t n);
 
 typedef struct HttpResponse {
     /* the outcome */
-    int state;          /* HR_DONE or HR_ERROR at the end */
-    int truncated;      /* HR_ERROR: the connection ended early (worth a retry) */
-    char error[128];    /* HR_ERROR: what was wrong */
-    int head_complete;  /* the final (non-1xx) head is parsed */
+    int state;         /* HR_DONE or HR_ERROR at the end */
+    int truncated;     /* HR_ERROR: the connection ended early (worth a retry) */
+    char error[128];   /* HR_ERROR: what was wrong */
+    int head_complete; /* the final (non-1xx) head is parsed */
     int status;
     int minor;
     char reason[64];
-    int interim;        /* 1xx responses skipped */
+    int interim; /* 1xx responses skipped */
     int has_length;
     uint64_t content_length;
     int chunked;
-    uint64_t body_len;  /* decoded body bytes so far */
+    uint64_t body_len; /* decoded body bytes so far */
     /* set by http_response_init() */
     uint64_t max_body;
     HttpResponseBody on_body;
@@ -83,11 +83,11 @@ typedef struct HttpResponse {
     /* the line being read, without its CRLF */
     char line[HTTP_RESPONSE_MAX_HEAD];
     size_t line_len;
-    int cr;             /* the previous byte was a CR */
-    int lines;          /* lines of this head so far */
-    size_t section;     /* bytes of this head or trailer section so far */
-    uint64_t left;      /* of the body or of the chunk */
-    int codings;        /* Transfer-Encoding elements */
+    int cr;         /* the previous byte was a CR */
+    int lines;      /* lines of this head so far */
+    size_t section; /* bytes of this head or trailer section so far */
+    uint64_t left;  /* of the body or of the chunk */
+    int codings;    /* Transfer-Encoding elements */
     int bad_coding;
     int any_byte;
 } HttpResponse;
@@ -113,10 +113,14 @@ static inline HTTP_RESPONSE_PRINTF void http_response_fail(HttpResponse* r, cons
 static inline const char* http_response_where(const HttpResponse* r)
 {
     switch (r->state) {
-    case HR_HEAD: return "the response head";
-    case HR_CHUNK_SIZE: return "a chunk-size line";
-    case HR_TRAILER: return "the trailer section";
-    default: return "the chunked body";
+    case HR_HEAD:
+        return "the response head";
+    case HR_CHUNK_SIZE:
+        return "a chunk-size line";
+    case HR_TRAILER:
+        return "the trailer section";
+    default:
+        return "the chunked body";
     }
 }
 
@@ -396,17 +400,23 @@ static inline void http_response_eof(HttpResponse* r)
 {
     switch (r->state) {
     case HR_DONE:
-    case HR_ERROR: return;
-    case HR_BODY_EOF: r->state = HR_DONE; return;
+    case HR_ERROR:
+        return;
+    case HR_BODY_EOF:
+        r->state = HR_DONE;
+        return;
     case HR_HEAD:
-        http_response_fail(r, r->any_byte ? "connection closed in the response head"
-                                          : "connection closed without a response");
+        http_response_fail(r,
+                r->any_byte ? "connection closed in the response head"
+                            : "connection closed without a response");
         break;
     case HR_BODY_LENGTH:
         http_response_fail(r, "connection closed after %llu of %llu body bytes",
                 (unsigned long long)r->body_len, (unsigned long long)r->content_length);
         break;
-    default: http_response_fail(r, "connection closed in the chunked body"); break;
+    default:
+        http_response_fail(r, "connection closed in the chunked body");
+        break;
     }
     r->truncated = 1;
 }

@@ -77,7 +77,7 @@ int main(int argc, char** argv)
 
     int signals = 0;
     while (!http_server_finished(srv)) {
-        struct timespec ts = {0, 100 * 1000 * 1000};
+        struct timespec ts = { 0, 100 * 1000 * 1000 };
         int sig = sigtimedwait(&set, NULL, &ts);
         if (sig <= 0) {
             continue;

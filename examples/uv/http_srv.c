@@ -118,8 +118,8 @@ struct Worker {
     FutoInAsyncSteps* acceptor;
     FutoInSync* limiter;
     FutoInSync* uploads; /* a Mutex: bodies read at once on this loop */
-    uv_async_t ctl; /* wakes the loop for a shutdown request */
-    int ctl_open;   /* under ctl_lock: other threads may send */
+    uv_async_t ctl;      /* wakes the loop for a shutdown request */
+    int ctl_open;        /* under ctl_lock: other threads may send */
     pthread_mutex_t ctl_lock;
     uv_timer_t drain_timer;
     int drain_timer_open;
@@ -164,18 +164,18 @@ struct Conn {
     int linger;    /* close after a response: lingering close */
     int err_route; /* the status of an HTTP_ERROR_CODE error */
     int chunk_state;
-    int timed;     /* the read timeout of this request is armed */
+    int timed; /* the read timeout of this request is armed */
     uint32_t requests;
     uint64_t body_left;
     uint64_t body_total;
     size_t trailer_bytes;
     size_t lingered;
-    char* hbuf;   /* a head that came in pieces, line by line */
+    char* hbuf; /* a head that came in pieces, line by line */
     size_t hlen;
     size_t hcap;
     size_t hcharged; /* of hbuf, to the input budget */
-    int in_hbuf;  /* the head to parse is in hbuf */
-    int scan;     /* HTTP_SCAN_* of the buffered head when the request began */
+    int in_hbuf;     /* the head to parse is in hbuf */
+    int scan;        /* HTTP_SCAN_* of the buffered head when the request began */
     size_t scan_n;
     HttpRequest req;
     char dyn[900]; /* a dynamic response */
@@ -201,7 +201,7 @@ void http_server_options_init(HttpServerOptions* o)
     o->input_budget = 64u * 1024u * 1024u;
     o->max_uploads = 64;
     o->use_limiter = 1;
-    FutoInLimiterOptions l = {256u, 1024u, 100000u, 1000u, 1024u};
+    FutoInLimiterOptions l = { 256u, 1024u, 100000u, 1000u, 1024u };
     o->limiter = l;
 }
 
@@ -268,28 +268,28 @@ static int parse_number(const char* text, unsigned long long min, unsigned long 
 int http_server_parse_args(HttpServerOptions* o, int argc, char** argv, FILE* out, FILE* err)
 {
     static const struct option longs[] = {
-        {"bind", required_argument, NULL, 'a'},
-        {"loops", required_argument, NULL, 'j'},
-        {"idle-timeout", required_argument, NULL, 'i'},
-        {"read-timeout", required_argument, NULL, 't'},
-        {"write-timeout", required_argument, NULL, 'w'},
-        {"drain-timeout", required_argument, NULL, 'd'},
-        {"max-requests", required_argument, NULL, 'n'},
-        {"max-connections", required_argument, NULL, 'm'},
-        {"max-line", required_argument, NULL, 'l'},
-        {"max-head", required_argument, NULL, 'H'},
-        {"max-body", required_argument, NULL, 'B'},
-        {"input-budget", required_argument, NULL, 'g'},
-        {"max-uploads", required_argument, NULL, 'u'},
-        {"concurrent", required_argument, NULL, 'c'},
-        {"max-queue", required_argument, NULL, 'q'},
-        {"rate", required_argument, NULL, 'r'},
-        {"period", required_argument, NULL, 'p'},
-        {"burst", required_argument, NULL, 'b'},
-        {"no-limiter", no_argument, NULL, 'L'},
-        {"debug-pages", no_argument, NULL, 'D'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        { "bind", required_argument, NULL, 'a' },
+        { "loops", required_argument, NULL, 'j' },
+        { "idle-timeout", required_argument, NULL, 'i' },
+        { "read-timeout", required_argument, NULL, 't' },
+        { "write-timeout", required_argument, NULL, 'w' },
+        { "drain-timeout", required_argument, NULL, 'd' },
+        { "max-requests", required_argument, NULL, 'n' },
+        { "max-connections", required_argument, NULL, 'm' },
+        { "max-line", required_argument, NULL, 'l' },
+        { "max-head", required_argument, NULL, 'H' },
+        { "max-body", required_argument, NULL, 'B' },
+        { "input-budget", required_argument, NULL, 'g' },
+        { "max-uploads", required_argument, NULL, 'u' },
+        { "concurrent", required_argument, NULL, 'c' },
+        { "max-queue", required_argument, NULL, 'q' },
+        { "rate", required_argument, NULL, 'r' },
+        { "period", required_argument, NULL, 'p' },
+        { "burst", required_argument, NULL, 'b' },
+        { "no-limiter", no_argument, NULL, 'L' },
+        { "debug-pages", no_argument, NULL, 'D' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
     };
     const char* argv0 = argc > 0 ? argv[0] : "http_server";
     optind = 1;
@@ -301,9 +301,15 @@ int http_server_parse_args(HttpServerOptions* o, int argc, char** argv, FILE* ou
         unsigned long long min = 0;
         unsigned long long max = UINT32_MAX;
         switch (opt) {
-        case 'h': usage(out, argv0); return 1;
-        case 'L': o->use_limiter = 0; continue;
-        case 'D': o->debug_pages = 1; continue;
+        case 'h':
+            usage(out, argv0);
+            return 1;
+        case 'L':
+            o->use_limiter = 0;
+            continue;
+        case 'D':
+            o->debug_pages = 1;
+            continue;
         case 'a':
             o->host = optarg;
             continue;
@@ -315,7 +321,9 @@ int http_server_parse_args(HttpServerOptions* o, int argc, char** argv, FILE* ou
             fprintf(err, "%s: unknown option %s\n", argv0, argv[optind - 1]);
             usage(err, argv0);
             return -1;
-        case 'j': max = 1024; break;
+        case 'j':
+            max = 1024;
+            break;
         case 'i':
         case 't':
         case 'w':
@@ -323,8 +331,11 @@ int http_server_parse_args(HttpServerOptions* o, int argc, char** argv, FILE* ou
         case 'l':
         case 'H':
         case 'B':
-        case 'g': min = 1; break;
-        default: break;
+        case 'g':
+            min = 1;
+            break;
+        default:
+            break;
         }
         if (parse_number(optarg, min, max, &v) != 0) {
             fprintf(err, "%s: invalid -%c value '%s' (expected %llu..%llu)\n", argv0, opt, optarg,
@@ -333,24 +344,59 @@ int http_server_parse_args(HttpServerOptions* o, int argc, char** argv, FILE* ou
             return -1;
         }
         switch (opt) {
-        case 'j': o->loops = (unsigned)v; break;
-        case 'i': o->idle_timeout_ms = (uint32_t)v; break;
-        case 't': o->read_timeout_ms = (uint32_t)v; break;
-        case 'w': o->write_timeout_ms = (uint32_t)v; break;
-        case 'd': o->drain_timeout_ms = (uint32_t)v; break;
-        case 'n': o->max_requests = (uint32_t)v; break;
-        case 'm': o->max_connections = (uint32_t)v; break;
-        case 'l': o->limits.max_line = (size_t)v; break;
-        case 'H': o->limits.max_head = (size_t)v; break;
-        case 'B': o->limits.max_body = v; break;
-        case 'g': o->input_budget = (size_t)v; break;
-        case 'u': o->max_uploads = (uint32_t)v; break;
-        case 'c': o->limiter.concurrent = (uint32_t)v; break;
-        case 'q': o->limiter.max_queue = (uint32_t)v; break;
-        case 'r': o->limiter.rate = (uint32_t)v; break;
-        case 'p': o->limiter.period_ms = (uint32_t)v; break;
-        case 'b': o->limiter.burst = (uint32_t)v; break;
-        default: break;
+        case 'j':
+            o->loops = (unsigned)v;
+            break;
+        case 'i':
+            o->idle_timeout_ms = (uint32_t)v;
+            break;
+        case 't':
+            o->read_timeout_ms = (uint32_t)v;
+            break;
+        case 'w':
+            o->write_timeout_ms = (uint32_t)v;
+            break;
+        case 'd':
+            o->drain_timeout_ms = (uint32_t)v;
+            break;
+        case 'n':
+            o->max_requests = (uint32_t)v;
+            break;
+        case 'm':
+            o->max_connections = (uint32_t)v;
+            break;
+        case 'l':
+            o->limits.max_line = (size_t)v;
+            break;
+        case 'H':
+            o->limits.max_head = (size_t)v;
+            break;
+        case 'B':
+            o->limits.max_body = v;
+            break;
+        case 'g':
+            o->input_budget = (size_t)v;
+            break;
+        case 'u':
+            o->max_uploads = (uint32_t)v;
+            break;
+        case 'c':
+            o->limiter.concurrent = (uint32_t)v;
+            break;
+        case 'q':
+            o->limiter.max_queue = (uint32_t)v;
+            break;
+        case 'r':
+            o->limiter.rate = (uint32_t)v;
+            break;
+        case 'p':
+            o->limiter.period_ms = (uint32_t)v;
+            break;
+        case 'b':
+            o->limiter.burst = (uint32_t)v;
+            break;
+        default:
+            break;
         }
     }
     if (optind < argc) {
@@ -636,8 +682,12 @@ static void head_iter(FutoInAsyncSteps* as, void* data)
         futoin_uv_read_exact(as, c->s, n);
         futoin_add(as, head_rest_got, NULL, c);
         break;
-    case HTTP_SCAN_BAD: http_error(as, c, HTTP_BAD_REQUEST); break;
-    case HTTP_SCAN_FULL: http_error(as, c, too_large_route(c)); break;
+    case HTTP_SCAN_BAD:
+        http_error(as, c, HTTP_BAD_REQUEST);
+        break;
+    case HTTP_SCAN_FULL:
+        http_error(as, c, too_large_route(c));
+        break;
     default:
         futoin_uv_read_until(as, c->s, "\n", c->w->srv->opt.limits.max_head - c->hlen);
         futoin_add(as, head_line_got, NULL, c);
@@ -660,8 +710,12 @@ static void rq_head_read(FutoInAsyncSteps* as, void* data, const FutoInArgs* arg
         /* The common case: the whole head is here, read without a copy. */
         futoin_uv_read_exact(as, c->s, n);
         break;
-    case HTTP_SCAN_BAD: set_error(c, HTTP_BAD_REQUEST); break;
-    case HTTP_SCAN_FULL: set_error(c, too_large_route(c)); break;
+    case HTTP_SCAN_BAD:
+        set_error(c, HTTP_BAD_REQUEST);
+        break;
+    case HTTP_SCAN_FULL:
+        set_error(c, too_large_route(c));
+        break;
     default:
         c->in_hbuf = 1;
         futoin_add_loop(as, head_iter, c, NULL);
@@ -802,9 +856,14 @@ static void read_trailer_line(FutoInAsyncSteps* as, Conn* c)
     size_t n = 0;
     /* before + 1: an empty first line ends a trailer section */
     switch (http_head_scan(p ? p : "", len, c->trailer_bytes + 1, max + 1, &n)) {
-    case HTTP_SCAN_BAD: http_error(as, c, HTTP_BAD_REQUEST); return;
-    case HTTP_SCAN_FULL: http_error(as, c, HTTP_HEAD_TOO_LARGE); return;
-    default: break;
+    case HTTP_SCAN_BAD:
+        http_error(as, c, HTTP_BAD_REQUEST);
+        return;
+    case HTTP_SCAN_FULL:
+        http_error(as, c, HTTP_HEAD_TOO_LARGE);
+        return;
+    default:
+        break;
     }
     futoin_uv_read_until(as, c->s, "\n", max - c->trailer_bytes);
     futoin_add(as, trailer_got, NULL, c);
@@ -836,8 +895,12 @@ static void body_chunked_iter(FutoInAsyncSteps* as, void* data)
             futoin_add(as, chunk_end_got, NULL, c);
         }
         break;
-    case CH_TRAILER: read_trailer_line(as, c); break;
-    default: futoin_break(as, NULL); break;
+    case CH_TRAILER:
+        read_trailer_line(as, c);
+        break;
+    default:
+        futoin_break(as, NULL);
+        break;
     }
 }
 
@@ -964,8 +1027,9 @@ static void it_request_eh(FutoInAsyncSteps* as, void* data, const char* code)
         /* A line that does not fit: a trailer line is part of the trailer
          * section, limited like a head; a chunk-size line or the CRLF after
          * chunk data is malformed. */
-        set_error(c, c->phase == PH_BODY && c->chunk_state == CH_TRAILER ? HTTP_HEAD_TOO_LARGE
-                                                                         : HTTP_BAD_REQUEST);
+        set_error(c,
+                c->phase == PH_BODY && c->chunk_state == CH_TRAILER ? HTTP_HEAD_TOO_LARGE
+                                                                    : HTTP_BAD_REQUEST);
     } else {
         return;
     }
@@ -1106,10 +1170,10 @@ static void stats_body(Conn* c, FILE* f)
             "budget_used %zu\nbudget_limit %zu\nbudget_refusals %lu\nlimiter_active %u\n"
             "limiter_queued %u\nuploads_active %u\nuploads_queued %u\nloops %u\n",
             st.accepted, st.active, st.refused, st.requests, st.ok, st.rejected, st.overloaded,
-            st.client_errors, st.idle_closed + st.read_timeouts + st.write_timeouts,
-            st.idle_closed, st.read_timeouts, st.write_timeouts, st.peer_closed, st.errors,
-            st.budget_used, st.budget_limit, st.budget_refusals, ls.active, ls.queued, us.active,
-            us.queued, st.loops);
+            st.client_errors, st.idle_closed + st.read_timeouts + st.write_timeouts, st.idle_closed,
+            st.read_timeouts, st.write_timeouts, st.peer_closed, st.errors, st.budget_used,
+            st.budget_limit, st.budget_refusals, ls.active, ls.queued, us.active, us.queued,
+            st.loops);
 #define ENGINE_PRINT(f) fprintf(f_, "engine_%s %llu\n", #f, (unsigned long long)st.engine.f);
     FILE* f_ = f;
     ENGINE_COUNTERS(ENGINE_PRINT)
@@ -1135,11 +1199,20 @@ static void count_response(Conn* c)
     case HTTP_POST_ROUTE:
     case HTTP_SLEEP_ROUTE:
     case HTTP_BYTES_ROUTE:
-    case HTTP_FLOWS_ROUTE: inc(&st->ok); break;
-    case HTTP_BUSY: inc(&st->rejected); break;
-    case HTTP_OVERLOADED: inc(&st->overloaded); break;
-    case HTTP_TIMEOUT: break; /* counted as read_timeouts */
-    default: inc(&st->client_errors); break;
+    case HTTP_FLOWS_ROUTE:
+        inc(&st->ok);
+        break;
+    case HTTP_BUSY:
+        inc(&st->rejected);
+        break;
+    case HTTP_OVERLOADED:
+        inc(&st->overloaded);
+        break;
+    case HTTP_TIMEOUT:
+        break; /* counted as read_timeouts */
+    default:
+        inc(&st->client_errors);
+        break;
     }
 }
 
@@ -1702,7 +1775,8 @@ void http_server_stats(HttpServer* srv, HttpStats* out)
         SUM(peer_closed);
         SUM(errors);
 #undef SUM
-#define ENGINE_SUM(f) out->engine.f += atomic_load_explicit(&srv->w[i].engine.f, memory_order_relaxed);
+#define ENGINE_SUM(f)                                                                              \
+    out->engine.f += atomic_load_explicit(&srv->w[i].engine.f, memory_order_relaxed);
         ENGINE_COUNTERS(ENGINE_SUM)
 #undef ENGINE_SUM
     }

@@ -16,22 +16,22 @@
 #include "http_common.h"
 
 typedef struct HttpServerOptions {
-    const char* host;          /* bind address (numeric IPv4/IPv6): 127.0.0.1 */
-    unsigned port;             /* 8080; 0: any free port */
-    unsigned loops;            /* loop threads; 0: one per online CPU */
-    uint32_t idle_timeout_ms;  /* wait for a request's first byte: 5000 */
-    uint32_t read_timeout_ms;  /* the rest of the head and the body: 10000 */
-    uint32_t write_timeout_ms; /* each response: 10000 */
-    uint32_t drain_timeout_ms; /* in-flight requests after a shutdown: 5000 */
-    uint32_t max_requests;     /* per connection; 0: unlimited: 1000 */
-    uint32_t max_connections;  /* open at once, all loops; 0: the descriptor
+    const char* host;             /* bind address (numeric IPv4/IPv6): 127.0.0.1 */
+    unsigned port;                /* 8080; 0: any free port */
+    unsigned loops;               /* loop threads; 0: one per online CPU */
+    uint32_t idle_timeout_ms;     /* wait for a request's first byte: 5000 */
+    uint32_t read_timeout_ms;     /* the rest of the head and the body: 10000 */
+    uint32_t write_timeout_ms;    /* each response: 10000 */
+    uint32_t drain_timeout_ms;    /* in-flight requests after a shutdown: 5000 */
+    uint32_t max_requests;        /* per connection; 0: unlimited: 1000 */
+    uint32_t max_connections;     /* open at once, all loops; 0: the descriptor
                                   limit less room for the loops: 0 */
-    HttpLimits limits;         /* 8 KiB line, 16 KiB head, 1 MiB body */
-    size_t input_budget;       /* buffered input, all connections: 64 MiB */
-    uint32_t max_uploads;      /* bodies read at once, all loops; 0: any: 64 */
-    int use_limiter;           /* 1 */
+    HttpLimits limits;            /* 8 KiB line, 16 KiB head, 1 MiB body */
+    size_t input_budget;          /* buffered input, all connections: 64 MiB */
+    uint32_t max_uploads;         /* bodies read at once, all loops; 0: any: 64 */
+    int use_limiter;              /* 1 */
     FutoInLimiterOptions limiter; /* whole server; divided among the loops */
-    int debug_pages;           /* serve GET /debug/flows (else 404): 0 */
+    int debug_pages;              /* serve GET /debug/flows (else 404): 0 */
 } HttpServerOptions;
 
 /* Counters (summed over the loops) and gauges. */

@@ -90,8 +90,8 @@ static inline int http_digits(const char* s, const char* e, uint64_t* out)
  * Returns 0 with the name in [line, *colon) and the trimmed value in
  * [*vs, *ve), or -1. A line starting with a blank (obs-fold) has no token
  * name: -1. */
-static inline int http_field_line(const char* line, size_t len, const char** colon,
-        const char** vs, const char** ve)
+static inline int http_field_line(const char* line, size_t len, const char** colon, const char** vs,
+        const char** ve)
 {
     const char* e = line + len;
     const char* p = line;

@@ -52,7 +52,7 @@ extern "C" {
 #ifndef FUTOIN_DEPRECATED
 #if defined(__cplusplus) && __cplusplus >= 201402L
 #define FUTOIN_DEPRECATED(msg) [[deprecated(msg)]]
-#elif !defined(__cplusplus) && defined(__STDC_VERSION__) && __STDC_VERSION__ > 201710L \
+#elif !defined(__cplusplus) && defined(__STDC_VERSION__) && __STDC_VERSION__ > 201710L             \
         && defined(__has_c_attribute)
 #if __has_c_attribute(deprecated)
 #define FUTOIN_DEPRECATED(msg) [[deprecated(msg)]]
@@ -73,19 +73,19 @@ extern "C" {
 /** @name Error codes of the spec (strings compared with strcmp). */
 /** @{ */
 
-#define FUTOIN_CONNECT_ERROR "ConnectError"               /**< "ConnectError" */
-#define FUTOIN_COMM_ERROR "CommError"                     /**< "CommError" */
-#define FUTOIN_UNKNOWN_INTERFACE "UnknownInterface"       /**< "UnknownInterface" */
+#define FUTOIN_CONNECT_ERROR "ConnectError"                /**< "ConnectError" */
+#define FUTOIN_COMM_ERROR "CommError"                      /**< "CommError" */
+#define FUTOIN_UNKNOWN_INTERFACE "UnknownInterface"        /**< "UnknownInterface" */
 #define FUTOIN_NOT_SUPPORTED_VERSION "NotSupportedVersion" /**< "NotSupportedVersion" */
-#define FUTOIN_NOT_IMPLEMENTED "NotImplemented"           /**< "NotImplemented" */
-#define FUTOIN_UNAUTHORIZED "Unauthorized"                /**< "Unauthorized" */
-#define FUTOIN_INTERNAL_ERROR "InternalError"             /**< "InternalError" */
-#define FUTOIN_INVOKER_ERROR "InvokerError"               /**< "InvokerError" */
-#define FUTOIN_INVALID_REQUEST "InvalidRequest"           /**< "InvalidRequest" */
-#define FUTOIN_DEFENSE_REJECTED "DefenseRejected"         /**< "DefenseRejected" */
-#define FUTOIN_PLEASE_REAUTH "PleaseReauth"               /**< "PleaseReauth" */
-#define FUTOIN_SECURITY_ERROR "SecurityError"             /**< "SecurityError" */
-#define FUTOIN_TIMEOUT "Timeout"                          /**< "Timeout" */
+#define FUTOIN_NOT_IMPLEMENTED "NotImplemented"            /**< "NotImplemented" */
+#define FUTOIN_UNAUTHORIZED "Unauthorized"                 /**< "Unauthorized" */
+#define FUTOIN_INTERNAL_ERROR "InternalError"              /**< "InternalError" */
+#define FUTOIN_INVOKER_ERROR "InvokerError"                /**< "InvokerError" */
+#define FUTOIN_INVALID_REQUEST "InvalidRequest"            /**< "InvalidRequest" */
+#define FUTOIN_DEFENSE_REJECTED "DefenseRejected"          /**< "DefenseRejected" */
+#define FUTOIN_PLEASE_REAUTH "PleaseReauth"                /**< "PleaseReauth" */
+#define FUTOIN_SECURITY_ERROR "SecurityError"              /**< "SecurityError" */
+#define FUTOIN_TIMEOUT "Timeout"                           /**< "Timeout" */
 
 /** @} */
 
@@ -129,7 +129,7 @@ void futoin_set_misuse_handler(FutoInLoop* loop, FutoInMisuseHandler cb, void* d
 /** A plain int32_t value: no cleanup is needed. */
 static inline FutoInBinaryValue futoin_val_i32(int32_t v)
 {
-    static const FutoInType t = {FTN_TYPE_INT32, 0};
+    static const FutoInType t = { FTN_TYPE_INT32, 0 };
     FutoInBinaryValue r;
     memset(&r, 0, sizeof(r));
     r.type = &t;
@@ -139,7 +139,7 @@ static inline FutoInBinaryValue futoin_val_i32(int32_t v)
 /** A plain int64_t value: no cleanup is needed. */
 static inline FutoInBinaryValue futoin_val_i64(int64_t v)
 {
-    static const FutoInType t = {FTN_TYPE_INT64, 0};
+    static const FutoInType t = { FTN_TYPE_INT64, 0 };
     FutoInBinaryValue r;
     memset(&r, 0, sizeof(r));
     r.type = &t;
@@ -149,7 +149,7 @@ static inline FutoInBinaryValue futoin_val_i64(int64_t v)
 /** A plain uint32_t value: no cleanup is needed. */
 static inline FutoInBinaryValue futoin_val_u32(uint32_t v)
 {
-    static const FutoInType t = {FTN_TYPE_UINT32, 0};
+    static const FutoInType t = { FTN_TYPE_UINT32, 0 };
     FutoInBinaryValue r;
     memset(&r, 0, sizeof(r));
     r.type = &t;
@@ -159,7 +159,7 @@ static inline FutoInBinaryValue futoin_val_u32(uint32_t v)
 /** A plain uint64_t value: no cleanup is needed. */
 static inline FutoInBinaryValue futoin_val_u64(uint64_t v)
 {
-    static const FutoInType t = {FTN_TYPE_UINT64, 0};
+    static const FutoInType t = { FTN_TYPE_UINT64, 0 };
     FutoInBinaryValue r;
     memset(&r, 0, sizeof(r));
     r.type = &t;
@@ -169,7 +169,7 @@ static inline FutoInBinaryValue futoin_val_u64(uint64_t v)
 /** A plain bool value: no cleanup is needed. */
 static inline FutoInBinaryValue futoin_val_bool(bool v)
 {
-    static const FutoInType t = {FTN_TYPE_BOOL, 0};
+    static const FutoInType t = { FTN_TYPE_BOOL, 0 };
     FutoInBinaryValue r;
     memset(&r, 0, sizeof(r));
     r.type = &t;
@@ -179,7 +179,7 @@ static inline FutoInBinaryValue futoin_val_bool(bool v)
 /** A plain double value: no cleanup is needed. */
 static inline FutoInBinaryValue futoin_val_double(double v)
 {
-    static const FutoInType t = {FTN_TYPE_DOUBLE, 0};
+    static const FutoInType t = { FTN_TYPE_DOUBLE, 0 };
     FutoInBinaryValue r;
     memset(&r, 0, sizeof(r));
     r.type = &t;
@@ -189,7 +189,7 @@ static inline FutoInBinaryValue futoin_val_double(double v)
 /** A string the caller keeps alive (e.g. a literal): not copied, not freed. */
 static inline FutoInBinaryValue futoin_val_cstr(const char* s)
 {
-    static const FutoInType t = {FTN_TYPE_STRING, 0};
+    static const FutoInType t = { FTN_TYPE_STRING, 0 };
     FutoInBinaryValue r;
     memset(&r, 0, sizeof(r));
     r.type = &t;
@@ -226,16 +226,26 @@ static inline int futoin_arg_type(const FutoInArgs* args, int i)
 static inline int64_t futoin_arg_int(const FutoInArgs* args, int i, int64_t fallback)
 {
     switch (futoin_arg_type(args, i)) {
-    case FTN_TYPE_INT8: return args->args[i].i8;
-    case FTN_TYPE_INT16: return args->args[i].i16;
-    case FTN_TYPE_INT32: return args->args[i].i32;
-    case FTN_TYPE_INT64: return args->args[i].i64;
-    case FTN_TYPE_UINT8: return args->args[i].u8;
-    case FTN_TYPE_UINT16: return args->args[i].u16;
-    case FTN_TYPE_UINT32: return args->args[i].u32;
-    case FTN_TYPE_UINT64: return (int64_t)args->args[i].u64;
-    case FTN_TYPE_BOOL: return args->args[i].b;
-    default: return fallback;
+    case FTN_TYPE_INT8:
+        return args->args[i].i8;
+    case FTN_TYPE_INT16:
+        return args->args[i].i16;
+    case FTN_TYPE_INT32:
+        return args->args[i].i32;
+    case FTN_TYPE_INT64:
+        return args->args[i].i64;
+    case FTN_TYPE_UINT8:
+        return args->args[i].u8;
+    case FTN_TYPE_UINT16:
+        return args->args[i].u16;
+    case FTN_TYPE_UINT32:
+        return args->args[i].u32;
+    case FTN_TYPE_UINT64:
+        return (int64_t)args->args[i].u64;
+    case FTN_TYPE_BOOL:
+        return args->args[i].b;
+    default:
+        return fallback;
     }
 }
 /** Typed getter: futoin_arg_int() converted to int32_t. */
@@ -248,9 +258,12 @@ static inline int32_t futoin_arg_i32(const FutoInArgs* args, int i, int32_t fall
 static inline double futoin_arg_double(const FutoInArgs* args, int i, double fallback)
 {
     switch (futoin_arg_type(args, i)) {
-    case FTN_TYPE_FLOAT: return args->args[i].f;
-    case FTN_TYPE_DOUBLE: return args->args[i].d;
-    default: return (double)futoin_arg_int(args, i, (int64_t)fallback);
+    case FTN_TYPE_FLOAT:
+        return args->args[i].f;
+    case FTN_TYPE_DOUBLE:
+        return args->args[i].d;
+    default:
+        return (double)futoin_arg_int(args, i, (int64_t)fallback);
     }
 }
 /** Typed getter: the string when argument i is an FTN_TYPE_STRING, else fallback. */
@@ -267,7 +280,8 @@ static inline bool futoin_arg_bool(const FutoInArgs* args, int i, bool fallback)
 /** Typed getter: the object of a custom-object argument i, else NULL. */
 static inline void* futoin_arg_custom(const FutoInArgs* args, int i)
 {
-    return futoin_arg_type(args, i) == FTN_TYPE_CUSTOM_OBJECT ? args->args[i].custom_data : (void*)0;
+    return futoin_arg_type(args, i) == FTN_TYPE_CUSTOM_OBJECT ? args->args[i].custom_data
+                                                              : (void*)0;
 }
 
 /** @} */
@@ -289,8 +303,8 @@ static inline void futoin_add(FutoInAsyncSteps* as, FutoInAsyncSteps_execute_cal
  * The returned interface is valid until the current callback returns (or,
  * on a root that has not started, until execute()). Out of memory: the
  * process aborts with the message (engine bookkeeping). */
-static inline FutoInAsyncSteps* futoin_parallel(
-        FutoInAsyncSteps* as, FutoInAsyncSteps_error_callback eh, void* data)
+static inline FutoInAsyncSteps* futoin_parallel(FutoInAsyncSteps* as,
+        FutoInAsyncSteps_error_callback eh, void* data)
 {
     return as->api->parallel(as, data, eh);
 }
@@ -437,8 +451,8 @@ static inline void futoin_success2(FutoInAsyncSteps* as, FutoInBinaryValue a0, F
     as->api->success(as, &a);
 }
 /** Completes the step with three values; ownership passes to the engine. */
-static inline void futoin_success3(FutoInAsyncSteps* as, FutoInBinaryValue a0,
-        FutoInBinaryValue a1, FutoInBinaryValue a2)
+static inline void futoin_success3(FutoInAsyncSteps* as, FutoInBinaryValue a0, FutoInBinaryValue a1,
+        FutoInBinaryValue a2)
 {
     FutoInArgs a;
     memset(&a, 0, sizeof(a));
@@ -448,8 +462,8 @@ static inline void futoin_success3(FutoInAsyncSteps* as, FutoInBinaryValue a0,
     as->api->success(as, &a);
 }
 /** Completes the step with four values; ownership passes to the engine. */
-static inline void futoin_success4(FutoInAsyncSteps* as, FutoInBinaryValue a0,
-        FutoInBinaryValue a1, FutoInBinaryValue a2, FutoInBinaryValue a3)
+static inline void futoin_success4(FutoInAsyncSteps* as, FutoInBinaryValue a0, FutoInBinaryValue a1,
+        FutoInBinaryValue a2, FutoInBinaryValue a3)
 {
     FutoInArgs a;
     memset(&a, 0, sizeof(a));
@@ -478,8 +492,8 @@ static inline void futoin_set_timeout(FutoInAsyncSteps* as, uint32_t timeout_ms)
 /** ch(as, data) runs if the step is aborted (root cancel, timeout, a sibling
  * branch failing, break/continue out of it) before it completes. Out of
  * memory (the frame's side record): the process aborts with the message. */
-static inline void futoin_set_cancel(
-        FutoInAsyncSteps* as, FutoInAsyncSteps_cancel_callback ch, void* data)
+static inline void futoin_set_cancel(FutoInAsyncSteps* as, FutoInAsyncSteps_cancel_callback ch,
+        void* data)
 {
     as->api->setCancel(as, data, ch);
 }
@@ -548,8 +562,8 @@ static inline void futoin_add_loop(FutoInAsyncSteps* as,
  * @deprecated Use futoin_add_loop(): futoin_loop_*() names the event loop.
  * Kept until 1.0 (docs/ABI-POLICY.md "Deprecations"). */
 FUTOIN_DEPRECATED("use futoin_add_loop()")
-static inline void futoin_loop(FutoInAsyncSteps* as,
-        void (*f)(FutoInAsyncSteps* as, void* data), void* data, const char* label)
+static inline void futoin_loop(FutoInAsyncSteps* as, void (*f)(FutoInAsyncSteps* as, void* data),
+        void* data, const char* label)
 {
     (futoin_add_loop)(as, f, data, label);
 }
@@ -590,8 +604,8 @@ typedef struct FutoInKeyValue {
     FutoInBinaryValue value; /**< The value. */
 } FutoInKeyValue;
 /** The body of futoin_foreach_pairs(): called with each key and value. */
-typedef void (*FutoInForEachPairFn)(
-        FutoInAsyncSteps* as, void* data, const char* key, const FutoInBinaryValue* value);
+typedef void (*FutoInForEachPairFn)(FutoInAsyncSteps* as, void* data, const char* key,
+        const FutoInBinaryValue* value);
 /** forEach over key/value pairs, in array order. count * sizeof(FutoInKeyValue)
  * must fit in size_t without wrapping the address space (else InternalError,
  * as for futoin_foreach_array). Out of memory: as futoin_foreach_array(). */
@@ -646,8 +660,8 @@ void futoin_completion_free(FutoInCompletion* c);
  * the root is freed (until then c cannot be awaited again). Out of memory:
  * on another implementation the step fails with InternalError "await(): out
  * of memory"; the engine's own records abort the process with the message. */
-void futoin_await(FutoInAsyncSteps* as, FutoInCompletion* c,
-        FutoInAsyncSteps_error_callback eh, void* data);
+void futoin_await(FutoInAsyncSteps* as, FutoInCompletion* c, FutoInAsyncSteps_error_callback eh,
+        void* data);
 
 /** @} */
 
@@ -709,21 +723,24 @@ static inline FutoInAsyncSteps* futoin_trace_end_(FutoInAsyncSteps* as)
 #if FUTOIN_TRACING && !defined(FUTOIN_NO_TRACE_MACROS)
 /* The tracing build: futoin_add() and its kin record the caller's file and
  * line beside the step. (name)(...) calls the function itself. */
-#define FUTOIN_TRACE_CALL_(call) (futoin_trace_at(__FILE__, __LINE__), (call), futoin_trace_at(NULL, 0))
+#define FUTOIN_TRACE_CALL_(call)                                                                   \
+    (futoin_trace_at(__FILE__, __LINE__), (call), futoin_trace_at(NULL, 0))
 #define futoin_add(as, f, eh, data) FUTOIN_TRACE_CALL_((futoin_add)((as), (f), (eh), (data)))
-#define futoin_parallel(as, eh, data) \
+#define futoin_parallel(as, eh, data)                                                              \
     futoin_trace_end_((futoin_trace_at(__FILE__, __LINE__), (futoin_parallel)((as), (eh), (data))))
-#define futoin_add_sync(as, sync, f, eh, data) \
+#define futoin_add_sync(as, sync, f, eh, data)                                                     \
     FUTOIN_TRACE_CALL_((futoin_add_sync)((as), (sync), (f), (eh), (data)))
-#define futoin_add_loop(as, f, data, label) \
+#define futoin_add_loop(as, f, data, label)                                                        \
     FUTOIN_TRACE_CALL_((futoin_add_loop)((as), (f), (data), (label)))
 /* The deprecated name: traced too, and its call still warns. */
-#define futoin_loop(as, f, data, label) FUTOIN_TRACE_CALL_((futoin_loop)((as), (f), (data), (label)))
-#define futoin_repeat(as, count, f, data, label) \
+#define futoin_loop(as, f, data, label)                                                            \
+    FUTOIN_TRACE_CALL_((futoin_loop)((as), (f), (data), (label)))
+#define futoin_repeat(as, count, f, data, label)                                                   \
     FUTOIN_TRACE_CALL_((futoin_repeat)((as), (count), (f), (data), (label)))
-#define futoin_foreach_array(as, base, count, elem_size, f, data, label) \
-    FUTOIN_TRACE_CALL_((futoin_foreach_array)((as), (base), (count), (elem_size), (f), (data), (label)))
-#define futoin_foreach_pairs(as, pairs, count, f, data, label) \
+#define futoin_foreach_array(as, base, count, elem_size, f, data, label)                           \
+    FUTOIN_TRACE_CALL_((futoin_foreach_array)((as), (base), (count), (elem_size), (f), (data),     \
+            (label)))
+#define futoin_foreach_pairs(as, pairs, count, f, data, label)                                     \
     FUTOIN_TRACE_CALL_((futoin_foreach_pairs)((as), (pairs), (count), (f), (data), (label)))
 #define futoin_success_step(as, args) FUTOIN_TRACE_CALL_((futoin_success_step)((as), (args)))
 #define futoin_relinquish(as) FUTOIN_TRACE_CALL_((futoin_relinquish)(as))

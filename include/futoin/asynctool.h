@@ -69,8 +69,8 @@ FutoInHandle futoin_loop_immediate(FutoInLoop* loop, void* data, FutoInLoopCallb
  * thread the delay counts from the call (real clock) or from when the loop
  * thread receives it (virtual clock). Out of memory: as
  * futoin_loop_immediate(). */
-FutoInHandle futoin_loop_deferred(
-        FutoInLoop* loop, uint32_t delay_ms, void* data, FutoInLoopCallback cb);
+FutoInHandle futoin_loop_deferred(FutoInLoop* loop, uint32_t delay_ms, void* data,
+        FutoInLoopCallback cb);
 
 /** Cancels a pending callback and zeroes *handle. A no-op for a zeroed handle,
  * a handle whose callback already ran or was cancelled, or NULL. Any

@@ -85,23 +85,22 @@ struct FutoInHandle_ {
  * @param data the data given with the step
  * @param args the result of the previous step (never NULL from this engine)
  */
-typedef void (*FutoInAsyncSteps_execute_callback)(
-        FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args);
+typedef void (*FutoInAsyncSteps_execute_callback)(FutoInAsyncSteps* bsi, void* data,
+        const FutoInArgs* args);
 /**
  * A step's error handler, and the unhandled-error callback of execute().
  * @param bsi  the flow the step runs in
  * @param data the data given with the step
  * @param code the error code
  */
-typedef void (*FutoInAsyncSteps_error_callback)(
-        FutoInAsyncSteps* bsi, void* data, const char* code);
+typedef void (*FutoInAsyncSteps_error_callback)(FutoInAsyncSteps* bsi, void* data,
+        const char* code);
 /**
  * A step's cancel handler (setCancel()).
  * @param bsi  the flow the step runs in
  * @param data the data given with setCancel()
  */
-typedef void (*FutoInAsyncSteps_cancel_callback)(
-        FutoInAsyncSteps* bsi, void* data);
+typedef void (*FutoInAsyncSteps_cancel_callback)(FutoInAsyncSteps* bsi, void* data);
 
 /**
  * The function table of an AsyncSteps implementation: the spec's 25
@@ -211,7 +210,10 @@ struct FutoInAsyncStepsAPI_ {
  */
 struct FutoInAsyncSteps_ {
 #ifdef __cplusplus
-    FutoInAsyncSteps_(const FutoInAsyncStepsAPI* api) noexcept : api(api) {}
+    FutoInAsyncSteps_(const FutoInAsyncStepsAPI* api) noexcept
+        : api(api)
+    {
+    }
 #endif
     /** The implementation's function table. */
     const FutoInAsyncStepsAPI* const api;
@@ -241,8 +243,14 @@ struct FutoInSyncAPI_ {
  */
 struct FutoInSync_ {
 #ifdef __cplusplus
-    FutoInSync_() noexcept : api(nullptr) {}
-    FutoInSync_(const FutoInSyncAPI* api) noexcept : api(api) {}
+    FutoInSync_() noexcept
+        : api(nullptr)
+    {
+    }
+    FutoInSync_(const FutoInSyncAPI* api) noexcept
+        : api(api)
+    {
+    }
 #endif
     /** The implementation's function table. */
     const FutoInSyncAPI* const api;

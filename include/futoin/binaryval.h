@@ -49,7 +49,7 @@ enum {
     FTN_BASE_TYPE_MASK = 0x0F,     /**< The bits of the base type. */
     /** Or-ed with a base type: a vector of that type. */
     FTN_TYPE_ARRAY = 0x10,
-    FTN_COMPLEX_TYPE_MASK = 0xF0   /**< The bits of the complex type (FTN_TYPE_ARRAY). */
+    FTN_COMPLEX_TYPE_MASK = 0xF0 /**< The bits of the complex type (FTN_TYPE_ARRAY). */
 };
 
 /** The type descriptor a binary value points to. */

@@ -55,13 +55,13 @@ extern "C" {
 
 /** The state of a root (futoin_flow_info() of any of its flows). */
 typedef enum FutoInRootState {
-    FUTOIN_ROOT_IDLE = 0,  /**< made (or reused by add()), not executed */
-    FUTOIN_ROOT_QUEUED,    /**< executed; a flow of it waits in the ready queue for its turn */
-    FUTOIN_ROOT_RUNNING,   /**< a callback of it is on the C stack (seen from inside one) */
-    FUTOIN_ROOT_WAITING,   /**< executed; every flow of it waits for something */
-    FUTOIN_ROOT_DONE,      /**< finished: its last step completed */
-    FUTOIN_ROOT_FAILED,    /**< finished: an error escaped level 0 */
-    FUTOIN_ROOT_CANCELLED  /**< finished: cancelled (or being freed) */
+    FUTOIN_ROOT_IDLE = 0, /**< made (or reused by add()), not executed */
+    FUTOIN_ROOT_QUEUED,   /**< executed; a flow of it waits in the ready queue for its turn */
+    FUTOIN_ROOT_RUNNING,  /**< a callback of it is on the C stack (seen from inside one) */
+    FUTOIN_ROOT_WAITING,  /**< executed; every flow of it waits for something */
+    FUTOIN_ROOT_DONE,     /**< finished: its last step completed */
+    FUTOIN_ROOT_FAILED,   /**< finished: an error escaped level 0 */
+    FUTOIN_ROOT_CANCELLED /**< finished: cancelled (or being freed) */
 } FutoInRootState;
 
 /** The state of one flow: a root's main flow or a parallel branch. */
@@ -143,13 +143,14 @@ FutoInAsyncSteps* futoin_flow_next(FutoInAsyncSteps* root, FutoInAsyncSteps* pre
 
 /** A root as a whole (futoin_root_info()). */
 typedef struct FutoInRootInfo {
-    FutoInAsyncSteps* root;       /**< the root */
-    FutoInRootState state;        /**< its state */
-    uint32_t flows;               /**< its live flows: the main flow and every running branch */
-    uint32_t depth;               /**< its main flow's depth (frames above level 0) */
-    size_t queued;                /**< steps queued at level 0, not started yet */
-    const char* error_code;       /**< the main flow's error code ("" if none): why a FAILED root failed */
-    const char* error_info;       /**< its error_info, "" if none */
+    FutoInAsyncSteps* root; /**< the root */
+    FutoInRootState state;  /**< its state */
+    uint32_t flows;         /**< its live flows: the main flow and every running branch */
+    uint32_t depth;         /**< its main flow's depth (frames above level 0) */
+    size_t queued;          /**< steps queued at level 0, not started yet */
+    const char*
+            error_code; /**< the main flow's error code ("" if none): why a FAILED root failed */
+    const char* error_info; /**< its error_info, "" if none */
 } FutoInRootInfo;
 
 /**
@@ -166,17 +167,19 @@ int futoin_root_info(FutoInAsyncSteps* root, FutoInRootInfo* out, size_t size);
 
 /** Where a flow is and what it waits for (futoin_flow_info()). */
 typedef struct FutoInFlowInfo {
-    FutoInAsyncSteps* flow;       /**< the flow itself */
-    FutoInAsyncSteps* root;       /**< its root (== flow for a main flow) */
-    FutoInAsyncSteps* parent;     /**< the flow whose parallel step it is a branch of; NULL for a main flow */
-    uint32_t depth;               /**< frames above level 0 (futoin_frame_info() levels 0..depth) */
-    FutoInFlowState state;        /**< the flow's state */
-    FutoInWaitKind wait;          /**< what its top frame waits for (FUTOIN_WAIT_NONE unless WAITING) */
-    uint32_t timer_level;         /**< level of the frame whose timeout comes first; UINT32_MAX: none */
-    uint64_t timer_left_ms;       /**< ms until that timeout (rounded up; 0: due), if timer_level is set */
-    const char* wait_info;        /**< the innermost futoin_set_wait_info() text of the flow, "" if none */
-    const char* error_code;       /**< the flow's current error code or break label, "" if none */
-    const char* error_info;       /**< its root's error_info, "" if none */
+    FutoInAsyncSteps* flow; /**< the flow itself */
+    FutoInAsyncSteps* root; /**< its root (== flow for a main flow) */
+    FutoInAsyncSteps*
+            parent; /**< the flow whose parallel step it is a branch of; NULL for a main flow */
+    uint32_t depth; /**< frames above level 0 (futoin_frame_info() levels 0..depth) */
+    FutoInFlowState state; /**< the flow's state */
+    FutoInWaitKind wait;   /**< what its top frame waits for (FUTOIN_WAIT_NONE unless WAITING) */
+    uint32_t timer_level;  /**< level of the frame whose timeout comes first; UINT32_MAX: none */
+    uint64_t
+            timer_left_ms; /**< ms until that timeout (rounded up; 0: due), if timer_level is set */
+    const char* wait_info; /**< the innermost futoin_set_wait_info() text of the flow, "" if none */
+    const char* error_code; /**< the flow's current error code or break label, "" if none */
+    const char* error_info; /**< its root's error_info, "" if none */
 } FutoInFlowInfo;
 
 /**
@@ -194,45 +197,46 @@ int futoin_flow_info(FutoInAsyncSteps* flow, FutoInFlowInfo* out, size_t size);
 /** @name Frame flags (FutoInFrameInfo::flags) */
 /** @{ */
 #define FUTOIN_FRAME_ERROR_HANDLER 0x01u /**< the step has an error handler (error_handler) */
-#define FUTOIN_FRAME_EH_RAN 0x02u        /**< its error handler has run (it is never called again) */
+#define FUTOIN_FRAME_EH_RAN 0x02u /**< its error handler has run (it is never called again) */
 #define FUTOIN_FRAME_CANCEL_HANDLER 0x04u /**< a cancel handler is armed */
-#define FUTOIN_FRAME_TIMEOUT 0x08u       /**< a timeout is armed (timeout_left_ms) */
-#define FUTOIN_FRAME_STACK 0x10u         /**< it holds stack() memory */
-#define FUTOIN_FRAME_WAITING 0x20u       /**< it waits (external completion, branches, lock) */
-#define FUTOIN_FRAME_LOCKED 0x40u        /**< SYNC: lock() succeeded, unlock() is owed */
+#define FUTOIN_FRAME_TIMEOUT 0x08u        /**< a timeout is armed (timeout_left_ms) */
+#define FUTOIN_FRAME_STACK 0x10u          /**< it holds stack() memory */
+#define FUTOIN_FRAME_WAITING 0x20u        /**< it waits (external completion, branches, lock) */
+#define FUTOIN_FRAME_LOCKED 0x40u         /**< SYNC: lock() succeeded, unlock() is owed */
 /** @} */
 
 /** One frame of a flow's stack (futoin_frame_info()): what the engine
  * keeps for it. A frame does not keep its step's execute callback; what
  * it keeps is below. */
 typedef struct FutoInFrameInfo {
-    uint32_t level;               /**< 0: the queue of the root or branch; 1..depth: started steps */
-    FutoInFrameKind kind;         /**< what started it */
-    uint32_t flags;               /**< FUTOIN_FRAME_* flags */
-    size_t queued;                /**< sub-steps queued in it, not started yet (O(n) count) */
-    uint64_t timeout_left_ms;     /**< with FUTOIN_FRAME_TIMEOUT: ms until it fires (rounded up) */
+    uint32_t level;           /**< 0: the queue of the root or branch; 1..depth: started steps */
+    FutoInFrameKind kind;     /**< what started it */
+    uint32_t flags;           /**< FUTOIN_FRAME_* flags */
+    size_t queued;            /**< sub-steps queued in it, not started yet (O(n) count) */
+    uint64_t timeout_left_ms; /**< with FUTOIN_FRAME_TIMEOUT: ms until it fires (rounded up) */
     /** The step's error handler; for level 0 of a root, its unhandled-error callback. */
     FutoInAsyncSteps_error_callback error_handler;
     /** The step's data where the frame keeps it (steps with an error handler, loops,
      * the critical section of a sync step, await and work steps), else NULL. */
     void* data;
-    size_t iteration;             /**< LOOP: the current iteration (0 first) */
-    size_t count;                 /**< LOOP: repeat()'s count; 0 for loop() (until break) */
-    const char* label;            /**< LOOP: its label, NULL if none */
-    uint32_t branches;            /**< PARALLEL: branches still running (queued before it starts) */
-    FutoInSync* sync;             /**< SYNC: the sync object */
+    size_t iteration;  /**< LOOP: the current iteration (0 first) */
+    size_t count;      /**< LOOP: repeat()'s count; 0 for loop() (until break) */
+    const char* label; /**< LOOP: its label, NULL if none */
+    uint32_t branches; /**< PARALLEL: branches still running (queued before it starts) */
+    FutoInSync* sync;  /**< SYNC: the sync object */
     /** SYNC: "Mutex", "Throttle" or "Limiter" for this library's objects, else "sync". */
     const char* sync_kind;
-    uint32_t sync_queue;          /**< SYNC waiting: 1 in the concurrency queue, 2 in the rate queue, 0 not queued or unknown */
-    uint32_t sync_position;       /**< its place in that queue: 1 is next */
-    uint32_t sync_queue_length;   /**< that queue's length */
-    const char* wait_info;        /**< this frame's futoin_set_wait_info() text, NULL if none */
+    uint32_t
+            sync_queue; /**< SYNC waiting: 1 in the concurrency queue, 2 in the rate queue, 0 not queued or unknown */
+    uint32_t sync_position;     /**< its place in that queue: 1 is next */
+    uint32_t sync_queue_length; /**< that queue's length */
+    const char* wait_info;      /**< this frame's futoin_set_wait_info() text, NULL if none */
     /** Tracing build (FUTOIN_TRACING) only, else NULL: the step's execute callback
      * (a loop: its body; a sync step: the critical section; NULL for a parallel step). */
     void (*callback)(void);
     /** Tracing build only, else NULL: the file of the add() call that queued the step. */
     const char* file;
-    uint32_t line;                /**< tracing build only, else 0: its line */
+    uint32_t line; /**< tracing build only, else 0: its line */
 } FutoInFrameInfo;
 
 /**
@@ -266,18 +270,21 @@ const char* futoin_frame_kind_name(FutoInFrameKind kind);
 /** A loop's counters (futoin_loop_counters()). Totals count from the
  * loop's creation; the gauges (roots, timers, immediates) are current. */
 typedef struct FutoInLoopCounters {
-    uint64_t roots;            /**< live roots: made and not yet freed */
+    uint64_t roots; /**< live roots: made and not yet freed */
     /** Dispatcher work: one per flow turn plus one per further step callback run in
      * that turn (the burst budget used), added once per dispatch burst. */
     uint64_t steps;
-    uint64_t errors;           /**< errors raised: error() calls that took effect and misuse InternalErrors (not timeouts) */
-    uint64_t timeouts;         /**< steps that failed with Timeout */
-    uint64_t cancels;          /**< roots cancelled: cancel(), or free() of a running root */
-    uint64_t sync_rejections;  /**< lock() of a sync step failed (DefenseRejected); also counted in errors */
+    uint64_t
+            errors; /**< errors raised: error() calls that took effect and misuse InternalErrors (not timeouts) */
+    uint64_t timeouts; /**< steps that failed with Timeout */
+    uint64_t cancels;  /**< roots cancelled: cancel(), or free() of a running root */
+    uint64_t
+            sync_rejections; /**< lock() of a sync step failed (DefenseRejected); also counted in errors */
     uint64_t unhandled_errors; /**< roots that failed: an error escaped level 0 */
-    uint64_t timers_pending;   /**< deferred callbacks pending on the loop (the engine's timeouts included) */
+    uint64_t
+            timers_pending; /**< deferred callbacks pending on the loop (the engine's timeouts included) */
     uint64_t immediates_pending; /**< immediate callbacks pending */
-    uint64_t xmsgs;            /**< cross-thread messages the loop thread has run */
+    uint64_t xmsgs;              /**< cross-thread messages the loop thread has run */
 } FutoInLoopCounters;
 
 /**
@@ -297,14 +304,14 @@ int futoin_loop_counters(FutoInLoop* loop, FutoInLoopCounters* out, size_t size)
 
 /** One step of an error's trace. */
 typedef struct FutoInTraceEntry {
-    FutoInFrameKind kind;   /**< what the step was */
+    FutoInFrameKind kind; /**< what the step was */
     /** Its execute callback (a loop: its body; a sync step: the critical section),
      * NULL for a parallel step. */
     void (*callback)(void);
     /** Where it was added: the __FILE__ of the add() call, NULL when unknown (code
      * compiled without the tracing macros, or a step the library queued itself). */
     const char* file;
-    uint32_t line;          /**< the line of that call, 0 when unknown */
+    uint32_t line; /**< the line of that call, 0 when unknown */
 } FutoInTraceEntry;
 
 /** Steps an error trace keeps at most: the innermost ones, nearest the failure. */

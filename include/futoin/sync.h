@@ -137,8 +137,8 @@ FutoInSync* futoin_mutex_new(FutoInLoop* loop, uint32_t max, uint32_t max_queue)
  * record as for futoin_mutex_new(); a window timer that cannot be armed
  * (it admits the waiting flows) aborts the process with "futoin: out of
  * memory" through the log handler (stderr unless replaced). */
-FutoInSync* futoin_throttle_new(
-        FutoInLoop* loop, uint32_t max, uint32_t period_ms, uint32_t max_queue);
+FutoInSync* futoin_throttle_new(FutoInLoop* loop, uint32_t max, uint32_t period_ms,
+        uint32_t max_queue);
 
 /* ------------------------------------------------------------------------ */
 /* Limiter (spec 1.11.7, 2.5)                                                 */
@@ -153,7 +153,10 @@ typedef struct FutoInLimiterOptions {
 } FutoInLimiterOptions;
 
 /** The spec's defaults, as an initializer: {1, 0, 1, 1000, 0}. */
-#define FUTOIN_LIMITER_OPTIONS_INIT {1u, 0u, 1u, 1000u, 0u}
+#define FUTOIN_LIMITER_OPTIONS_INIT                                                                \
+    {                                                                                              \
+        1u, 0u, 1u, 1000u, 0u                                                                      \
+    }
 
 /** Fills *opts with the spec's defaults. */
 void futoin_limiter_options_init(FutoInLimiterOptions* opts);

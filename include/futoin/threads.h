@@ -125,8 +125,8 @@ typedef void (*FutoInPoolDone)(void* data, const char* code);
  * Out of memory: -1 when the record or the message to the loop cannot be
  * had (nothing runs); once accepted, a root that cannot be made on the
  * loop thread gets done(data, "InternalError") at once, without setup. */
-int futoin_loop_pool_spawn(FutoInLoopPool* pool, FutoInPoolSetup setup,
-        FutoInPoolDone done, void* data);
+int futoin_loop_pool_spawn(FutoInLoopPool* pool, FutoInPoolSetup setup, FutoInPoolDone done,
+        void* data);
 
 /** Stops every loop (mode as futoin_loop_thread_stop); roots of the pool that
  * have not finished are cancelled and get FUTOIN_POOL_CANCELLED. */
@@ -187,7 +187,7 @@ void futoin_work_pool_shutdown(void);
 
 #if FUTOIN_TRACING && !defined(FUTOIN_NO_TRACE_MACROS)
 /* The tracing build records where the work step was added (see asyncsteps.h). */
-#define futoin_add_work(as, fn, work_data, release) \
+#define futoin_add_work(as, fn, work_data, release)                                                \
     FUTOIN_TRACE_CALL_((futoin_add_work)((as), (fn), (work_data), (release)))
 #endif
 

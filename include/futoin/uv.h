@@ -132,8 +132,8 @@
 
 /* <uv.h> uses POSIX types (pthread_rwlock_t, ...) that a strict ISO C mode
  * (-std=c11) hides unless a feature macro asks for them. */
-#if defined(__unix__) && defined(__STRICT_ANSI__) && !defined(__cplusplus) \
-        && !defined(_POSIX_C_SOURCE) && !defined(_XOPEN_SOURCE) && !defined(_GNU_SOURCE) \
+#if defined(__unix__) && defined(__STRICT_ANSI__) && !defined(__cplusplus)                         \
+        && !defined(_POSIX_C_SOURCE) && !defined(_XOPEN_SOURCE) && !defined(_GNU_SOURCE)           \
         && !defined(_DEFAULT_SOURCE)
 #error "futoin/uv.h needs POSIX declarations: compile with -D_POSIX_C_SOURCE=200809L (or -std=gnu11)"
 #endif
@@ -407,8 +407,7 @@ long futoin_uv_try_write(FutoInUvStream* s, const void* data, size_t len);
 /** Like futoin_uv_write() without the copy: data must stay valid and
  * unchanged until the stream is closed (e.g. a string literal). Same
  * ranges as futoin_uv_write(). */
-void futoin_uv_write_static(FutoInAsyncSteps* as, FutoInUvStream* s, const void* data,
-        size_t len);
+void futoin_uv_write_static(FutoInAsyncSteps* as, FutoInUvStream* s, const void* data, size_t len);
 
 /**
  * @brief Step: flushes the queued writes and ends the sending side (uv_shutdown: FIN).
@@ -440,8 +439,8 @@ void futoin_uv_close(FutoInAsyncSteps* as, FutoInUvStream* s, int graceful);
  * backlog: 1..INT_MAX (the kernel caps it at SOMAXCONN), 0: 511. A port or
  * backlog out of range, or a NULL uv: NULL with UV_EINVAL, nothing bound.
  * Out of memory: NULL with UV_ENOMEM. */
-FutoInUvServer* futoin_uv_server_new(FutoInUv* uv, const char* host, unsigned port,
-        int backlog, int* uv_error);
+FutoInUvServer* futoin_uv_server_new(FutoInUv* uv, const char* host, unsigned port, int backlog,
+        int* uv_error);
 /** Flags of futoin_uv_server_new_ex(). */
 enum {
     /**
@@ -463,8 +462,8 @@ enum {
  * @return the listening server with one reference, or NULL (out of memory:
  *         NULL with UV_ENOMEM)
  */
-FutoInUvServer* futoin_uv_server_new_ex(FutoInUv* uv, const char* host, unsigned port,
-        int backlog, unsigned flags, int* uv_error);
+FutoInUvServer* futoin_uv_server_new_ex(FutoInUv* uv, const char* host, unsigned port, int backlog,
+        unsigned flags, int* uv_error);
 
 /** Step form of futoin_uv_server_new() (same ranges and host; out of range:
  * InternalError): success arg0 = server (futoin_uv_server_type); errors:
@@ -579,8 +578,8 @@ void futoin_uv_file_read(FutoInAsyncSteps* as, const char* path, size_t max_byte
  * Success: arg0 = bytes written (FTN_TYPE_UINT64). Errors: CommError
  * ("EACCES: open PATH", the refusals above, ...).
  */
-void futoin_uv_file_write(FutoInAsyncSteps* as, const char* path, const void* data,
-        size_t len, int append);
+void futoin_uv_file_write(FutoInAsyncSteps* as, const char* path, const void* data, size_t len,
+        int append);
 
 /** Step: succeeds with no result after ms milliseconds (any uint32_t; an
  * AsyncTool timer: no libuv handle per sleep). */

@@ -19,11 +19,16 @@
 static const char* cb_name(uint8_t cb)
 {
     switch (cb) {
-    case CB_EXEC: return "a step";
-    case CB_ERROR: return "an error handler";
-    case CB_CANCEL: return "a cancel handler";
-    case CB_FINAL: return "the unhandled-error callback";
-    default: return "no running step";
+    case CB_EXEC:
+        return "a step";
+    case CB_ERROR:
+        return "an error handler";
+    case CB_CANCEL:
+        return "a cancel handler";
+    case CB_FINAL:
+        return "the unhandled-error callback";
+    default:
+        return "no running step";
     }
 }
 
@@ -37,13 +42,14 @@ FUTOIN_COLD static int misuse_if_gone(Flow* fl, const char* what, const char* co
     if (fl->cb != CB_NONE) {
         return 0;
     }
-    const char* how = r->free_pending ? "freed"
+    const char* how = r->free_pending                  ? "freed"
             : futoin__root_is_gone(r) || r->cancelling ? "cancelled"
                                                        : NULL;
     if (!how) {
         return 0;
     }
-    futoin__misuse(fl, "%s(%.64s) on an instance that was %s: ignored", what, code ? code : "", how);
+    futoin__misuse(fl, "%s(%.64s) on an instance that was %s: ignored", what, code ? code : "",
+            how);
     return 1;
 }
 
@@ -86,7 +92,7 @@ FUTOIN_COLD static void report_not_in_exec(Flow* fl, const char* what)
     } else if (!misuse_if_gone(fl, what, NULL)) {
         futoin__misuse(fl, "%s() called from %s (instance %s)", what, cb_name(fl->cb),
                 fl->state == FS_DONE || futoin__flow_root(fl)->state != RS_RUNNING ? "not running"
-                                                                      : "waiting");
+                                                                                   : "waiting");
     }
 }
 
@@ -114,7 +120,8 @@ static void api_add(FutoInAsyncSteps* as, void* data, FutoInAsyncSteps_execute_c
     futoin__add_step(fl, "add", SK_PLAIN, data, f, eh, NULL);
 }
 
-static FutoInAsyncSteps* api_parallel(FutoInAsyncSteps* as, void* data, FutoInAsyncSteps_error_callback eh)
+static FutoInAsyncSteps* api_parallel(FutoInAsyncSteps* as, void* data,
+        FutoInAsyncSteps_error_callback eh)
 {
     Flow* fl = (Flow*)as;
     Frame* fr = futoin__add_target(fl, "parallel");
@@ -153,10 +160,14 @@ static void* api_stack(FutoInAsyncSteps* as, size_t size, void (*cleanup)(void*)
 static const char* owned_wait_name(const Flow* fl)
 {
     switch (fl->frames[fl->depth].kind) {
-    case SK_SYNC: return "a lock() of a sync object";
-    case SK_YIELD: return "relinquish()";
-    case SK_OWNED: return "await() or futoin_add_work()";
-    default: return "library code (an I/O step)";
+    case SK_SYNC:
+        return "a lock() of a sync object";
+    case SK_YIELD:
+        return "relinquish()";
+    case SK_OWNED:
+        return "await() or futoin_add_work()";
+    default:
+        return "library code (an I/O step)";
     }
 }
 
@@ -164,8 +175,9 @@ static const char* owned_wait_name(const Flow* fl)
  * parked: only that code may end the wait. */
 FUTOIN_COLD static void report_owned(Flow* fl, const char* what, const char* code)
 {
-    futoin__misuse(fl, "%s(%.64s) from outside a step that waits for %s, which completes "
-                       "it itself: ignored (a late completion meant for an earlier step?)",
+    futoin__misuse(fl,
+            "%s(%.64s) from outside a step that waits for %s, which completes "
+            "it itself: ignored (a late completion meant for an earlier step?)",
             what, code ? code : "", owned_wait_name(fl));
 }
 
@@ -175,8 +187,9 @@ FUTOIN_COLD static void report_late_success(Flow* fl, FutoInArgs* args)
     if (futoin__flow_waits_external(fl)) {
         report_owned(fl, "success", NULL);
     } else if (!misuse_if_gone(fl, "success", NULL)) {
-        futoin__misuse(fl, "success() called from %s while the step is not waiting "
-                           "(completed twice, or the instance is not running)",
+        futoin__misuse(fl,
+                "success() called from %s while the step is not waiting "
+                "(completed twice, or the instance is not running)",
                 cb_name(fl->cb));
     }
     futoin__args_drop_refused(fl, args);
@@ -187,8 +200,9 @@ FUTOIN_COLD static void report_late_error(Flow* fl, const char* code)
     if (futoin__flow_waits_external(fl)) {
         report_owned(fl, "error", code);
     } else if (!misuse_if_gone(fl, "error", code)) {
-        futoin__misuse(fl, "error(%.64s) called from %s while the step is not waiting "
-                           "(completed twice, or the instance is not running)",
+        futoin__misuse(fl,
+                "error(%.64s) called from %s while the step is not waiting "
+                "(completed twice, or the instance is not running)",
                 code, cb_name(fl->cb));
     }
 }
@@ -283,8 +297,7 @@ static void api_wait_external(FutoInAsyncSteps* as)
     }
 }
 
-static void add_loop(Flow* fl, void* data, size_t count,
-        void (*loop_fn)(FutoInAsyncSteps*, void*),
+static void add_loop(Flow* fl, void* data, size_t count, void (*loop_fn)(FutoInAsyncSteps*, void*),
         void (*repeat_fn)(FutoInAsyncSteps*, void*, size_t), const char* label)
 {
     const char* what = loop_fn ? "loop" : "repeat";
@@ -363,8 +376,9 @@ FUTOIN_COLD static void report_bad_execute(Flow* fl)
     if (r->free_pending) {
         futoin__misuse(fl, "execute() on an instance that was freed: ignored");
     } else if (fl->cb == CB_FINAL) {
-        futoin__misuse(fl, "execute() from the unhandled-error callback: the root is still "
-                           "finishing; execute it again once the callback has returned");
+        futoin__misuse(fl,
+                "execute() from the unhandled-error callback: the root is still "
+                "finishing; execute it again once the callback has returned");
     } else {
         futoin__misuse(fl, "execute() on a root that is already running");
     }

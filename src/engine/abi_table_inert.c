@@ -8,14 +8,15 @@
 #include "engine/engine_impl.h"
 
 static const FutoInAsyncStepsAPI inert_api;
-FutoInAsyncSteps futoin__inert_iface = {&inert_api};
+FutoInAsyncSteps futoin__inert_iface = { &inert_api };
 
 static void inert_add(FutoInAsyncSteps* b, void* d, FutoInAsyncSteps_execute_callback f,
         FutoInAsyncSteps_error_callback eh)
 {
     (void)b, (void)d, (void)f, (void)eh;
 }
-static FutoInAsyncSteps* inert_parallel(FutoInAsyncSteps* b, void* d, FutoInAsyncSteps_error_callback eh)
+static FutoInAsyncSteps* inert_parallel(FutoInAsyncSteps* b, void* d,
+        FutoInAsyncSteps_error_callback eh)
 {
     (void)b, (void)d, (void)eh;
     return &futoin__inert_iface;
@@ -52,7 +53,8 @@ static void inert_void(FutoInAsyncSteps* b)
 {
     (void)b;
 }
-static void inert_loop(FutoInAsyncSteps* b, void* d, void (*f)(FutoInAsyncSteps*, void*), const char* l)
+static void inert_loop(FutoInAsyncSteps* b, void* d, void (*f)(FutoInAsyncSteps*, void*),
+        const char* l)
 {
     (void)b, (void)d, (void)f, (void)l;
 }
@@ -92,7 +94,7 @@ static FutoInAsyncSteps* inert_new_instance(FutoInAsyncSteps* b)
 static FutoInHandle inert_immediate(FutoInAsyncSteps* b, void* d, void (*cb)(void*))
 {
     (void)b, (void)d, (void)cb;
-    FutoInHandle h = {0, 0, 0};
+    FutoInHandle h = { 0, 0, 0 };
     return h;
 }
 static FutoInHandle inert_deferred(FutoInAsyncSteps* b, uint32_t ms, void* d, void (*cb)(void*))

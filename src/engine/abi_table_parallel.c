@@ -31,11 +31,13 @@ static void par_add(FutoInAsyncSteps* as, void* data, FutoInAsyncSteps_execute_c
         return;
     }
     if (par_can_add(p, "add")) {
-        futoin__parallel_append(p, futoin__step_new(futoin__flow_ctx(p->owner), SK_PLAIN, data, f, eh, NULL));
+        futoin__parallel_append(p,
+                futoin__step_new(futoin__flow_ctx(p->owner), SK_PLAIN, data, f, eh, NULL));
     }
 }
 
-static FutoInAsyncSteps* par_parallel(FutoInAsyncSteps* as, void* data, FutoInAsyncSteps_error_callback eh)
+static FutoInAsyncSteps* par_parallel(FutoInAsyncSteps* as, void* data,
+        FutoInAsyncSteps_error_callback eh)
 {
     Parallel* p = par_of(as);
     if (!par_can_add(p, "parallel")) {
@@ -85,7 +87,8 @@ static void par_add_sync(FutoInAsyncSteps* as, FutoInSync* sync, void* data,
         return;
     }
     if (par_can_add(p, "addSync")) {
-        futoin__parallel_append(p, futoin__step_new(futoin__flow_ctx(p->owner), SK_SYNC, data, f, eh, sync));
+        futoin__parallel_append(p,
+                futoin__step_new(futoin__flow_ctx(p->owner), SK_SYNC, data, f, eh, sync));
     }
 }
 
@@ -157,7 +160,8 @@ static FutoInHandle par_sched_immediate(FutoInAsyncSteps* as, void* data, void (
 {
     return futoin__flow_api.sched_immediate(OWNER(as), data, cb);
 }
-static FutoInHandle par_sched_deferred(FutoInAsyncSteps* as, uint32_t ms, void* data, void (*cb)(void*))
+static FutoInHandle par_sched_deferred(FutoInAsyncSteps* as, uint32_t ms, void* data,
+        void (*cb)(void*))
 {
     return futoin__flow_api.sched_deferred(OWNER(as), ms, data, cb);
 }

@@ -232,13 +232,13 @@ static void foreign_await(FutoInAsyncSteps* as, FutoInCompletion* c,
     as->api->add(as, fa, foreign_await_step, eh ? foreign_await_eh : NULL);
 }
 
-void futoin_await(FutoInAsyncSteps* as, FutoInCompletion* c,
-        FutoInAsyncSteps_error_callback eh, void* data)
+void futoin_await(FutoInAsyncSteps* as, FutoInCompletion* c, FutoInAsyncSteps_error_callback eh,
+        void* data)
 {
     Flow* fl = futoin__flow_of(as);
     const char* bad = !c || c->freed ? "await() with a NULL or freed completion"
-            : c->registered        ? "await(): the completion is already awaited by another step"
-                                   : NULL;
+            : c->registered          ? "await(): the completion is already awaited by another step"
+                                     : NULL;
     if (!fl) {
         if (bad) {
             as->api->handle_error(as, FUTOIN_INTERNAL_ERROR, bad);
@@ -299,7 +299,7 @@ int futoin_promise(FutoInAsyncSteps* root, FutoInOutcome* out)
     }
     Root* r = futoin__flow_root(fl);
     FutoInLoop* loop = r->main.loop;
-    PromiseState ps = {out, 0};
+    PromiseState ps = { out, 0 };
     futoin__root_on_done(r, promise_done, &ps);
     futoin__root_execute(fl, NULL, NULL);
     while (!ps.done) {

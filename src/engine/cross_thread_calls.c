@@ -151,7 +151,8 @@ static int xerror_run(void* consumer, XMsg* m)
     const char* info = code + strlen(code) + 1;
     if (x->null_code) {
         EngineCtx* ctx = futoin__flow_ctx(fl);
-        ctx->misuse(ctx->misuse_data, &fl->iface, "error() with a NULL error code (from another thread)");
+        ctx->misuse(ctx->misuse_data, &fl->iface,
+                "error() with a NULL error code (from another thread)");
     } else if (applies(fl, x->epoch, x->key)) {
         if (x->take_ch && futoin__flow_drop_cancel(fl, x->take_ch, x->take_data)) {
             x->take_ch(&fl->iface, x->take_data);

@@ -122,9 +122,11 @@ static Frame* frame_push(Flow* fl, Step* s)
 typedef enum { CALL_EXEC, CALL_LOOP, CALL_REPEAT, CALL_LOCK } CallKind;
 
 /* What a step start or completion left the flow in. */
-enum { GO_ON = 0, /* no user callback ran: keep advancing */
-    HANDLED,      /* a callback ran; the flow is parked, requeued or gone */
-    CONTINUE };   /* a callback ran and the flow can take its next step */
+enum {
+    GO_ON = 0, /* no user callback ran: keep advancing */
+    HANDLED,   /* a callback ran; the flow is parked, requeued or gone */
+    CONTINUE
+}; /* a callback ran and the flow can take its next step */
 
 static const FutoInArgs no_args;
 
@@ -137,7 +139,8 @@ static void input_drop(Flow* fl, Frame* f, ArgsBox* in, uint32_t gen)
 {
     /* gen: the flow as it was when the callback started; if the callback
      * aborted or freed it, the frame is not the step's any more. */
-    if (futoin__flow_survived(fl, gen) && (fl->out == OUT_SUCCESS || fl->out == OUT_ERROR) && (f->flags & FR_EXTRAS)) {
+    if (futoin__flow_survived(fl, gen) && (fl->out == OUT_SUCCESS || fl->out == OUT_ERROR)
+            && (f->flags & FR_EXTRAS)) {
         FrameExtra* x = futoin__frame_extras(fl, f);
         if (x) {
             x->on_cancel = NULL;
@@ -154,8 +157,8 @@ static FUTOIN_ALWAYS_INLINE void exec_enter(Flow* fl, Frame* f)
 {
     fl->cb = CB_EXEC;
     fl->add_fr = f;
-    atomic_store_explicit(&fl->xepoch,
-            atomic_load_explicit(&fl->xepoch, memory_order_relaxed) + 1, memory_order_release);
+    atomic_store_explicit(&fl->xepoch, atomic_load_explicit(&fl->xepoch, memory_order_relaxed) + 1,
+            memory_order_release);
 }
 
 /* The callback returned: 0 if it aborted or released the flow (gen is
@@ -175,8 +178,8 @@ static FUTOIN_ALWAYS_INLINE int exec_leave(Flow* fl, uint32_t gen)
  * flow survived it (0: it was aborted or released meanwhile). The incoming
  * results move to the C stack for the call, so a flow holds only the
  * results waiting for its next step. */
-static inline int call_step(
-        Flow* fl, Frame* f, CallKind kind, FutoInAsyncSteps_execute_callback fn, void* data)
+static inline int call_step(Flow* fl, Frame* f, CallKind kind, FutoInAsyncSteps_execute_callback fn,
+        void* data)
 {
     uint32_t gen = futoin__flow_mark(fl);
     ArgsBox* in = fl->results;
@@ -331,7 +334,7 @@ static void yield_resume(void* data, uintptr_t depth)
 {
     Flow* fl = data;
     Frame* f = &fl->frames[depth];
-    f->flags &= (uint8_t)~(FR_TIMER | FR_WAIT);
+    f->flags &= (uint8_t) ~(FR_TIMER | FR_WAIT);
     futoin__frame_extras(fl, f)->timer.slot = 0;
     futoin__rq_push(fl);
 }
@@ -587,7 +590,8 @@ static inline void root_finish(Root* r, const char* code)
 {
     Flow* fl = &r->main;
     fl->state = FS_DONE;
-    if (fl->frames[0].q_head || (fl->frames[0].flags & FR_EXTRAS) || fl->results || futoin__root_done(r)) {
+    if (fl->frames[0].q_head || (fl->frames[0].flags & FR_EXTRAS) || fl->results
+            || futoin__root_done(r)) {
         root_finish_slow(r, code);
     }
 }

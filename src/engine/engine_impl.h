@@ -259,14 +259,11 @@ int futoin__flow_wait_info(Flow* fl, const char* what);
 /* The cleanup that marks a stack() block as futoin_set_wait_info() text. */
 void futoin__wait_info_block(void* value);
 
-
 /* engine/state_vars.c */
-void* futoin__state_var(Root* r, void* data, const char* name,
-        void* (*allocate)(void*), void (*cleanup)(void*, void*));
+void* futoin__state_var(Root* r, void* data, const char* name, void* (*allocate)(void*),
+        void (*cleanup)(void*, void*));
 void futoin__state_copy(Root* dst, Root* src);
 void futoin__state_free(Root* r);
-
-
 
 /* stack() requests up to this size come from a pool: helpers such as
  * forEach and the I/O steps keep their small state there on every call. */
@@ -291,7 +288,6 @@ void futoin__flow_code_release(Flow* fl);
  * InternalError, error_info "<what>: out of memory". Outside a step there
  * is nobody to tell: the process aborts with the message. */
 FUTOIN_COLD void futoin__step_out_of_memory(Flow* fl, const char* what);
-
 
 /* ---- root.c ---- */
 /* Destroys r now: nothing of it runs (Root.busy is 0). */

@@ -127,7 +127,8 @@ struct Step {
 #endif
 };
 
-_Static_assert(_Alignof(FutoInSync) > FUTOIN_KIND_MASK, "a sync object's address has room for the kind");
+_Static_assert(_Alignof(FutoInSync) > FUTOIN_KIND_MASK,
+        "a sync object's address has room for the kind");
 
 static inline uint8_t futoin__step_kind(const Step* s)
 {
@@ -161,14 +162,14 @@ static inline void futoin__step_set(Step* s, uint8_t kind, const void* ext)
 }
 
 enum FrameFlags {
-    FR_WAIT = 1,      /* waits for an external success()/error() */
-    FR_PAR_WAIT = 2,  /* a parallel step waiting for its branches */
-    FR_EH_USED = 4,   /* error handler already ran: never call it again */
+    FR_WAIT = 1,       /* waits for an external success()/error() */
+    FR_PAR_WAIT = 2,   /* a parallel step waiting for its branches */
+    FR_EH_USED = 4,    /* error handler already ran: never call it again */
     FR_LOCK_PHASE = 8, /* SYNC frame: lock() not yet completed */
-    FR_LOCKED = 16,   /* SYNC frame: unlock() owed */
-    FR_TIMER = 32,    /* timer holds a setTimeout() or relinquish handle */
-    FR_SECTION = 64,  /* SYNC frame: the critical section has been queued */
-    FR_EXTRAS = 128        /* Frame.extras_id names the frame's FrameExtra */
+    FR_LOCKED = 16,    /* SYNC frame: unlock() owed */
+    FR_TIMER = 32,     /* timer holds a setTimeout() or relinquish handle */
+    FR_SECTION = 64,   /* SYNC frame: the critical section has been queued */
+    FR_EXTRAS = 128    /* Frame.extras_id names the frame's FrameExtra */
 };
 
 /* What few frames need: a cancel handler, stack() memory or a timer. Kept
@@ -265,7 +266,7 @@ struct Flow {
         ListLink rq_link; /* its place in the ready queue (EngineCtx.rq) */
         Flow* pool_next;  /* pooled: the next pooled flow or root */
     };
-    uint32_t gen;   /* bumped when the flow is aborted or released */
+    uint32_t gen; /* bumped when the flow is aborted or released */
     /* Cross-thread calls (engine/cross_thread_calls.c) read xepoch and loop from other
      * threads. xepoch counts step callbacks started: a success()/error()
      * from another thread carries the value it saw and is dropped if
@@ -298,7 +299,7 @@ struct Flow {
 /* A parallel() branch: a flow with its root and its place among its
  * siblings. */
 typedef struct Branch {
-    Flow fl;        /* first: a Branch is used as its Flow */
+    Flow fl; /* first: a Branch is used as its Flow */
     Root* root;
     char* code;     /* see futoin__flow_code() */
     Flow* parent;   /* the flow holding the PARALLEL frame */
@@ -326,7 +327,7 @@ struct Parallel {
             Step* b_head;
             Step* b_tail;
         };
-        struct { /* once started */
+        struct {            /* once started */
             Flow* branches; /* live branch flows */
             uint32_t pending;
         };
@@ -373,10 +374,10 @@ typedef struct RootExt {
 /* A root's engine context is its loop's (see futoin__flow_ctx()), and a
  * pooled root is linked through main.pool_next: neither costs a field. */
 struct Root {
-    Flow main; /* first: the root's handle is its main flow's interface */
+    Flow main;            /* first: the root's handle is its main flow's interface */
     void* unhandled_data; /* for main.frames[0].unhandled */
-    RootExt* ext; /* NULL until needed (futoin__root_ext()) */
-    uint32_t busy; /* engine frames of this root on the C stack */
+    RootExt* ext;         /* NULL until needed (futoin__root_ext()) */
+    uint32_t busy;        /* engine frames of this root on the C stack */
     uint8_t state;
     uint8_t cancelling;
     uint8_t free_pending;
@@ -391,8 +392,8 @@ struct EngineCtx {
     unsigned budget; /* step callbacks left in the current dispatch */
     SlabPool steps;  /* step nodes: Step, LoopSpec, Parallel */
     SlabPool boxes;
-    SlabPool stacks; /* small stack() blocks */
-    SlabPool strs;   /* FUTOIN_SMALL_STR blocks: codes and labels */
+    SlabPool stacks;            /* small stack() blocks */
+    SlabPool strs;              /* FUTOIN_SMALL_STR blocks: codes and labels */
     FrameExtra** extras_chunks; /* see FrameExtra */
     uint32_t n_extras_chunks;
     uint32_t extras_free; /* first unused FrameExtra's index; FUTOIN_EXTRAS_NONE: none */

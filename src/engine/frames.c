@@ -19,7 +19,8 @@ void futoin__extras_grow(EngineCtx* ctx)
     }
     if ((n & (n - 1)) == 0) { /* 0, 1, 2, 4...: the array is full, double it */
         /* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers */
-        ctx->extras_chunks = futoin__xrealloc(ctx->extras_chunks, sizeof(*ctx->extras_chunks) * (n ? 2 * n : 1));
+        ctx->extras_chunks = futoin__xrealloc(ctx->extras_chunks,
+                sizeof(*ctx->extras_chunks) * (n ? 2 * n : 1));
     }
     FrameExtra* chunk = futoin__xmalloc(sizeof(FrameExtra) * FUTOIN_EXTRAS_CHUNK);
     ctx->extras_chunks[n] = chunk;
@@ -100,7 +101,8 @@ const char* futoin__frame_wait_info(Flow* fl, uint32_t d)
     if (!(f->flags & FR_EXTRAS)) {
         return NULL;
     }
-    for (StackBlock* b = futoin__extras_slot(futoin__flow_ctx(fl), f->extras_id)->stack; b; b = b->hdr.h.next) {
+    for (StackBlock* b = futoin__extras_slot(futoin__flow_ctx(fl), f->extras_id)->stack; b;
+            b = b->hdr.h.next) {
         if (b->hdr.h.cleanup == futoin__wait_info_block) {
             return (const char*)(b + 1);
         }
@@ -161,7 +163,8 @@ int futoin__frame_pop_slow(Flow* fl, int aborted)
     EngineCtx* ctx = futoin__flow_ctx(fl);
     if (!aborted && (fl->frames[fl->depth].flags & FR_EXTRAS)
             && fl->frames[fl->depth].kind == SK_PLAIN && !fl->frames[fl->depth].node
-            && !fl->frames[fl->depth].q_head && !futoin__extras_slot(ctx, fl->frames[fl->depth].extras_id)->stack) {
+            && !fl->frames[fl->depth].q_head
+            && !futoin__extras_slot(ctx, fl->frames[fl->depth].extras_id)->stack) {
         /* A completed plain step that kept only a timer or a spent cancel
          * handler (setTimeout()): no user code runs, so nothing is to be
          * re-checked after. */

@@ -18,7 +18,7 @@ static void free_cstr(FutoInBinaryValue* v)
 
 FutoInBinaryValue futoin_val_strdup(const char* s)
 {
-    static const FutoInType owned_string = {FTN_TYPE_STRING, free_cstr};
+    static const FutoInType owned_string = { FTN_TYPE_STRING, free_cstr };
     FutoInBinaryValue r;
     memset(&r, 0, sizeof(r));
     if (!s) {
@@ -101,7 +101,8 @@ void futoin_copy_from(FutoInAsyncSteps* as, FutoInAsyncSteps* model)
         return;
     }
     if (!mf || mf->is_branch || futoin__flow_root(mf)->state == RS_RUNNING) {
-        futoin__misuse(fl, "copyFrom(): the model must be a root of this library that is not running");
+        futoin__misuse(fl,
+                "copyFrom(): the model must be a root of this library that is not running");
         return;
     }
     Frame* fr = futoin__add_target(fl, "copyFrom");

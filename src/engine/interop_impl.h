@@ -40,7 +40,6 @@ void futoin__pending_take(ForeignPending* p);
 void futoin__foreign_success_step(FutoInAsyncSteps* as, FutoInArgs* args);
 void futoin__foreign_relinquish(FutoInAsyncSteps* as);
 
-
 #pragma GCC visibility pop
 
 #endif /* FUTOIN_INTEROP_IMPL_H */

@@ -22,7 +22,8 @@ static FUTOIN_ALWAYS_INLINE Flow* flow_of(FutoInAsyncSteps* as)
 static FUTOIN_ALWAYS_INLINE int owned_by(Flow* fl, const void* key)
 {
     Frame* f = &fl->frames[fl->depth];
-    return (f->flags & (FR_WAIT | FR_EXTRAS)) == (FR_WAIT | FR_EXTRAS) && (f->extras_id & FUTOIN_EXTRAS_OWNED)
+    return (f->flags & (FR_WAIT | FR_EXTRAS)) == (FR_WAIT | FR_EXTRAS)
+            && (f->extras_id & FUTOIN_EXTRAS_OWNED)
             && futoin__extras_slot(futoin__flow_ctx(fl), f->extras_id)->cancel_data == key;
 }
 
@@ -33,8 +34,9 @@ int futoin__flow_owned_by(Flow* fl, const void* key)
 
 FUTOIN_COLD static void wait_owned_refused(Flow* fl, const void* key)
 {
-    futoin__misuse(fl, key ? "futoin_wait_owned() called outside the step's execute callback"
-                           : "futoin_wait_owned() with a NULL key");
+    futoin__misuse(fl,
+            key ? "futoin_wait_owned() called outside the step's execute callback"
+                : "futoin_wait_owned() with a NULL key");
 }
 
 void futoin_wait_owned(FutoInAsyncSteps* as, FutoInAsyncSteps_cancel_callback ch, void* key)
@@ -76,8 +78,7 @@ static FUTOIN_ALWAYS_INLINE int owned_state(Flow* fl, const void* key)
         return -1;
     }
     /* futoin__flow_waits_external(), less what owned_by() saw already. */
-    return fl->cb == CB_NONE && fl->state == FS_WAIT
-                    && futoin__flow_root(fl)->state == RS_RUNNING
+    return fl->cb == CB_NONE && fl->state == FS_WAIT && futoin__flow_root(fl)->state == RS_RUNNING
             ? 0
             : -1;
 }

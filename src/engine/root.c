@@ -28,11 +28,11 @@ static inline void root_reset(Root* r, int fresh)
      * written. */
     Flow* fl = &r->main;
     assert(r->busy == 0
-            && (!r->ext || (!r->ext->nvars && !r->ext->cap_vars && !r->ext->vars && !r->ext->zombies)));
+            && (!r->ext
+                    || (!r->ext->nvars && !r->ext->cap_vars && !r->ext->vars && !r->ext->zombies)));
     assert(fl->depth == 0 && !fl->in_rq && !fl->rq_link.next && !fl->rq_link.prev && !fl->results);
-    assert(!fl->frames[0].q_head && !fl->frames[0].flags
-            && fl->frames[0].kind == SK_PLAIN && futoin__flow_code(fl) == futoin__no_code
-            && !fl->is_branch);
+    assert(!fl->frames[0].q_head && !fl->frames[0].flags && fl->frames[0].kind == SK_PLAIN
+            && futoin__flow_code(fl) == futoin__no_code && !fl->is_branch);
     ++fl->gen;
     flow_clear(fl, FS_IDLE);
 }
@@ -207,7 +207,7 @@ void futoin__root_free(Root* r)
     }
     futoin__root_hold(r);
     futoin__root_cancel(r); /* no-op if idle, finished or already cancelling */
-    futoin__root_unhold(r);          /* destroys now, or when the outermost callback returns */
+    futoin__root_unhold(r); /* destroys now, or when the outermost callback returns */
 }
 
 void futoin_asyncsteps_free(FutoInAsyncSteps* root)

@@ -36,8 +36,8 @@ static StateVar* insert(Root* r, const char* name)
     return v;
 }
 
-void* futoin__state_var(Root* r, void* data, const char* name,
-        void* (*allocate)(void*), void (*cleanup)(void*, void*))
+void* futoin__state_var(Root* r, void* data, const char* name, void* (*allocate)(void*),
+        void (*cleanup)(void*, void*))
 {
     if (strcmp(name, "error_info") == 0) {
         return (char*)(uintptr_t)futoin__root_info(r);

@@ -56,15 +56,22 @@ int futoin_tracing_enabled(void)
 static FutoInFrameKind frame_kind(const Frame* f)
 {
     switch (f->kind) {
-    case SK_LOOP: return FUTOIN_FRAME_LOOP;
-    case SK_PARALLEL: return FUTOIN_FRAME_PARALLEL;
-    case SK_SYNC: return FUTOIN_FRAME_SYNC;
-    case SK_VALUE: return FUTOIN_FRAME_VALUE;
-    case SK_YIELD: return FUTOIN_FRAME_YIELD;
+    case SK_LOOP:
+        return FUTOIN_FRAME_LOOP;
+    case SK_PARALLEL:
+        return FUTOIN_FRAME_PARALLEL;
+    case SK_SYNC:
+        return FUTOIN_FRAME_SYNC;
+    case SK_VALUE:
+        return FUTOIN_FRAME_VALUE;
+    case SK_YIELD:
+        return FUTOIN_FRAME_YIELD;
     case SK_OWNED:
-        return f->node && futoin__owner_is(futoin__step_ext(f->node), OWNER_AWAIT) ? FUTOIN_FRAME_AWAIT
-                                                                             : FUTOIN_FRAME_WORK;
-    default: return FUTOIN_FRAME_STEP;
+        return f->node && futoin__owner_is(futoin__step_ext(f->node), OWNER_AWAIT)
+                ? FUTOIN_FRAME_AWAIT
+                : FUTOIN_FRAME_WORK;
+    default:
+        return FUTOIN_FRAME_STEP;
     }
 }
 
@@ -166,14 +173,22 @@ const char* futoin_callback_name(void (*fn)(void), char* buf, size_t cap)
 static const char* kind_word(FutoInFrameKind k)
 {
     switch (k) {
-    case FUTOIN_FRAME_LOOP: return "loop";
-    case FUTOIN_FRAME_PARALLEL: return "parallel";
-    case FUTOIN_FRAME_SYNC: return "sync";
-    case FUTOIN_FRAME_VALUE: return "value";
-    case FUTOIN_FRAME_YIELD: return "yield";
-    case FUTOIN_FRAME_AWAIT: return "await";
-    case FUTOIN_FRAME_WORK: return "work";
-    default: return "step";
+    case FUTOIN_FRAME_LOOP:
+        return "loop";
+    case FUTOIN_FRAME_PARALLEL:
+        return "parallel";
+    case FUTOIN_FRAME_SYNC:
+        return "sync";
+    case FUTOIN_FRAME_VALUE:
+        return "value";
+    case FUTOIN_FRAME_YIELD:
+        return "yield";
+    case FUTOIN_FRAME_AWAIT:
+        return "await";
+    case FUTOIN_FRAME_WORK:
+        return "work";
+    default:
+        return "step";
     }
 }
 
@@ -186,8 +201,9 @@ size_t futoin_error_trace_print(FutoInAsyncSteps* as, FILE* out)
     size_t total;
     size_t n = futoin_error_trace(as, &e, &total);
     if (n == 0) {
-        fputs(futoin_tracing_enabled() ? "  (no error trace for this flow)\n"
-                                       : "  (no error trace: the library was built without FUTOIN_TRACING)\n",
+        fputs(futoin_tracing_enabled()
+                        ? "  (no error trace for this flow)\n"
+                        : "  (no error trace: the library was built without FUTOIN_TRACING)\n",
                 out);
         return 0;
     }

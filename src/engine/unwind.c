@@ -33,7 +33,7 @@ int futoin__start_unwind(Flow* fl, uint32_t k, int own)
     Step* queued = f->q_head;
     ArgsBox* dropped = fl->results;
     f->q_head = NULL;
-    f->flags &= (uint8_t)~(FR_WAIT | FR_PAR_WAIT);
+    f->flags &= (uint8_t) ~(FR_WAIT | FR_PAR_WAIT);
     fl->results = NULL;
     fl->pending = PD_UNWIND;
     if (queued || dropped) { /* user cleanups, once the flow is consistent */
@@ -74,8 +74,7 @@ void futoin__flow_unwind(Flow* fl)
             return;
         }
         Frame* f = &fl->frames[fl->depth];
-        if (fl->ctl && f->kind == SK_LOOP
-                && label_matches(f->node, futoin__flow_code(fl))) {
+        if (fl->ctl && f->kind == SK_LOOP && label_matches(f->node, futoin__flow_code(fl))) {
             uint8_t ctl = fl->ctl;
             uint32_t gen = futoin__flow_mark(fl);
             fl->ctl = CTL_NONE;

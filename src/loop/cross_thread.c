@@ -21,11 +21,11 @@
 typedef struct {
     FutoInLoop* loop;
     LoopCall call;
-    uint64_t due;          /* absolute ns, or a relative delay when due_rel */
-    FutoInHandle carrier;  /* loop thread only, valid while armed */
+    uint64_t due;         /* absolute ns, or a relative delay when due_rel */
+    FutoInHandle carrier; /* loop thread only, valid while armed */
     uint8_t deferred;
-    uint8_t due_rel;       /* virtual clock: another thread cannot read it */
-    uint8_t armed;         /* loop thread only: the carrier is scheduled */
+    uint8_t due_rel; /* virtual clock: another thread cannot read it */
+    uint8_t armed;   /* loop thread only: the carrier is scheduled */
 } XSched;
 
 typedef struct {
@@ -54,8 +54,7 @@ static FutoInHandle xhandle_make(FutoInLoop* loop, XMsg* m)
 XMsg* futoin__loop_xhandle_slot(FutoInLoop* loop, const FutoInHandle* h, uint64_t* pending)
 {
     uintptr_t v = (uintptr_t)h->data2 & ~(XHANDLE_TAG | XHANDLE_DEFERRED);
-    if (v == 0 || v > UINT32_MAX || h->data3 < 0
-            || (uint64_t)h->data3 > FUTOIN_XGEN_MASK) {
+    if (v == 0 || v > UINT32_MAX || h->data3 < 0 || (uint64_t)h->data3 > FUTOIN_XGEN_MASK) {
         return NULL;
     }
     *pending = ((uint64_t)h->data3 << 2) | XS_PENDING;
@@ -135,8 +134,8 @@ static int xsched_run(void* consumer, XMsg* m)
 }
 
 /* Fills a slot for cb; deferred with delay_ms if deferred. */
-static XMsg* xsched_new(FutoInLoop* loop, const LoopCall* call, int deferred,
-        uint32_t delay_ms, int on_thread)
+static XMsg* xsched_new(FutoInLoop* loop, const LoopCall* call, int deferred, uint32_t delay_ms,
+        int on_thread)
 {
     XMsg* m = futoin__xq_alloc(&loop->xq);
     if (!m) {
@@ -165,7 +164,8 @@ static XMsg* xsched_new(FutoInLoop* loop, const LoopCall* call, int deferred,
 }
 
 /* Another thread schedules: queue the slot, return its handle. */
-FutoInHandle futoin__loop_xsched_post(FutoInLoop* loop, const LoopCall* call, int deferred, uint32_t delay_ms)
+FutoInHandle futoin__loop_xsched_post(FutoInLoop* loop, const LoopCall* call, int deferred,
+        uint32_t delay_ms)
 {
     XMsg* m = xsched_new(loop, call, deferred, delay_ms, 0);
     if (!m) {
@@ -177,8 +177,8 @@ FutoInHandle futoin__loop_xsched_post(FutoInLoop* loop, const LoopCall* call, in
     return h;
 }
 
-FutoInHandle futoin__loop_deferred_aux_x(FutoInLoop* loop, uint32_t delay_ms,
-        void* data, uintptr_t aux, FutoInLoopAuxCallback cb)
+FutoInHandle futoin__loop_deferred_aux_x(FutoInLoop* loop, uint32_t delay_ms, void* data,
+        uintptr_t aux, FutoInLoopAuxCallback cb)
 {
     if (!loop || !cb) {
         return handle_none();
@@ -227,8 +227,9 @@ int futoin__loop_xsched_cancel(FutoInLoop* loop, const FutoInHandle* h)
     uint64_t expect = 0; /* left unset for a malformed handle */
     XMsg* m = futoin__loop_xhandle_slot(loop, h, &expect);
     uint64_t cancelled = (expect & ~UINT64_C(3)) | XS_CANCELLED;
-    if (!m || !atomic_compare_exchange_strong_explicit(&m->state, &expect, cancelled,
-                      memory_order_acq_rel, memory_order_relaxed)) {
+    if (!m
+            || !atomic_compare_exchange_strong_explicit(&m->state, &expect, cancelled,
+                    memory_order_acq_rel, memory_order_relaxed)) {
         return 0;
     }
     if (futoin__loop_on_thread(loop)) {

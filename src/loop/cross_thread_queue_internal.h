@@ -107,8 +107,7 @@ XMsg* futoin__xq_pop(XQueue* q);
  * the stub and no producer has swung the head away from it. */
 static inline int futoin__xq_nonempty(XQueue* q)
 {
-    return q->tail != &q->stub
-            || atomic_load_explicit(&q->head, memory_order_seq_cst) != &q->stub;
+    return q->tail != &q->stub || atomic_load_explicit(&q->head, memory_order_seq_cst) != &q->stub;
 }
 
 /* Consumer only, and only while its end of the queue is at the stub,

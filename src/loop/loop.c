@@ -172,8 +172,8 @@ static FUTOIN_NOINLINE int ring_grow(FutoInLoop* loop)
 
 /* ---- scheduling ---- */
 
-static FUTOIN_ALWAYS_INLINE void imm_store(
-        FutoInLoop* loop, uint64_t seq, LoopFn fn, void* data, uintptr_t aux, uintptr_t kind)
+static FUTOIN_ALWAYS_INLINE void imm_store(FutoInLoop* loop, uint64_t seq, LoopFn fn, void* data,
+        uintptr_t aux, uintptr_t kind)
 {
     ImmSlot* slot = &loop->ring[seq & loop->ring_mask];
     slot->fn = fn;
@@ -188,8 +188,8 @@ static FUTOIN_ALWAYS_INLINE void imm_store(
  * it. Out of line so that the common case needs no stack frame. spare is
  * 1 for ordinary immediates (the last slot is the dispatcher's), 0 for the
  * dispatcher. */
-static FUTOIN_NOINLINE FutoInHandle schedule_immediate_slow(FutoInLoop* loop, LoopFn fn,
-        void* data, uintptr_t aux, uintptr_t kind, size_t spare)
+static FUTOIN_NOINLINE FutoInHandle schedule_immediate_slow(FutoInLoop* loop, LoopFn fn, void* data,
+        uintptr_t aux, uintptr_t kind, size_t spare)
 {
     uint64_t seq = loop->imm_tail;
     if (seq - loop->imm_head + spare > loop->ring_mask && ring_grow(loop) != 0) {
@@ -205,8 +205,8 @@ static FUTOIN_NOINLINE FutoInHandle schedule_immediate_slow(FutoInLoop* loop, Lo
 }
 
 /* The one way an immediate is scheduled (loop thread). */
-static FUTOIN_ALWAYS_INLINE FutoInHandle schedule_immediate(
-        FutoInLoop* loop, LoopFn fn, void* data, uintptr_t aux, uintptr_t kind)
+static FUTOIN_ALWAYS_INLINE FutoInHandle schedule_immediate(FutoInLoop* loop, LoopFn fn, void* data,
+        uintptr_t aux, uintptr_t kind)
 {
     uint64_t seq = loop->imm_tail;
     if (FUTOIN_UNLIKELY(seq - loop->imm_head >= loop->ring_mask
@@ -219,8 +219,8 @@ static FUTOIN_ALWAYS_INLINE FutoInHandle schedule_immediate(
 
 FutoInHandle futoin__loop_schedule_call(FutoInLoop* loop, const LoopCall* call)
 {
-    return schedule_immediate(
-            loop, call->fn, call->data, call->aux, call->has_aux ? IMM_AUX : IMM_PLAIN);
+    return schedule_immediate(loop, call->fn, call->data, call->aux,
+            call->has_aux ? IMM_AUX : IMM_PLAIN);
 }
 
 /* Runs the oldest slot (the ring must not be empty). The slot is left
@@ -271,7 +271,8 @@ FutoInHandle futoin__loop_schedule_at(FutoInLoop* loop, uint64_t due, const Loop
 
 static FutoInHandle schedule_deferred(FutoInLoop* loop, uint32_t delay_ms, const LoopCall* call)
 {
-    return schedule_deferred_at(loop, add_saturating(schedule_base(loop), ms_to_ns(delay_ms)), call);
+    return schedule_deferred_at(loop, add_saturating(schedule_base(loop), ms_to_ns(delay_ms)),
+            call);
 }
 
 /* ---- public scheduling ---- */
@@ -290,8 +291,8 @@ FutoInHandle futoin_loop_immediate(FutoInLoop* loop, void* data, FutoInLoopCallb
     return schedule_immediate(loop, fn, data, 0, IMM_PLAIN);
 }
 
-FutoInHandle futoin_loop_deferred(
-        FutoInLoop* loop, uint32_t delay_ms, void* data, FutoInLoopCallback cb)
+FutoInHandle futoin_loop_deferred(FutoInLoop* loop, uint32_t delay_ms, void* data,
+        FutoInLoopCallback cb)
 {
     if (!loop || !cb) {
         return handle_none();
@@ -320,8 +321,8 @@ void futoin__loop_post_local(FutoInLoop* loop, void* data, FutoInLoopCallback cb
     imm_store(loop, seq, fn, data, 0, IMM_PLAIN);
 }
 
-FutoInHandle futoin__loop_immediate_aux(
-        FutoInLoop* loop, void* data, uintptr_t aux, FutoInLoopAuxCallback cb)
+FutoInHandle futoin__loop_immediate_aux(FutoInLoop* loop, void* data, uintptr_t aux,
+        FutoInLoopAuxCallback cb)
 {
     if (!loop || !cb) {
         return handle_none();
@@ -331,8 +332,8 @@ FutoInHandle futoin__loop_immediate_aux(
     return schedule_immediate(loop, fn, data, aux, IMM_AUX);
 }
 
-FutoInHandle futoin__loop_deferred_aux(FutoInLoop* loop, uint32_t delay_ms,
-        void* data, uintptr_t aux, FutoInLoopAuxCallback cb)
+FutoInHandle futoin__loop_deferred_aux(FutoInLoop* loop, uint32_t delay_ms, void* data,
+        uintptr_t aux, FutoInLoopAuxCallback cb)
 {
     if (!loop || !cb) {
         return handle_none();
@@ -556,9 +557,9 @@ static void idle_wait(FutoInLoop* loop)
  * release is seen its message is seen too. */
 static FUTOIN_ALWAYS_INLINE int has_work(FutoInLoop* loop)
 {
-    return atomic_load_explicit(&loop->refs, memory_order_acquire) > 0
-            || loop->live_immediates > 0 || futoin__timer_heap_size(&loop->timers) > 0
-            || (loop->xpoll & XPOLL_BACKLOG) || futoin__xq_head_moved(&loop->xq);
+    return atomic_load_explicit(&loop->refs, memory_order_acquire) > 0 || loop->live_immediates > 0
+            || futoin__timer_heap_size(&loop->timers) > 0 || (loop->xpoll & XPOLL_BACKLOG)
+            || futoin__xq_head_moved(&loop->xq);
 }
 
 /* Rounded up so that a poll() with this timeout never wakes too early. */
@@ -801,7 +802,8 @@ void futoin__loop_set_engine_free(FutoInLoop* loop, void (*destroy)(void* engine
     loop->engine_free = destroy;
 }
 
-void futoin__loop_set_misuse_hook(FutoInLoop* loop, void (*hook)(FutoInLoop* loop, const char* info))
+void futoin__loop_set_misuse_hook(FutoInLoop* loop,
+        void (*hook)(FutoInLoop* loop, const char* info))
 {
     loop->misuse_hook = hook;
 }

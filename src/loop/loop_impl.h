@@ -28,7 +28,6 @@
 
 #pragma GCC visibility push(hidden)
 
-
 #define NO_RECORD UINT32_MAX
 #define NS_PER_MS UINT64_C(1000000)
 #define NS_PER_SEC UINT64_C(1000000000)
@@ -37,7 +36,6 @@
 #define GENERATION_MASK UINT32_C(0x7fffffff)
 #define MIN_POOL 64u
 #define LOOP_LINE 64
-
 
 /* Handle encoding. data2 says what a handle names:
  *   [1, IMM_TAG)          a record (timer): index + 1; data3 = generation
@@ -119,9 +117,9 @@ struct FutoInLoop {
      * one is pending per loop), which therefore never needs memory. Its
      * failure would leave every root of the loop waiting for a dispatch
      * that never comes, with nobody to tell. */
-    ImmSlot* ring;         /* ring_mask + 1 slots, a power of two */
-    uint64_t imm_head;     /* sequence number of the oldest slot */
-    uint64_t imm_tail;     /* sequence number the next immediate gets */
+    ImmSlot* ring;     /* ring_mask + 1 slots, a power of two */
+    uint64_t imm_head; /* sequence number of the oldest slot */
+    uint64_t imm_tail; /* sequence number the next immediate gets */
     size_t ring_mask;
     size_t live_immediates; /* slots that are not IMM_DEAD */
     /* futoin_loop_set_wakeup(): lets an outer event loop (the libuv
@@ -135,8 +133,8 @@ struct FutoInLoop {
      * still on the stack). */
     unsigned round_depth;
     uint8_t stop_requested;
-    uint8_t embedded;    /* futoin_loop_wakeup_fd() handed the fd out */
-    uint8_t xpoll;       /* XPOLL_* */
+    uint8_t embedded; /* futoin_loop_wakeup_fd() handed the fd out */
+    uint8_t xpoll;    /* XPOLL_* */
     /* The real clock is read at most once per round, and only when a timer
      * needs it: rounds that only run immediates cost no clock read. */
     uint8_t clock_fresh;
@@ -182,15 +180,15 @@ struct FutoInLoop {
      * accident), and/or a call of the wake-up callback. A busy loop costs
      * producers no system call. */
     _Atomic int need_signal;
-    _Atomic long refs;   /* futoin_loop_hold(): outstanding external work */
+    _Atomic long refs; /* futoin_loop_hold(): outstanding external work */
     /* Threads between making work visible (a push, a release) and the end
      * of their wake-up: the loop thread may already have seen the work and
      * be on its way to futoin_loop_free(), which waits for this to drop to
      * 0 so that the wake-up never touches freed memory. */
     _Atomic int xbusy;
-    int wake_rfd;        /* -1 until the loop first needs to wait */
+    int wake_rfd; /* -1 until the loop first needs to wait */
     int wake_wfd;
-    int armed;           /* loop thread: need_signal was set by us to these SIG_* bits */
+    int armed; /* loop thread: need_signal was set by us to these SIG_* bits */
     /* Loop thread: another thread took a SIG_HOOK signal and may still be
      * calling the hook; futoin_loop_set_wakeup() waits for it. */
     uint8_t hook_owed;
@@ -228,8 +226,8 @@ FutoInHandle futoin__loop_schedule_call(FutoInLoop* loop, const LoopCall* call);
 FutoInHandle futoin__loop_schedule_at(FutoInLoop* loop, uint64_t due, const LoopCall* call);
 
 /* ---- cross_thread.c ---- */
-FutoInHandle futoin__loop_xsched_post(
-        FutoInLoop* loop, const LoopCall* call, int deferred, uint32_t delay_ms);
+FutoInHandle futoin__loop_xsched_post(FutoInLoop* loop, const LoopCall* call, int deferred,
+        uint32_t delay_ms);
 int futoin__loop_xsched_cancel(FutoInLoop* loop, const FutoInHandle* h);
 XMsg* futoin__loop_xhandle_slot(FutoInLoop* loop, const FutoInHandle* h, uint64_t* pending);
 int futoin__loop_xcancel_record_run(void* consumer, XMsg* m);

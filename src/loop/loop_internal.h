@@ -36,10 +36,10 @@ static inline int futoin__loop_on_thread(const FutoInLoop* loop)
  * pair without allocating a record per timer. */
 typedef void (*FutoInLoopAuxCallback)(void* data, uintptr_t aux);
 
-FutoInHandle futoin__loop_immediate_aux(
-        FutoInLoop* loop, void* data, uintptr_t aux, FutoInLoopAuxCallback cb);
-FutoInHandle futoin__loop_deferred_aux(FutoInLoop* loop, uint32_t delay_ms,
-        void* data, uintptr_t aux, FutoInLoopAuxCallback cb);
+FutoInHandle futoin__loop_immediate_aux(FutoInLoop* loop, void* data, uintptr_t aux,
+        FutoInLoopAuxCallback cb);
+FutoInHandle futoin__loop_deferred_aux(FutoInLoop* loop, uint32_t delay_ms, void* data,
+        uintptr_t aux, FutoInLoopAuxCallback cb);
 
 /* A loop handle without its loop pointer: 8 bytes instead of 24, for
  * structures that hold one per object (the engine's frames). Relies on the
@@ -75,7 +75,8 @@ static inline void** futoin__loop_engine_slot(FutoInLoop* loop)
 }
 void futoin__loop_set_engine_free(FutoInLoop* loop, void (*destroy)(void* engine_ctx));
 /* Where the loop sends its misuse reports (the engine's misuse handler). */
-void futoin__loop_set_misuse_hook(FutoInLoop* loop, void (*hook)(FutoInLoop* loop, const char* info));
+void futoin__loop_set_misuse_hook(FutoInLoop* loop,
+        void (*hook)(FutoInLoop* loop, const char* info));
 /* 1 while a call that runs the loop's callbacks (iterate, run, run_next,
  * advance) is on the stack: running the loop again is refused. */
 int futoin__loop_is_driving(const FutoInLoop* loop);
@@ -105,8 +106,8 @@ void futoin__loop_xmsg_free(FutoInLoop* loop, XMsg* msg);
 /* Any thread, the loop thread included: a deferred callback whose handle is
  * a cross-thread handle, so that futoin_loop_try_cancel() decides its fate
  * exactly from any thread (shared sync objects arm timers on other loops). */
-FutoInHandle futoin__loop_deferred_aux_x(FutoInLoop* loop, uint32_t delay_ms,
-        void* data, uintptr_t aux, FutoInLoopAuxCallback cb);
+FutoInHandle futoin__loop_deferred_aux_x(FutoInLoop* loop, uint32_t delay_ms, void* data,
+        uintptr_t aux, FutoInLoopAuxCallback cb);
 
 /* For a loop thread that has stopped: runs only what other threads post
  * (no callbacks, no timers) until nothing holds the loop any more, so
@@ -121,13 +122,14 @@ uint64_t futoin__monotonic_ms(void);
 /* 1 and the ms left (rounded up) if ref names a pending timer, else 0. */
 int futoin__loop_timer_left(FutoInLoop* loop, LoopRef ref, uint64_t* left_ms);
 /* Cross-thread messages run so far, timers and immediates pending. */
-void futoin__loop_stats(const FutoInLoop* loop, uint64_t* xmsgs, uint64_t* timers, uint64_t* immediates);
+void futoin__loop_stats(const FutoInLoop* loop, uint64_t* xmsgs, uint64_t* timers,
+        uint64_t* immediates);
 int futoin__loop_is_virtual(const FutoInLoop* loop);
 /* Sets what a dump request calls on the loop thread (keep: unless it has
  * one), and keeps a message slot for requests. Returns 0, or -1 when out
  * of memory. */
-int futoin__loop_dump_setup(
-        FutoInLoop* loop, void (*cb)(FutoInLoop* loop, void* data), void* data, int keep);
+int futoin__loop_dump_setup(FutoInLoop* loop, void (*cb)(FutoInLoop* loop, void* data), void* data,
+        int keep);
 /* Any thread, async-signal-safe: queues the kept slot unless it is
  * queued already (1 queued, 0 already queued, -1 no setup). */
 int futoin__loop_dump_request(FutoInLoop* loop);

@@ -21,14 +21,16 @@ int futoin__loop_timer_left(FutoInLoop* loop, LoopRef ref, uint64_t* left_ms)
         return 0;
     }
     uint64_t due = loop->timers.entries[loop->timers.pos[id]].due;
-    uint64_t now = loop->is_virtual || loop->round_depth ? round_now(loop) : futoin__loop_clock_ns();
+    uint64_t now = loop->is_virtual || loop->round_depth ? round_now(loop)
+                                                         : futoin__loop_clock_ns();
     uint64_t left = due > now ? due - now : 0;
     /* Rounded up: "1 ms left" until it is due. */
     *left_ms = left / NS_PER_MS + (left % NS_PER_MS != 0);
     return 1;
 }
 
-void futoin__loop_stats(const FutoInLoop* loop, uint64_t* xmsgs, uint64_t* timers, uint64_t* immediates)
+void futoin__loop_stats(const FutoInLoop* loop, uint64_t* xmsgs, uint64_t* timers,
+        uint64_t* immediates)
 {
     *xmsgs = loop->xmsgs_run;
     *timers = futoin__timer_heap_size(&loop->timers);

@@ -210,8 +210,7 @@ void futoin__loop_block_until(FutoInLoop* loop, uint64_t due_ns)
         futoin__loop_signal_disarm(loop);
         signal_arm(loop, SIG_FD);
     }
-    if (!futoin__xq_nonempty(&loop->xq)
-            && (due_ns != UINT64_MAX || atomic_load(&loop->refs) > 0)) {
+    if (!futoin__xq_nonempty(&loop->xq) && (due_ns != UINT64_MAX || atomic_load(&loop->refs) > 0)) {
         poll_until(loop->wake_rfd, due_ns);
     }
     futoin__loop_signal_disarm(loop);

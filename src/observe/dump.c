@@ -47,7 +47,8 @@ static void dump_frame(FILE* out, Flow* fl, uint32_t level)
             fputs(", held", out);
         } else if (fi.sync_queue) {
             fprintf(out, ", queued: position %" PRIu32 " of %" PRIu32 " in its %s queue",
-                    fi.sync_position, fi.sync_queue_length, fi.sync_queue == 1 ? "concurrency" : "rate");
+                    fi.sync_position, fi.sync_queue_length,
+                    fi.sync_queue == 1 ? "concurrency" : "rate");
         } else {
             fputs(", locking", out);
         }
@@ -66,7 +67,8 @@ static void dump_frame(FILE* out, Flow* fl, uint32_t level)
     }
     if (fi.error_handler) {
         fprintf(out, ", %s 0x%" PRIxPTR "%s", level ? "error handler" : "unhandled-error callback",
-                futoin__obs_fn_addr(fi.error_handler), (fi.flags & FUTOIN_FRAME_EH_RAN) ? " (ran)" : "");
+                futoin__obs_fn_addr(fi.error_handler),
+                (fi.flags & FUTOIN_FRAME_EH_RAN) ? " (ran)" : "");
     }
     if (fi.flags & FUTOIN_FRAME_CANCEL_HANDLER) {
         fputs(", cancel handler", out);
@@ -139,8 +141,8 @@ static void dump_flow(FILE* out, Flow* fl, uint32_t nesting, uint32_t max_frames
     FutoInFlowInfo info;
     futoin__obs_flow_info_fill(fl, &info);
     if (fl->is_branch) {
-        fprintf(out, "  branch %p of %p (nesting %" PRIu32 ")", (void*)&fl->iface, (void*)info.parent,
-                nesting);
+        fprintf(out, "  branch %p of %p (nesting %" PRIu32 ")", (void*)&fl->iface,
+                (void*)info.parent, nesting);
     } else {
         fprintf(out, "  flow %p (main)", (void*)&fl->iface);
     }
@@ -180,11 +182,12 @@ int futoin_loop_dump(FutoInLoop* loop, FILE* out, uint32_t max_frames)
     fprintf(out, "futoin loop %p: dump at %" PRIu64 " ms (%s clock)\n", (void*)loop,
             futoin_loop_now(loop), futoin__loop_is_virtual(loop) ? "virtual" : "monotonic");
     fprintf(out,
-            "  counters: roots %" PRIu64 ", steps %" PRIu64 ", errors %" PRIu64 ", timeouts %" PRIu64
-            ", cancels %" PRIu64 ", sync rejections %" PRIu64 ", unhandled errors %" PRIu64
-            ", timers %" PRIu64 ", immediates %" PRIu64 ", cross-thread messages %" PRIu64 "\n",
-            c.roots, c.steps, c.errors, c.timeouts, c.cancels, c.sync_rejections, c.unhandled_errors,
-            c.timers_pending, c.immediates_pending, c.xmsgs);
+            "  counters: roots %" PRIu64 ", steps %" PRIu64 ", errors %" PRIu64
+            ", timeouts %" PRIu64 ", cancels %" PRIu64 ", sync rejections %" PRIu64
+            ", unhandled errors %" PRIu64 ", timers %" PRIu64 ", immediates %" PRIu64
+            ", cross-thread messages %" PRIu64 "\n",
+            c.roots, c.steps, c.errors, c.timeouts, c.cancels, c.sync_rejections,
+            c.unhandled_errors, c.timers_pending, c.immediates_pending, c.xmsgs);
     FutoInRootIter it;
     futoin_root_iter_init(&it, loop);
     int roots = 0;
@@ -218,8 +221,8 @@ int futoin_loop_dump(FutoInLoop* loop, FILE* out, uint32_t max_frames)
             dump_flow(out, fl, nesting, max_frames);
         }
     }
-    fprintf(out, "end of dump: %d root%s, %" PRIu64 " running flow%s\n", roots, roots == 1 ? "" : "s",
-            flows, flows == 1 ? "" : "s");
+    fprintf(out, "end of dump: %d root%s, %" PRIu64 " running flow%s\n", roots,
+            roots == 1 ? "" : "s", flows, flows == 1 ? "" : "s");
     return roots;
 }
 

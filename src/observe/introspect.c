@@ -409,7 +409,7 @@ void futoin__obs_frame_describe(Flow* fl, uint32_t level, FutoInFrameInfo* fi)
             const StepOwner* o = futoin__step_ext(node);
             fi->kind = futoin__owner_is(o, OWNER_AWAIT) ? FUTOIN_FRAME_AWAIT
                     : futoin__owner_is(o, OWNER_WORK)   ? FUTOIN_FRAME_WORK
-                                                 : FUTOIN_FRAME_STEP;
+                                                        : FUTOIN_FRAME_STEP;
             break;
         }
         default:
@@ -463,17 +463,15 @@ int futoin_frame_info(FutoInAsyncSteps* flow, uint32_t level, FutoInFrameInfo* o
 
 const char* futoin_root_state_name(FutoInRootState state)
 {
-    static const char* const names[] = {
-        "idle", "queued", "running", "waiting", "done", "failed", "cancelled"
-    };
+    static const char* const names[] = { "idle", "queued", "running", "waiting", "done", "failed",
+        "cancelled" };
     return (unsigned)state < sizeof(names) / sizeof(names[0]) ? names[state] : "?";
 }
 
 const char* futoin_frame_kind_name(FutoInFrameKind kind)
 {
-    static const char* const names[] = {
-        "queue", "step", "loop", "parallel", "sync", "value", "yield", "await", "work"
-    };
+    static const char* const names[] = { "queue", "step", "loop", "parallel", "sync", "value",
+        "yield", "await", "work" };
     return (unsigned)kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "?";
 }
 

@@ -312,7 +312,6 @@ void futoin__sync_wake(SyncNode* n)
     futoin_owned_success(n->as, n, NULL);
 }
 
-
 void futoin__sync_reject_waiting(SyncNode* n, const char* info)
 {
     n->state = SN_REJECTED;
@@ -474,7 +473,7 @@ static SyncCore* core_new(FutoInLoop* loop)
         return NULL;
     }
     /* base.api is const: set it once in the fresh (untyped) allocation. */
-    const FutoInSync base = {&sync_api};
+    const FutoInSync base = { &sync_api };
     memcpy(&c->base, &base, sizeof(base));
     c->nbuckets = SYNC_INITIAL_BUCKETS;
     c->loop = loop;

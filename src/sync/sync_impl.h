@@ -32,11 +32,11 @@
 
 /* Where a node is in its life; see sync/core.c for the transitions. */
 enum {
-    SN_NEW = 0,   /* lock() ran, the admission sub-step has not yet */
-    SN_Q_CONC,    /* waiting in conc_q */
-    SN_Q_RATE,    /* in the holder table (has its slot, if any), waiting in rate_q */
-    SN_HOLDER,    /* admitted: in the holder table, about to enter or inside */
-    SN_REJECTED   /* got DefenseRejected; waits for the engine to unwind */
+    SN_NEW = 0, /* lock() ran, the admission sub-step has not yet */
+    SN_Q_CONC,  /* waiting in conc_q */
+    SN_Q_RATE,  /* in the holder table (has its slot, if any), waiting in rate_q */
+    SN_HOLDER,  /* admitted: in the holder table, about to enter or inside */
+    SN_REJECTED /* got DefenseRejected; waits for the engine to unwind */
 };
 
 /* Result of running a node through the stages. */
@@ -55,7 +55,7 @@ struct SyncNode {
     SyncNode* hnext; /* holder-table chain */
     SyncNode* outer; /* for a re-entry: the record it nests in */
     SyncCore* core;
-    FutoInAsyncSteps* as; /* the flow: resumed with success()/handle_error() */
+    FutoInAsyncSteps* as;      /* the flow: resumed with success()/handle_error() */
     struct SyncTicket* ticket; /* a waiting flow of another implementation */
     ptrdiff_t root_id;
     uint8_t state;
@@ -91,8 +91,8 @@ struct SyncCore {
     uint32_t rate_max;
     uint32_t rate_qmax;
     uint32_t period_ms;
-    uint32_t rate_used;     /* entries in the window starting at win_start */
-    uint8_t win_open;       /* a window has been opened (may have ended since) */
+    uint32_t rate_used; /* entries in the window starting at win_start */
+    uint8_t win_open;   /* a window has been opened (may have ended since) */
     uint64_t win_start;
     FutoInHandle win_timer; /* armed only while rate_q is not empty */
     SyncQueue rate_q;
@@ -137,15 +137,21 @@ typedef struct SyncConfig {
 
 static inline SyncConfig futoin__mutex_config(uint32_t max, uint32_t max_queue)
 {
-    SyncConfig c = { .conc_max = max, .conc_qmax = max_queue,
-        .reject_conc = "Mutex: queue is full", .reject_rate = "" };
+    SyncConfig c = { .conc_max = max,
+        .conc_qmax = max_queue,
+        .reject_conc = "Mutex: queue is full",
+        .reject_rate = "" };
     return c;
 }
 
-static inline SyncConfig futoin__throttle_config(uint32_t max, uint32_t period_ms, uint32_t max_queue)
+static inline SyncConfig futoin__throttle_config(uint32_t max, uint32_t period_ms,
+        uint32_t max_queue)
 {
-    SyncConfig c = { .rate_max = max, .period_ms = period_ms, .rate_qmax = max_queue,
-        .reject_conc = "", .reject_rate = "Throttle: queue is full" };
+    SyncConfig c = { .rate_max = max,
+        .period_ms = period_ms,
+        .rate_qmax = max_queue,
+        .reject_conc = "",
+        .reject_rate = "Throttle: queue is full" };
     return c;
 }
 
@@ -156,8 +162,11 @@ static inline SyncConfig futoin__limiter_config(const FutoInLimiterOptions* opts
     if (opts) {
         o = *opts;
     }
-    SyncConfig c = { .conc_max = o.concurrent, .conc_qmax = o.max_queue, .rate_max = o.rate,
-        .period_ms = o.period_ms, .rate_qmax = o.burst,
+    SyncConfig c = { .conc_max = o.concurrent,
+        .conc_qmax = o.max_queue,
+        .rate_max = o.rate,
+        .period_ms = o.period_ms,
+        .rate_qmax = o.burst,
         .reject_conc = "Limiter: queue is full (concurrency)",
         .reject_rate = "Limiter: burst queue is full (rate)" };
     return c;

@@ -40,7 +40,8 @@ static void shared_arm_timer(SyncCore* c)
     }
     FutoInLoop* loop = futoin_asyncsteps_loop(futoin__sync_queue_first(&c->rate_q)->as);
     uint32_t seq = ++c->timer_seq;
-    c->win_timer = futoin__loop_deferred_aux_x(loop, delay_to_window_end(c), c, seq, shared_window_end);
+    c->win_timer = futoin__loop_deferred_aux_x(loop, delay_to_window_end(c), c, seq,
+            shared_window_end);
     if (!c->win_timer.data1) {
         /* Without it the queued flows are never admitted, and the flow
          * whose lock() queued it may not be the one running. */
@@ -171,8 +172,8 @@ uint32_t futoin__sync_rate_window_entries(const SyncCore* c)
     return c->rate_used;
 }
 
-FutoInSync* futoin_throttle_new(
-        FutoInLoop* loop, uint32_t max, uint32_t period_ms, uint32_t max_queue)
+FutoInSync* futoin_throttle_new(FutoInLoop* loop, uint32_t max, uint32_t period_ms,
+        uint32_t max_queue)
 {
     if (!loop || !max || !period_ms) {
         return NULL;

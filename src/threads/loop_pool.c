@@ -50,7 +50,7 @@ struct PoolSlot {
 struct FutoInLoopPool {
     unsigned n;
     _Atomic unsigned next; /* rotates the tie-break */
-    atomic_int stopped; /* spawn refuses from then on */
+    atomic_int stopped;    /* spawn refuses from then on */
     PoolSlot* slots;
 };
 
@@ -209,8 +209,8 @@ unsigned futoin_loop_pool_load(const FutoInLoopPool* pool, unsigned i)
     return i < pool->n ? atomic_load(&pool->slots[i].load) : 0;
 }
 
-int futoin_loop_pool_spawn(FutoInLoopPool* pool, FutoInPoolSetup setup,
-        FutoInPoolDone done, void* data)
+int futoin_loop_pool_spawn(FutoInLoopPool* pool, FutoInPoolSetup setup, FutoInPoolDone done,
+        void* data)
 {
     if (!pool || !setup || pool->n == 0 || atomic_load(&pool->stopped)) {
         return -1;

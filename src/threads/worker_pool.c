@@ -297,7 +297,8 @@ static void work_step(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
     pthread_mutex_lock(&g.lock);
     if (ensure_started() != 0) {
         pthread_mutex_unlock(&g.lock);
-        futoin_error(as, FUTOIN_INTERNAL_ERROR, "futoin_add_work: cannot start worker threads (out of memory or threads)");
+        futoin_error(as, FUTOIN_INTERNAL_ERROR,
+                "futoin_add_work: cannot start worker threads (out of memory or threads)");
         return;
     }
     futoin_loop_hold(w->loop);

@@ -50,8 +50,8 @@ int futoin_uv_budget_take(FutoInUvBudget* b, size_t n)
             atomic_fetch_add_explicit(&b->refusals, 1, memory_order_relaxed);
             return -1;
         }
-    } while (!atomic_compare_exchange_weak_explicit(&b->used, &cur, cur + n,
-            memory_order_relaxed, memory_order_relaxed));
+    } while (!atomic_compare_exchange_weak_explicit(&b->used, &cur, cur + n, memory_order_relaxed,
+            memory_order_relaxed));
     return 0;
 }
 

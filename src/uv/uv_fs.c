@@ -28,7 +28,8 @@
 #define READ_CHUNK 65536u
 /* The largest max_bytes: a result value's length is 32 bits, and the
  * buffer (max + 1 bytes, plus the NUL) must be countable in a size_t. */
-#define MAX_FILE_LIMIT ((uint64_t)SIZE_MAX - 2u < UINT32_MAX - 1u ? (uint64_t)SIZE_MAX - 2u : UINT32_MAX - 1u)
+#define MAX_FILE_LIMIT                                                                             \
+    ((uint64_t)SIZE_MAX - 2u < UINT32_MAX - 1u ? (uint64_t)SIZE_MAX - 2u : UINT32_MAX - 1u)
 
 typedef struct {
     uv_fs_t req;
@@ -173,7 +174,8 @@ static void read_more(FileOp* op)
         op->cap = cap;
     }
     size_t room = op->cap - op->len;
-    uv_buf_t buf = uv_buf_init(op->data + op->len, (unsigned)(room > UINT32_MAX ? UINT32_MAX : room));
+    uv_buf_t buf = uv_buf_init(op->data + op->len,
+            (unsigned)(room > UINT32_MAX ? UINT32_MAX : room));
     op->req.data = op;
     int err = uv_fs_read(op->loop, &op->req, op->fd, &buf, 1, -1, on_read);
     if (err) {
@@ -259,7 +261,8 @@ static void write_more(FileOp* op)
         return;
     }
     size_t rest = op->len - op->done;
-    uv_buf_t buf = uv_buf_init(op->data + op->done, (unsigned)(rest > UINT32_MAX ? UINT32_MAX : rest));
+    uv_buf_t buf = uv_buf_init(op->data + op->done,
+            (unsigned)(rest > UINT32_MAX ? UINT32_MAX : rest));
     op->req.data = op;
     int err = uv_fs_write(op->loop, &op->req, op->fd, &buf, 1, -1, on_write);
     if (err) {
@@ -299,9 +302,9 @@ static void on_open(uv_fs_t* req)
     } else if (r == UV_ENXIO) {
         /* O_NONBLOCK's answer for a FIFO without a reader (writing), and
          * open()'s for a socket or a device without a driver. */
-        fail_why(op, (int)r, step_name(op), op->writing
-                ? "not a regular file (FIFO without a reader, socket or device)"
-                : "not a regular file (socket or device)");
+        fail_why(op, (int)r, step_name(op),
+                op->writing ? "not a regular file (FIFO without a reader, socket or device)"
+                            : "not a regular file (socket or device)");
     } else if (r == UV_EISDIR) {
         fail_why(op, (int)r, step_name(op), "is a directory");
     } else if (r < 0) {
@@ -406,8 +409,9 @@ void futoin_uv_file_read(FutoInAsyncSteps* as, const char* path, size_t max_byte
         return;
     }
     if (max_bytes > MAX_FILE_LIMIT) {
-        futoin__uv_add_failf(as, "EINVAL: futoin_uv_file_read: max_bytes %zu out of range (0..%llu)",
-                max_bytes, (unsigned long long)MAX_FILE_LIMIT);
+        futoin__uv_add_failf(as,
+                "EINVAL: futoin_uv_file_read: max_bytes %zu out of range (0..%llu)", max_bytes,
+                (unsigned long long)MAX_FILE_LIMIT);
         return;
     }
     FileParams* p = add_file(as, path);
@@ -416,8 +420,8 @@ void futoin_uv_file_read(FutoInAsyncSteps* as, const char* path, size_t max_byte
     }
 }
 
-void futoin_uv_file_write(FutoInAsyncSteps* as, const char* path, const void* data,
-        size_t len, int append)
+void futoin_uv_file_write(FutoInAsyncSteps* as, const char* path, const void* data, size_t len,
+        int append)
 {
     if (!path) {
         futoin__uv_add_fail(as, "EINVAL: futoin_uv_file_write: path is NULL");

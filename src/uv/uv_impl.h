@@ -61,7 +61,7 @@ struct FutoInUvStream {
     size_t off;
     size_t len;
     size_t cap;
-    size_t scanned; /* bytes after off already searched for the delimiter */
+    size_t scanned;    /* bytes after off already searched for the delimiter */
     size_t read_ahead; /* keep reading without a read step up to this many bytes */
     /* Input budget: cap beyond FUTOIN_UV_BUDGET_FREE_BYTES is charged. */
     FutoInUvBudget* budget;
@@ -92,7 +92,7 @@ struct FutoInUvServer {
     unsigned pending; /* connections reported by libuv, not yet accepted */
     int error;        /* a listen error not yet reported to an accept step */
     unsigned port;
-    char name[64]; /* "host:port" it listens on */
+    char name[64];            /* "host:port" it listens on */
     FutoInAsyncSteps* acc_as; /* the pending accept step */
 };
 
@@ -124,8 +124,8 @@ void futoin__uv_failf(FutoInAsyncSteps* as, const char* code, int err, const cha
  * lives in the current step's stack (freed with it, cleanup first). If the
  * block cannot be allocated an InternalError step is added instead and
  * NULL is returned. */
-void* futoin__uv_add_step(FutoInAsyncSteps* as, FutoInAsyncSteps_execute_callback f,
-        size_t size, void (*cleanup)(void*), const char* what);
+void* futoin__uv_add_step(FutoInAsyncSteps* as, FutoInAsyncSteps_execute_callback f, size_t size,
+        void (*cleanup)(void*), const char* what);
 
 /* futoin_set_wait_info(as, "<op> <object>"), formatted without a heap copy
  * of its own. */
@@ -170,7 +170,6 @@ unsigned futoin__uv_lookup_threads(void);
 extern _Atomic unsigned futoin__uv_lookup_threads_max;
 
 /* ---- streams: uv_stream.c, uv_connect.c, uv_read.c, uv_write.c ---- */
-
 
 #define FUTOIN_UV_DEFAULT_MAX_READ (64u << 10)
 #define FUTOIN_UV_INITIAL_BUF 4096u

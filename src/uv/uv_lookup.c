@@ -89,15 +89,15 @@ __attribute__((destructor)) static void join_finished_at_exit(void)
 #endif
 
 struct FutoInUvLookup {
-    uv_async_t async;    /* thread: hands the result to the loop */
+    uv_async_t async;     /* thread: hands the result to the loop */
     uv_getaddrinfo_t req; /* pool */
-    FutoInUvLookupCb cb; /* NULL once cancelled */
+    FutoInUvLookupCb cb;  /* NULL once cancelled */
     void* data;
     pthread_mutex_t lock;
     _Atomic unsigned refs;
     uint8_t on_thread;
-    uint8_t detached; /* under lock */
-    Finished* finished; /* the thread's entry, handed over when it ends */
+    uint8_t detached;     /* under lock */
+    Finished* finished;   /* the thread's entry, handed over when it ends */
     int status;           /* under lock, libuv error */
     struct addrinfo* res; /* under lock */
     struct addrinfo hints;

@@ -400,8 +400,8 @@ void futoin__uv_add_failf(FutoInAsyncSteps* as, const char* fmt, ...)
     futoin_add(as, fail_step, NULL, copy);
 }
 
-void* futoin__uv_add_step(FutoInAsyncSteps* as, FutoInAsyncSteps_execute_callback f,
-        size_t size, void (*cleanup)(void*), const char* what)
+void* futoin__uv_add_step(FutoInAsyncSteps* as, FutoInAsyncSteps_execute_callback f, size_t size,
+        void (*cleanup)(void*), const char* what)
 {
     if (!as) {
         return NULL;
@@ -420,8 +420,8 @@ static void free_bytes(FutoInBinaryValue* v)
     free((void*)v->p);
 }
 
-static const FutoInType string_type = {FTN_TYPE_STRING, free_bytes};
-static const FutoInType bytes_type = {FTN_TYPE_UINT8 | FTN_TYPE_ARRAY, free_bytes};
+static const FutoInType string_type = { FTN_TYPE_STRING, free_bytes };
+static const FutoInType bytes_type = { FTN_TYPE_UINT8 | FTN_TYPE_ARRAY, free_bytes };
 
 FutoInBinaryValue futoin__uv_bytes_adopt(char* data, size_t n, int as_string)
 {

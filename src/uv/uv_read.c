@@ -395,7 +395,8 @@ static int read_len_ok(FutoInAsyncSteps* as, const char* fn, const char* param, 
 
 void futoin_uv_read_line(FutoInAsyncSteps* as, FutoInUvStream* s, size_t max_len)
 {
-    if (futoin__uv_stream_ok(as, "futoin_uv_read_line", s) && read_len_ok(as, "futoin_uv_read_line", "max_len", max_len)) {
+    if (futoin__uv_stream_ok(as, "futoin_uv_read_line", s)
+            && read_len_ok(as, "futoin_uv_read_line", "max_len", max_len)) {
         add_read(as, s, RD_LINE, max_len ? max_len : FUTOIN_UV_DEFAULT_MAX_READ, "\n");
     }
 }

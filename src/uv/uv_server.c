@@ -91,7 +91,7 @@ static void server_value_cleanup(FutoInBinaryValue* v)
     futoin_uv_server_release(v->custom_data);
 }
 
-const FutoInType futoin_uv_server_type = {FTN_TYPE_CUSTOM_OBJECT, server_value_cleanup};
+const FutoInType futoin_uv_server_type = { FTN_TYPE_CUSTOM_OBJECT, server_value_cleanup };
 
 FutoInUvServer* futoin_uv_arg_server(const FutoInArgs* args, int i)
 {
@@ -186,14 +186,14 @@ static int reuseport_socket(const struct sockaddr_storage* addr)
     return fd;
 }
 
-FutoInUvServer* futoin_uv_server_new(FutoInUv* uv, const char* host, unsigned port,
-        int backlog, int* uv_error)
+FutoInUvServer* futoin_uv_server_new(FutoInUv* uv, const char* host, unsigned port, int backlog,
+        int* uv_error)
 {
     return futoin_uv_server_new_ex(uv, host, port, backlog, 0, uv_error);
 }
 
-FutoInUvServer* futoin_uv_server_new_ex(FutoInUv* uv, const char* host, unsigned port,
-        int backlog, unsigned flags, int* uv_error)
+FutoInUvServer* futoin_uv_server_new_ex(FutoInUv* uv, const char* host, unsigned port, int backlog,
+        unsigned flags, int* uv_error)
 {
     int dummy;
     if (!uv_error) {
@@ -311,8 +311,8 @@ void futoin_uv_tcp_listen(FutoInAsyncSteps* as, const char* host, unsigned port,
         host = "";
     }
     size_t hlen = strlen(host);
-    char* p = futoin__uv_add_step(as, listen_start, hlen + 1 + sizeof(port) + sizeof(backlog),
-            NULL, "listen: out of memory");
+    char* p = futoin__uv_add_step(as, listen_start, hlen + 1 + sizeof(port) + sizeof(backlog), NULL,
+            "listen: out of memory");
     if (p) {
         memcpy(p, host, hlen + 1);
         memcpy(p + hlen + 1, &port, sizeof(port));
@@ -427,8 +427,7 @@ static void serve_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* args
     futoin_add_loop(as, serve_iteration, data, NULL);
 }
 
-void futoin_uv_serve(FutoInAsyncSteps* as, FutoInUvServer* srv, FutoInUvConnectionCb cb,
-        void* data)
+void futoin_uv_serve(FutoInAsyncSteps* as, FutoInUvServer* srv, FutoInUvConnectionCb cb, void* data)
 {
     if (!srv) {
         futoin__uv_add_fail(as, "EINVAL: futoin_uv_serve: srv is NULL");

@@ -242,7 +242,7 @@ static void stream_value_cleanup(FutoInBinaryValue* v)
     futoin_uv_stream_release(v->custom_data);
 }
 
-const FutoInType futoin_uv_stream_type = {FTN_TYPE_CUSTOM_OBJECT, stream_value_cleanup};
+const FutoInType futoin_uv_stream_type = { FTN_TYPE_CUSTOM_OBJECT, stream_value_cleanup };
 
 FutoInUvStream* futoin_uv_arg_stream(const FutoInArgs* args, int i)
 {

@@ -126,8 +126,8 @@ static void add_write(FutoInAsyncSteps* as, FutoInUvStream* s, const void* data,
         futoin__uv_add_failf(as, "EINVAL: %s: NULL data with len %zu", fn, len);
         return;
     }
-    WriteParams* p = futoin__uv_add_step(as, write_start,
-            sizeof(WriteParams) + (copy ? len : 0), futoin__uv_params_release, "write: out of memory");
+    WriteParams* p = futoin__uv_add_step(as, write_start, sizeof(WriteParams) + (copy ? len : 0),
+            futoin__uv_params_release, "write: out of memory");
     if (!p) {
         return;
     }
@@ -154,7 +154,8 @@ long futoin_uv_try_write(FutoInUvStream* s, const void* data, size_t len)
     if (len == 0 || uv_stream_get_write_queue_size((uv_stream_t*)&s->tcp) > 0) {
         return 0; /* behind queued bytes: nothing may overtake them */
     }
-    uv_buf_t buf = uv_buf_init((char*)data, (unsigned)(len > FUTOIN_UV_MAX_IO_LEN ? FUTOIN_UV_MAX_IO_LEN : len));
+    uv_buf_t buf = uv_buf_init((char*)data,
+            (unsigned)(len > FUTOIN_UV_MAX_IO_LEN ? FUTOIN_UV_MAX_IO_LEN : len));
     int n = uv_try_write((uv_stream_t*)&s->tcp, &buf, 1);
     return n == UV_EAGAIN ? 0 : n;
 }
@@ -164,8 +165,7 @@ void futoin_uv_write(FutoInAsyncSteps* as, FutoInUvStream* s, const void* data, 
     add_write(as, s, data, len, 1);
 }
 
-void futoin_uv_write_static(FutoInAsyncSteps* as, FutoInUvStream* s, const void* data,
-        size_t len)
+void futoin_uv_write_static(FutoInAsyncSteps* as, FutoInUvStream* s, const void* data, size_t len)
 {
     add_write(as, s, data, len, 0);
 }
@@ -283,8 +283,8 @@ void futoin_uv_close(FutoInAsyncSteps* as, FutoInUvStream* s, int graceful)
     if (!futoin__uv_stream_ok(as, "futoin_uv_close", s)) {
         return;
     }
-    CloseParams* p = futoin__uv_add_step(as, close_start, sizeof(CloseParams), futoin__uv_params_release,
-            "close: out of memory");
+    CloseParams* p = futoin__uv_add_step(as, close_start, sizeof(CloseParams),
+            futoin__uv_params_release, "close: out of memory");
     if (!p) {
         /* The caller's reference is still ours to drop: close anyway. */
         futoin_uv_stream_release(s);

@@ -26,7 +26,7 @@ int main(void)
     futoin_asyncsteps_free(root);
     futoin_loop_free(loop);
     int same = strcmp(futoin_version(), FUTOIN_VERSION_STRING) == 0;
-    printf("futoin_asyncsteps %s (headers %s), promise rc=%d value=%d\n",
-            futoin_version(), FUTOIN_VERSION_STRING, rc, value);
+    printf("futoin_asyncsteps %s (headers %s), promise rc=%d value=%d\n", futoin_version(),
+            FUTOIN_VERSION_STRING, rc, value);
     return rc == FUTOIN_PROMISE_OK && value == 42 && same ? 0 : 1;
 }

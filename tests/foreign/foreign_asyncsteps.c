@@ -440,16 +440,16 @@ static void quarantine(FrnLoop* l, void* shell)
 /* ------------------------------------------------------------------------ */
 
 enum Kind {
-    K_TOP,     /* container of a root's main flow */
-    K_STEP,    /* add() */
-    K_PAR,     /* parallel(): branches while running, sub-steps once its eh added some */
-    K_BRANCH,  /* container of one parallel branch flow */
-    K_LOOP,    /* loop() */
-    K_REPEAT,  /* repeat() */
-    K_ITER,    /* one loop/repeat body call */
-    K_SYNC,    /* addSync(): runs a lock step, then the critical section */
-    K_LOCK,    /* calls sync->lock() */
-    K_SECTION  /* the critical-section step (f, eh) */
+    K_TOP,    /* container of a root's main flow */
+    K_STEP,   /* add() */
+    K_PAR,    /* parallel(): branches while running, sub-steps once its eh added some */
+    K_BRANCH, /* container of one parallel branch flow */
+    K_LOOP,   /* loop() */
+    K_REPEAT, /* repeat() */
+    K_ITER,   /* one loop/repeat body call */
+    K_SYNC,   /* addSync(): runs a lock step, then the critical section */
+    K_LOCK,   /* calls sync->lock() */
+    K_SECTION /* the critical-section step (f, eh) */
 };
 
 enum State {
@@ -529,7 +529,7 @@ struct FrnFrame {
 struct FrnFlow {
     FrnRoot* root;
     FrnFrame* container;
-    FrnFrame* cur; /* innermost started frame */
+    FrnFrame* cur;    /* innermost started frame */
     FutoInArgs carry; /* result of the last completed step, for the next one */
     uint8_t err_active;
     uint8_t err_kind;
@@ -575,7 +575,7 @@ static const char* const kInternalError = "InternalError";
 static void set_api(FutoInAsyncSteps* b, const FutoInAsyncStepsAPI* api)
 {
     /* The api member is const-qualified; the object is fresh heap memory. */
-    FutoInAsyncSteps init = {api};
+    FutoInAsyncSteps init = { api };
     memcpy(b, &init, sizeof init);
 }
 
@@ -993,7 +993,8 @@ static void start_error(FrnFlow* fl, FrnFrame* X, int kind, char* str, int timeo
             X->ch = NULL;
         }
     }
-    if (X->state == ST_RUN || X->state == ST_WAIT || X->state == ST_RESOLVED || X->state == ST_ERRH) {
+    if (X->state == ST_RUN || X->state == ST_WAIT || X->state == ST_RESOLVED
+            || X->state == ST_ERRH) {
         X->state = ST_SUBS;
     }
 }
@@ -1309,7 +1310,8 @@ static int err_step(FrnFlow* fl, unsigned ep)
         fl->idle = 1;
         r->running = 0;
         if (r->unhandled && user_begin(r, ep)) {
-            r->unhandled(&r->iface, r->exec_data, kind == OUT_ERROR && code ? code : kInternalError);
+            r->unhandled(&r->iface, r->exec_data,
+                    kind == OUT_ERROR && code ? code : kInternalError);
             user_end(r);
         }
         free(code);
@@ -1601,8 +1603,8 @@ static FrnFrame* add_target(FutoInAsyncSteps* b, const char* fn)
         return B;
     }
     if (!in_callback(X)) {
-        misuse(l, "%s() on a step that %s; sub-steps are added from the step's own callback",
-                fn, state_text(X));
+        misuse(l, "%s() on a step that %s; sub-steps are added from the step's own callback", fn,
+                state_text(X));
         return NULL;
     }
     if (X->out != OUT_NONE) {
@@ -1630,7 +1632,8 @@ static void f_add(FutoInAsyncSteps* b, void* data, FutoInAsyncSteps_execute_call
     list_push(T, S);
 }
 
-static FutoInAsyncSteps* f_parallel(FutoInAsyncSteps* b, void* data, FutoInAsyncSteps_error_callback eh)
+static FutoInAsyncSteps* f_parallel(FutoInAsyncSteps* b, void* data,
+        FutoInAsyncSteps_error_callback eh)
 {
     FrnFrame* T = add_target(b, "parallel");
     if (!T) {
@@ -1739,8 +1742,9 @@ static void f_success(FutoInAsyncSteps* b, FutoInArgs* args)
             /* we own the values now; they go nowhere */
             FutoInArgs tmp = *args;
             args_clean(&tmp);
-            internal_error(X, X->out != OUT_NONE ? "success() after success()/error()"
-                                                 : "success() after adding sub-steps");
+            internal_error(X,
+                    X->out != OUT_NONE ? "success() after success()/error()"
+                                       : "success() after adding sub-steps");
             return;
         }
         X->out = OUT_SUCCESS;
@@ -1763,7 +1767,8 @@ static void f_success(FutoInAsyncSteps* b, FutoInArgs* args)
         schedule(X->flow);
         return;
     }
-    violation(l, "success() on a step that %s (not the current step and not waiting)", state_text(X));
+    violation(l, "success() on a step that %s (not the current step and not waiting)",
+            state_text(X));
 }
 
 static void f_handle_error(FutoInAsyncSteps* b, const char* code, const char* info)
@@ -1860,7 +1865,8 @@ static void f_waitExternal(FutoInAsyncSteps* b)
     }
 }
 
-static FrnFrame* add_loop_frame(FutoInAsyncSteps* b, const char* fn, int kind, void* data, const char* label)
+static FrnFrame* add_loop_frame(FutoInAsyncSteps* b, const char* fn, int kind, void* data,
+        const char* label)
 {
     FrnFrame* T = add_target(b, fn);
     if (!T) {
@@ -1952,7 +1958,8 @@ static void f_continueLoop(FutoInAsyncSteps* b, const char* label)
     loop_control(b, OUT_CONT, label);
 }
 
-static void f_execute(FutoInAsyncSteps* b, void* data, FutoInAsyncSteps_error_callback unhandled_error)
+static void f_execute(FutoInAsyncSteps* b, void* data,
+        FutoInAsyncSteps_error_callback unhandled_error)
 {
     FrnLoop* l = loop_of(b);
     if (!is_root_if(b)) {
@@ -2119,7 +2126,8 @@ static FutoInHandle f_sched_immediate(FutoInAsyncSteps* b, void* data, void (*cb
     return make_handle(l, i);
 }
 
-static FutoInHandle f_sched_deferred(FutoInAsyncSteps* b, uint32_t delay_ms, void* data, void (*cb)(void* data))
+static FutoInHandle f_sched_deferred(FutoInAsyncSteps* b, uint32_t delay_ms, void* data,
+        void (*cb)(void* data))
 {
     if (!cb) {
         violation(loop_of(b), "sched_deferred(): NULL callback");

@@ -48,8 +48,8 @@ static void count_cleanup(FutoInBinaryValue* v)
     ++g_cleanups;
 }
 
-static const FutoInType T_CNT = {FTN_TYPE_INT32, count_cleanup};
-static const FutoInType T_STR = {FTN_TYPE_STRING, NULL};
+static const FutoInType T_CNT = { FTN_TYPE_INT32, count_cleanup };
+static const FutoInType T_STR = { FTN_TYPE_STRING, NULL };
 
 typedef struct Rec {
     int n;
@@ -426,7 +426,7 @@ static void test_timeout(void** state)
     /* completed in time: the timer is gone, nothing fires at 50 */
     g_len = 0;
     g_log[0] = '\0';
-    Wake w = {NULL, 9};
+    Wake w = { NULL, 9 };
     root = frn_root_new(l);
     root->api->add(root, &w, to_early, to_eh);
     root->api->add(root, NULL, to_after, NULL);
@@ -674,8 +674,7 @@ static void test_parallel_error(void** state)
     root->api->add(root, "next", log_data_step, NULL);
     root->api->execute(root, NULL, unhandled_log);
     run(l);
-    assert_string_equal(g_log,
-            "b1 b2 b3 beh:b2:Boom cancel:b1 cancel:b3 peh:Boom:boom info next");
+    assert_string_equal(g_log, "b1 b2 b3 beh:b2:Boom cancel:b1 cancel:b3 peh:Boom:boom info next");
     root->api->free(root);
     finish(l);
 }
@@ -1186,7 +1185,7 @@ static void test_sync(void** state)
     (void)state;
     FrnLoop* l = begin();
 
-    TSync a = {.base = {&ts_api}};
+    TSync a = { .base = { &ts_api } };
     sync_case(l, &a, sy_section);
     assert_string_equal(g_log, "section:3 locks=1 unlocks=0 unlock after:4");
     assert_int_equal(a.unlocks, 1);
@@ -1194,7 +1193,7 @@ static void test_sync(void** state)
 
     g_len = 0;
     g_log[0] = '\0';
-    TSync p = {.base = {&ts_api}, .park = 1};
+    TSync p = { .base = { &ts_api }, .park = 1 };
     sync_case(l, &p, sy_section);
     assert_string_equal(g_log, "parked section:3 locks=1 unlocks=0 unlock after:4");
     assert_int_equal(p.unlocks, 1);
@@ -1202,14 +1201,14 @@ static void test_sync(void** state)
 
     g_len = 0;
     g_log[0] = '\0';
-    TSync e = {.base = {&ts_api}};
+    TSync e = { .base = { &ts_api } };
     sync_case(l, &e, sy_fail);
     assert_string_equal(g_log, "section eh:Oops unlocks=0 unlock unhandled:Oops");
     assert_int_equal(e.unlocks, 1);
 
     g_len = 0;
     g_log[0] = '\0';
-    TSync r = {.base = {&ts_api}, .reject = 1};
+    TSync r = { .base = { &ts_api }, .reject = 1 };
     sync_case(l, &r, sy_section);
     assert_string_equal(g_log, "unhandled:DefenseRejected");
     assert_int_equal(r.unlocks, 0);
@@ -1221,7 +1220,7 @@ static void test_sync_cancel(void** state)
     (void)state;
     FrnLoop* l = begin();
     /* parked and cancelled: the sync object's cancel handler, no unlock */
-    TSync p = {.base = {&ts_api}, .park = 1};
+    TSync p = { .base = { &ts_api }, .park = 1 };
     FutoInAsyncSteps* root = frn_root_new(l);
     root->api->addSync(root, &p.base, &p, sy_section, NULL);
     root->api->execute(root, NULL, unhandled_log);
@@ -1234,7 +1233,7 @@ static void test_sync_cancel(void** state)
 
     /* granted (success() on the waiting lock step) then cancelled before the
      * flow's turn: the lock is held, so unlock() is owed exactly once */
-    TSync q = {.base = {&ts_api}, .park = 1};
+    TSync q = { .base = { &ts_api }, .park = 1 };
     root->api->addSync(root, &q.base, &q, sy_section, NULL);
     root->api->execute(root, NULL, unhandled_log);
     run(l);
@@ -1247,7 +1246,7 @@ static void test_sync_cancel(void** state)
     assert_int_equal(q.unlocks, 1);
 
     /* cancelled inside the critical section */
-    TSync c = {.base = {&ts_api}};
+    TSync c = { .base = { &ts_api } };
     FutoInAsyncSteps* w = NULL;
     root->api->free(root);
     root = frn_root_new(l);
@@ -1279,7 +1278,7 @@ static void vi_step(FutoInAsyncSteps* bsi, void* data, const FutoInArgs* args)
     bsi->api->add(bsi, NULL, NULL, NULL);
     assert_int_equal(g_viol.n, 3);
     static const FutoInSyncAPI half = { .lock = ts_lock, .unlock = NULL };
-    FutoInSync s = {&half};
+    FutoInSync s = { &half };
     bsi->api->addSync(bsi, &s, NULL, vi_step, NULL);
     assert_int_equal(g_viol.n, 4);
     bsi->api->loop(bsi, NULL, NULL, NULL);
@@ -1714,7 +1713,7 @@ static void test_sync_branches(void** state)
 {
     (void)state;
     FrnLoop* l = begin();
-    IdSync s = {.base = {&ids_api}};
+    IdSync s = { .base = { &ids_api } };
     FutoInAsyncSteps* root = frn_root_new(l);
     root->api->add(root, &s, ids_main, NULL);
     root->api->addSync(root, &s.base, &s, ids_section, NULL);
@@ -1799,33 +1798,33 @@ static void test_reentrant_run(void** state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-            cmocka_unit_test(test_sequence_args),
-            cmocka_unit_test(test_levels),
-            cmocka_unit_test(test_error_recover_replace),
-            cmocka_unit_test(test_error_steps_in_handler),
-            cmocka_unit_test(test_timeout),
-            cmocka_unit_test(test_external_success),
-            cmocka_unit_test(test_cancel),
-            cmocka_unit_test(test_parallel_success),
-            cmocka_unit_test(test_parallel_error),
-            cmocka_unit_test(test_loops),
-            cmocka_unit_test(test_state_stack),
-            cmocka_unit_test(test_free_inside),
-            cmocka_unit_test(test_deep_nesting),
-            cmocka_unit_test(test_sync),
-            cmocka_unit_test(test_sync_cancel),
-            cmocka_unit_test(test_violations),
-            cmocka_unit_test(test_misuse),
-            cmocka_unit_test(test_internal_error),
-            cmocka_unit_test(test_sched),
-            cmocka_unit_test(test_option_own_error),
-            cmocka_unit_test(test_roots_interleave),
-            cmocka_unit_test(test_cancel_inside_step),
-            cmocka_unit_test(test_timeout_above_parallel),
-            cmocka_unit_test(test_break_across_parallel),
-            cmocka_unit_test(test_sync_branches),
-            cmocka_unit_test(test_external_stack),
-            cmocka_unit_test(test_reentrant_run),
+        cmocka_unit_test(test_sequence_args),
+        cmocka_unit_test(test_levels),
+        cmocka_unit_test(test_error_recover_replace),
+        cmocka_unit_test(test_error_steps_in_handler),
+        cmocka_unit_test(test_timeout),
+        cmocka_unit_test(test_external_success),
+        cmocka_unit_test(test_cancel),
+        cmocka_unit_test(test_parallel_success),
+        cmocka_unit_test(test_parallel_error),
+        cmocka_unit_test(test_loops),
+        cmocka_unit_test(test_state_stack),
+        cmocka_unit_test(test_free_inside),
+        cmocka_unit_test(test_deep_nesting),
+        cmocka_unit_test(test_sync),
+        cmocka_unit_test(test_sync_cancel),
+        cmocka_unit_test(test_violations),
+        cmocka_unit_test(test_misuse),
+        cmocka_unit_test(test_internal_error),
+        cmocka_unit_test(test_sched),
+        cmocka_unit_test(test_option_own_error),
+        cmocka_unit_test(test_roots_interleave),
+        cmocka_unit_test(test_cancel_inside_step),
+        cmocka_unit_test(test_timeout_above_parallel),
+        cmocka_unit_test(test_break_across_parallel),
+        cmocka_unit_test(test_sync_branches),
+        cmocka_unit_test(test_external_stack),
+        cmocka_unit_test(test_reentrant_run),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -33,10 +33,10 @@
 #define FZ_MAGIC 0x5eed1e55u
 
 typedef struct NodeRt {
-    unsigned iter;          /* loop(): iterations so far of the live instance */
-    FutoInAsyncSteps* as;   /* the flow its completions go to */
-    size_t cur;             /* 1 + the Pend its cancel handler stops, or 0 */
-    int late_armed;         /* its cancel handler schedules a late completion */
+    unsigned iter;        /* loop(): iterations so far of the live instance */
+    FutoInAsyncSteps* as; /* the flow its completions go to */
+    size_t cur;           /* 1 + the Pend its cancel handler stops, or 0 */
+    int late_armed;       /* its cancel handler schedules a late completion */
     int cancel_armed;
 } NodeRt;
 
@@ -50,7 +50,7 @@ typedef struct Pend {
     int root;      /* the root whose main flow it goes to, -1: a branch */
     unsigned hops; /* loop immediates still to pass before it calls */
     uint8_t live;
-    uint8_t late;  /* no cancel handler stops it */
+    uint8_t late; /* no cancel handler stops it */
 } Pend;
 
 typedef struct Run {
@@ -73,9 +73,9 @@ typedef struct Run {
     const FzNode* delivering; /* a completion of this node is being called */
     int refused;              /* ... and the misuse handler refused it */
     long boxes_live;
-    int invariants_only;          /* callbacks cancel/free roots */
-    int root_dead[FZ_MAX_ROOTS];  /* cancelled or freed by a callback */
-    int revived[FZ_MAX_ROOTS];    /* executed again after that: its final step may run */
+    int invariants_only;         /* callbacks cancel/free roots */
+    int root_dead[FZ_MAX_ROOTS]; /* cancelled or freed by a callback */
+    int revived[FZ_MAX_ROOTS];   /* executed again after that: its final step may run */
     /* Re-entry programs (p->reentry): every root has a sentinel state
      * variable, made first, so cleaned up last, when the root is destroyed:
      * until then a root whose free() is in progress can still be acted on
@@ -162,7 +162,7 @@ static void box_cleanup(FutoInBinaryValue* v)
     do_action(n, FZ_XW_VALUE);
 }
 
-static const FutoInType box_type = {FTN_TYPE_CUSTOM_OBJECT, box_cleanup};
+static const FutoInType box_type = { FTN_TYPE_CUSTOM_OBJECT, box_cleanup };
 
 static void make_args(const FzNode* n, const FzArgs* a, FutoInArgs* out)
 {
@@ -226,7 +226,7 @@ static void check_flow(FutoInAsyncSteps* as, const FzNode* n)
     int in_root = root_of(as) >= 0;
     if (n->in_branch == in_root) {
         violation(n->in_branch ? "branch step runs on a root handle"
-                          : "main-flow step runs on a foreign handle",
+                               : "main-flow step runs on a foreign handle",
                 n);
     }
 }
@@ -303,11 +303,11 @@ static void unhandled_cb(FutoInAsyncSteps* as, void* data, const char* code);
  * values that count their cleanups. */
 typedef struct StateRec {
     unsigned magic;
-    int root;     /* a sentinel: its root, else -1 */
+    int root;           /* a sentinel: its root, else -1 */
     const FzNode* node; /* a node's own variable: the node (its hooks act) */
 } StateRec;
 
-static const char* const state_names[FZ_NSTATE_NAMES] = {"v0", "v1", "v2", "v3"};
+static const char* const state_names[FZ_NSTATE_NAMES] = { "v0", "v1", "v2", "v3" };
 
 static StateRec* state_rec(int root, const FzNode* node)
 {
@@ -915,8 +915,7 @@ static void chain_inside(FutoInAsyncSteps* as, const FzNode* n, uint8_t* lv)
         char nm[16];
         fz_node_name(n, nm, sizeof(nm));
         stamp();
-        fz_str_addf(R->out, "chain %s level %u\n", nm,
-                (unsigned)(lv - R->chain_lv[n->id]));
+        fz_str_addf(R->out, "chain %s level %u\n", nm, (unsigned)(lv - R->chain_lv[n->id]));
         add_node_plain(as, n);
     } else {
         as->api->add(as, lv + 1, chain_step_cb, NULL);
@@ -1011,7 +1010,7 @@ static void cancel_root_cb(void* data)
 static const char* refusal_of(const char* info)
 {
     if (strstr(info, "from outside a step that waits for")) {
-        return strstr(info, "waits for relinquish()")       ? "owned relinquish"
+        return strstr(info, "waits for relinquish()")          ? "owned relinquish"
                 : strstr(info, "waits for a lock() of a sync") ? "owned lock"
                                                                : NULL;
     }
@@ -1156,8 +1155,8 @@ void fz_engine_run(const FzProg* p, FzStr* out)
     stamp();
     fz_str_addf(out, "idle\n");
     for (int i = 0; i < p->nroots; ++i) {
-        const char* st = run.end_ran[i] ? "done"
-                : run.unhandled[i]      ? "failed"
+        const char* st = run.end_ran[i]                           ? "done"
+                : run.unhandled[i]                                ? "failed"
                 : !run.roots[i] || !futoin_is_valid(run.roots[i]) ? "cancelled"
                                                                   : "stalled";
         fz_str_addf(out, "outcome r%d %s\n", i, st);
@@ -1216,7 +1215,8 @@ void fz_engine_run(const FzProg* p, FzStr* out)
                 NULL);
     }
     if (run.stacks_live != 0) {
-        violation(run.stacks_live > 0 ? "a stack() cleanup never ran" : "a stack() cleanup ran twice",
+        violation(run.stacks_live > 0 ? "a stack() cleanup never ran"
+                                      : "a stack() cleanup ran twice",
                 NULL);
     }
     if (run.states_live != 0) {
@@ -1235,8 +1235,8 @@ int fz_check_input(const uint8_t* data, size_t size, int verbose)
 {
     static FzProg prog; /* large: keep it off the stack */
     fz_decode(&prog, data, size);
-    FzStr model = {0, 0, 0};
-    FzStr engine = {0, 0, 0};
+    FzStr model = { 0, 0, 0 };
+    FzStr engine = { 0, 0, 0 };
     /* Re-entrant cancellation: invariants only (no model). A rate window
      * timer (Throttle or Limiter) tied with another timer (model returns
      * 1): the order is not documented, invariants only as well. */
@@ -1256,7 +1256,7 @@ int fz_check_input(const uint8_t* data, size_t size, int verbose)
     }
     if (why) {
         if (verbose) {
-            FzStr dump = {0, 0, 0};
+            FzStr dump = { 0, 0, 0 };
             fz_dump(&prog, &dump);
             fprintf(stderr, "=== program (invariants only: %s) ===\n%s", why, dump.s);
             fz_str_free(&dump);
@@ -1270,7 +1270,7 @@ int fz_check_input(const uint8_t* data, size_t size, int verbose)
         return 0;
     }
     if (verbose) {
-        FzStr dump = {0, 0, 0};
+        FzStr dump = { 0, 0, 0 };
         fz_dump(&prog, &dump);
         fprintf(stderr, "=== program ===\n%s=== model ===\n%s", dump.s, model.s);
         fz_str_free(&dump);
@@ -1278,7 +1278,7 @@ int fz_check_input(const uint8_t* data, size_t size, int verbose)
     fz_engine_run(&prog, &engine);
     int same = model.len == engine.len && memcmp(model.s, engine.s, model.len) == 0;
     if (!same) {
-        FzStr dump = {0, 0, 0};
+        FzStr dump = { 0, 0, 0 };
         fz_dump(&prog, &dump);
         fprintf(stderr, "=== program ===\n%s=== model ===\n%s=== engine ===\n%s", dump.s, model.s,
                 engine.s);

@@ -49,12 +49,12 @@ typedef struct MFrame {
     const FzNode* node;
     MQueue q;
     int eh_used;
-    int cancel;   /* CAN_* */
-    int timer;    /* event id of a setTimeout(), -1 */
-    int ext;      /* event id of the external completion, -1 */
-    int late_cancel; /* a late immediate term: the cancel handler schedules it */
-    int wait;     /* setTimeout/setCancel/waitExternal */
-    int par_wait; /* parallel step waiting for branches */
+    int cancel;                 /* CAN_* */
+    int timer;                  /* event id of a setTimeout(), -1 */
+    int ext;                    /* event id of the external completion, -1 */
+    int late_cancel;            /* a late immediate term: the cancel handler schedules it */
+    int wait;                   /* setTimeout/setCancel/waitExternal */
+    int par_wait;               /* parallel step waiting for branches */
     MFlow* br[FZ_MAX_BRANCHES]; /* live branches, in creation order */
     int nbr;
     int pending;
@@ -111,16 +111,16 @@ typedef struct MHolder {
  * Throttle(rate, period_ms, burst) part nested inside it (a record of its
  * own, M.sy[part], whose queue is the burst queue). */
 typedef struct MSync {
-    int kind;           /* SK_* */
-    int part;           /* Limiter: index of its Throttle part in M.sy */
-    int owner;          /* a Limiter's Throttle part: the Limiter's index, else -1 */
-    uint32_t max;       /* Mutex, Limiter: flows inside; Throttle: entries per window */
+    int kind;     /* SK_* */
+    int part;     /* Limiter: index of its Throttle part in M.sy */
+    int owner;    /* a Limiter's Throttle part: the Limiter's index, else -1 */
+    uint32_t max; /* Mutex, Limiter: flows inside; Throttle: entries per window */
     uint32_t max_queue;
-    uint32_t used;      /* Mutex, Limiter: slots in use; Throttle: entries in the window */
-    uint32_t period;    /* Throttle: window length (ms) */
-    int open;           /* Throttle: a window has been opened */
-    uint64_t start;     /* Throttle: the window's start */
-    int timer;          /* Throttle: the window timer's event id, -1 */
+    uint32_t used;   /* Mutex, Limiter: slots in use; Throttle: entries in the window */
+    uint32_t period; /* Throttle: window length (ms) */
+    int open;        /* Throttle: a window has been opened */
+    uint64_t start;  /* Throttle: the window's start */
+    int timer;       /* Throttle: the window timer's event id, -1 */
     MWaiter* q;
     int qlen;
     int qcap;
@@ -150,7 +150,7 @@ typedef struct M {
     MFlow* all;
     MRoot roots[FZ_MAX_ROOTS];
     MSync sy[FZ_NSYNC + 2]; /* the objects, then the Limiters' Throttle parts */
-    int ambiguous; /* an order the documentation leaves open was hit */
+    int ambiguous;          /* an order the documentation leaves open was hit */
     int fired_timer;        /* a timer has run: */
     uint64_t fired_due;     /* the due time of the last one */
     long work;
@@ -188,8 +188,7 @@ const char* fz_info_col(const char* code, const char* info)
     }
     /* A full Throttle queue: sync.h only says that error_info "names the
      * object and the queue", so that is all the trace shows. */
-    if (strcmp(code, "DefenseRejected") == 0 && strstr(info, "Throttle")
-            && strstr(info, "queue")) {
+    if (strcmp(code, "DefenseRejected") == 0 && strstr(info, "Throttle") && strstr(info, "queue")) {
         return FZ_INFO_THROTTLE_FULL;
     }
     return "-";
@@ -420,8 +419,9 @@ static int find_loop(MFlow* fl, const char* label)
         for (int d = c->depth; d > 0; --d) {
             MFrame* f = &c->frames[d];
             if (f->kind == MF_LOOP
-                    && (!label || (fz_loop_labels[f->node->label]
-                                          && strcmp(fz_loop_labels[f->node->label], label) == 0))) {
+                    && (!label
+                            || (fz_loop_labels[f->node->label]
+                                    && strcmp(fz_loop_labels[f->node->label], label) == 0))) {
                 return 1;
             }
         }
@@ -500,7 +500,7 @@ static void admit_waiter(M* m, MSync* x)
     MWaiter w = q_take(x, 0);
     sync_hold(x->owner >= 0 ? &m->sy[x->owner] : x, w.fl);
     w.fl->frames[w.depth].sstate = SS_HOLDER;
-    FzArgs none = {0, {0}, {0}};
+    FzArgs none = { 0, { 0 }, { 0 } };
     ext_success(m, w.fl, &none);
 }
 
@@ -569,7 +569,7 @@ static int limiter_rate(M* m, MSync* x, MFlow* fl, int woken)
         sync_hold(x, fl);
         s->sstate = SS_HOLDER;
         if (woken) {
-            FzArgs none = {0, {0}, {0}};
+            FzArgs none = { 0, { 0 }, { 0 } };
             ext_success(m, fl, &none);
         }
         return OUT_NONE;
@@ -666,9 +666,9 @@ static int sync_lock(M* m, MFlow* fl)
     s->sstate = SS_REJECTED;
     set_code(fl, "DefenseRejected");
     set_info(m, fl,
-            x->kind == SK_THROTTLE  ? FZ_INFO_THROTTLE_FULL
-            : x->kind == SK_LIMITER ? FZ_INFO_LIMITER_QUEUE
-                                    : "Mutex: queue is full");
+            x->kind == SK_THROTTLE          ? FZ_INFO_THROTTLE_FULL
+                    : x->kind == SK_LIMITER ? FZ_INFO_LIMITER_QUEUE
+                                            : "Mutex: queue is full");
     return OUT_ERROR;
 }
 
@@ -1528,7 +1528,7 @@ int fz_model_run(const FzProg* p, FzStr* out)
     if (!rc) {
         fz_str_addf(out, "t%llu idle\n", (unsigned long long)m.now);
         for (int i = 0; i < p->nroots; ++i) {
-            static const char* const st[] = {"idle", "stalled", "done", "failed", "cancelled"};
+            static const char* const st[] = { "idle", "stalled", "done", "failed", "cancelled" };
             fz_str_addf(out, "outcome r%d %s\n", i, st[m.roots[i].state]);
         }
         /* free(): a running root is cancelled first. */

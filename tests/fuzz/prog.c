@@ -115,9 +115,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char* const fz_codes[3] = {"E0", "E1", "E2"};
-const char* const fz_loop_labels[3] = {NULL, "a", "b"};
-const char* const fz_ctl_labels[4] = {NULL, "a", "b", "zz"};
+const char* const fz_codes[3] = { "E0", "E1", "E2" };
+const char* const fz_loop_labels[3] = { NULL, "a", "b" };
+const char* const fz_ctl_labels[4] = { NULL, "a", "b", "zz" };
 
 typedef struct Rd {
     const uint8_t* p;
@@ -153,7 +153,8 @@ static void read_args(Rd* r, FzArgs* a)
     }
 }
 
-static FzNode* read_node(FzProg* p, Rd* r, int depth, int in_branch, int force_step, int branch_pos);
+static FzNode* read_node(FzProg* p, Rd* r, int depth, int in_branch, int force_step,
+        int branch_pos);
 static void read_cross_actions(FzProg* p, Rd* r);
 static void read_reentry(FzProg* p, Rd* r);
 
@@ -292,10 +293,12 @@ static FzNode* read_node(FzProg* p, Rd* r, int depth, int in_branch, int force_s
         break;
     }
     case FZ_N_SYNC: {
-        static const uint32_t periods[8] = {5, 7, 10, 12, 15, 20, 25, 30};
-        static const uint32_t queues[4] = {0, 1, 2, FZ_QUEUE_UNLIMITED};
+        static const uint32_t periods[8] = { 5, 7, 10, 12, 15, 20, 25, 30 };
+        static const uint32_t queues[4] = { 0, 1, 2, FZ_QUEUE_UNLIMITED };
         unsigned mb = rd(r);
-        unsigned base = (mb & 8) ? FZ_SYNC_THROTTLE0 : (mb & 16) ? FZ_SYNC_LIMITER0 : FZ_SYNC_MUTEX0;
+        unsigned base = (mb & 8) ? FZ_SYNC_THROTTLE0
+                : (mb & 16)      ? FZ_SYNC_LIMITER0
+                                 : FZ_SYNC_MUTEX0;
         n->sync = (uint8_t)(base + (mb & 1));
         if (FZ_SYNC_IS_THROTTLE(n->sync)) {
             FzThrottle* t = &p->throttle[n->sync - FZ_SYNC_THROTTLE0];
@@ -337,9 +340,9 @@ static FzNode* read_node(FzProg* p, Rd* r, int depth, int in_branch, int force_s
 
 void fz_decode(FzProg* p, const uint8_t* data, size_t size)
 {
-    static const unsigned bursts[8] = {100, 1, 2, 3, 5, 100, 7, 100};
-    static const uint32_t queues[4] = {0, 1, 2, FZ_QUEUE_UNLIMITED};
-    Rd r = {data, size, 0, 0};
+    static const unsigned bursts[8] = { 100, 1, 2, 3, 5, 100, 7, 100 };
+    static const uint32_t queues[4] = { 0, 1, 2, FZ_QUEUE_UNLIMITED };
+    Rd r = { data, size, 0, 0 };
     memset(p, 0, sizeof(*p));
     unsigned b0 = rd(&r);
     p->nroots = (uint8_t)(1 + b0 % 3);
@@ -443,8 +446,8 @@ static void mark_in_branch(FzNode* n)
 
 static void read_reentry(FzProg* p, Rd* r)
 {
-    static const uint8_t whats[8] = {FZ_XA_CANCEL, FZ_XA_FREE, FZ_XA_CANCEL, FZ_XA_STATE,
-            FZ_XA_ADD, FZ_XA_NONE, FZ_XA_FREE, FZ_XA_CANCEL};
+    static const uint8_t whats[8] = { FZ_XA_CANCEL, FZ_XA_FREE, FZ_XA_CANCEL, FZ_XA_STATE,
+        FZ_XA_ADD, FZ_XA_NONE, FZ_XA_FREE, FZ_XA_CANCEL };
     if (rd(r) != 0xD7 || rd(r) != 0x4B || p->nnodes == 0) {
         return;
     }
@@ -493,7 +496,7 @@ static void read_reentry(FzProg* p, Rd* r)
 
 void fz_node_name(const FzNode* n, char* buf, size_t len)
 {
-    static const char pre[] = {'s', 'p', 'l', 'l', 'm', 'v', 'y'};
+    static const char pre[] = { 's', 'p', 'l', 'l', 'm', 'v', 'y' };
     snprintf(buf, len, "%c%d", pre[n->kind], n->id);
 }
 
@@ -542,8 +545,8 @@ void fz_args_fmt(FzStr* s, const FzArgs* a)
 
 static const char* term_name(uint8_t t)
 {
-    static const char* const names[] = {
-            "none", "success", "error", "ext-ok", "ext-err", "forever", "break", "continue"};
+    static const char* const names[] = { "none", "success", "error", "ext-ok", "ext-err", "forever",
+        "break", "continue" };
     return t < FZ_T__COUNT ? names[t] : "?";
 }
 
@@ -562,7 +565,7 @@ static void dump_body(const FzBody* b, FzStr* o, int ind, int is_loop)
     case FZ_T_EXT_OK:
     case FZ_T_EXT_ERR:
         fz_str_addf(o, "[%s %u%s]", b->ext_imm ? "imm" : "timer", b->ext_delay,
-                !b->late        ? ""
+                !b->late             ? ""
                         : b->ext_imm ? " late: hops after cancel"
                                      : " late: not stopped by cancel");
         if (b->term == FZ_T_EXT_OK) {
@@ -582,7 +585,7 @@ static void dump_body(const FzBody* b, FzStr* o, int ind, int is_loop)
         fz_str_addf(o, "@iter%u", b->term_iter);
     }
     if (b->set_cancel) {
-        static const char* const ca[] = {"", ":cancel-root", ":free-root"};
+        static const char* const ca[] = { "", ":cancel-root", ":free-root" };
         fz_str_addf(o, " +cancel%s", ca[b->cancel_action]);
     }
     if (b->has_timeout) {
@@ -596,8 +599,8 @@ static void dump_body(const FzBody* b, FzStr* o, int ind, int is_loop)
 
 static void dump_eh(const FzEh* eh, FzStr* o, int ind)
 {
-    static const char* const names[] = {
-            "none", "recover", "rethrow", "pass", "add", "break", "continue"};
+    static const char* const names[] = { "none", "recover", "rethrow", "pass", "add", "break",
+        "continue" };
     if (eh->kind == FZ_EH_NONE) {
         return;
     }
@@ -617,8 +620,8 @@ static void dump_eh(const FzEh* eh, FzStr* o, int ind)
 
 static void dump_cross_actions(const FzNode* n, FzStr* o, int ind)
 {
-    static const char* const where[] = {"execute", "error handler", "cancel handler",
-            "value cleanup", "stack cleanup", "state allocator", "state cleanup"};
+    static const char* const where[] = { "execute", "error handler", "cancel handler",
+        "value cleanup", "stack cleanup", "state allocator", "state cleanup" };
     char nm[16];
     fz_node_name(n, nm, sizeof(nm));
     if (n->stack_size || n->state_name) {
@@ -632,10 +635,9 @@ static void dump_cross_actions(const FzNode* n, FzStr* o, int ind)
         fz_str_addf(o, ")\n");
     }
     if (n->chain_kind) {
-        static const char* const kinds[] = {"", "parallel", "add", "loop", "mixed"};
+        static const char* const kinds[] = { "", "parallel", "add", "loop", "mixed" };
         fz_str_addf(o, "%*s(%s: added in a chain of %u %s levels%s%s)\n", ind * 2 + 2, "", nm,
-                n->chain_n, kinds[n->chain_kind],
-                n->chain_flags & FZ_CHF_STACK ? " +stack" : "",
+                n->chain_n, kinds[n->chain_kind], n->chain_flags & FZ_CHF_STACK ? " +stack" : "",
                 n->chain_flags & FZ_CHF_CANCEL ? " +cancel" : "");
     }
     for (int w = 0; w < FZ_XW__COUNT; ++w) {
@@ -725,11 +727,9 @@ void fz_dump(const FzProg* p, FzStr* o)
     for (int i = 0; i < 2; ++i) {
         const FzLimiter* l = &p->limiter[i];
         if (l->defined) {
-            fz_str_addf(o,
-                    "limiter%d=(%u inside, queue %d; %u per %u ms, burst %d)\n", i,
-                    l->concurrent,
-                    l->max_queue == FZ_QUEUE_UNLIMITED ? -1 : (int)l->max_queue, l->rate,
-                    l->period_ms, l->burst == FZ_QUEUE_UNLIMITED ? -1 : (int)l->burst);
+            fz_str_addf(o, "limiter%d=(%u inside, queue %d; %u per %u ms, burst %d)\n", i,
+                    l->concurrent, l->max_queue == FZ_QUEUE_UNLIMITED ? -1 : (int)l->max_queue,
+                    l->rate, l->period_ms, l->burst == FZ_QUEUE_UNLIMITED ? -1 : (int)l->burst);
         }
     }
     for (int i = 0; i < p->nroots; ++i) {

@@ -42,14 +42,14 @@ enum {
 
 /* Terminators of a step body. */
 enum {
-    FZ_T_NONE = 0,  /* return: implicit success / wait / sub-steps */
-    FZ_T_SUCCESS,   /* success(args) inside the callback */
-    FZ_T_ERROR,     /* error(code, "i<id>") inside the callback */
-    FZ_T_EXT_OK,    /* waitExternal(); success(args) later from the loop */
-    FZ_T_EXT_ERR,   /* waitExternal(); error(code, "x<id>") later */
-    FZ_T_FOREVER,   /* waitExternal(); nothing completes it */
-    FZ_T_BREAK,     /* break(label) */
-    FZ_T_CONTINUE,  /* continue(label) */
+    FZ_T_NONE = 0, /* return: implicit success / wait / sub-steps */
+    FZ_T_SUCCESS,  /* success(args) inside the callback */
+    FZ_T_ERROR,    /* error(code, "i<id>") inside the callback */
+    FZ_T_EXT_OK,   /* waitExternal(); success(args) later from the loop */
+    FZ_T_EXT_ERR,  /* waitExternal(); error(code, "x<id>") later */
+    FZ_T_FOREVER,  /* waitExternal(); nothing completes it */
+    FZ_T_BREAK,    /* break(label) */
+    FZ_T_CONTINUE, /* continue(label) */
     FZ_T__COUNT
 };
 
@@ -133,7 +133,7 @@ typedef struct FzBody {
      * (after 1 + ext_delay loop immediates); either way the completion may
      * reach the flow after the step is gone. */
     uint8_t late;
-    uint8_t term_iter; /* loop bodies: the iteration the terminator applies to */
+    uint8_t term_iter;     /* loop bodies: the iteration the terminator applies to */
     uint8_t cancel_action; /* FZ_CA_* */
 } FzBody;
 
@@ -151,20 +151,20 @@ struct FzNode {
     uint8_t in_branch; /* statically inside a parallel branch */
     uint8_t root;      /* index of the root it belongs to */
     int id;
-    FzArgs value;      /* VALUE (successStep) */
-    FzBody body; /* STEP; LOOP/REPEAT: the iteration body */
-    FzEh eh;     /* STEP, PAR */
-    uint8_t nbr; /* PAR */
+    FzArgs value; /* VALUE (successStep) */
+    FzBody body;  /* STEP; LOOP/REPEAT: the iteration body */
+    FzEh eh;      /* STEP, PAR */
+    uint8_t nbr;  /* PAR */
     FzNode* br[FZ_MAX_BRANCHES];
-    uint8_t label; /* LOOP/REPEAT: index into fz_loop_labels */
-    uint8_t count; /* REPEAT: count; LOOP: the iteration that breaks */
-    uint8_t sync;  /* SYNC: FZ_SYNC_* */
-    FzNode* section; /* SYNC: a STEP node */
+    uint8_t label;                  /* LOOP/REPEAT: index into fz_loop_labels */
+    uint8_t count;                  /* REPEAT: count; LOOP: the iteration that breaks */
+    uint8_t sync;                   /* SYNC: FZ_SYNC_* */
+    FzNode* section;                /* SYNC: a STEP node */
     uint8_t x_what[FZ_XW__COUNT];   /* FZ_XA_* per callback (FZ_XW_*) */
     uint8_t x_target[FZ_XW__COUNT]; /* the root it acts on */
     uint8_t x_revive[FZ_XW__COUNT]; /* FZ_XA_CANCEL: then add a step and execute() it again */
     uint8_t x_arg[FZ_XW__COUNT];    /* FZ_XA_STATE: the variable's name index */
-    uint8_t stack_size;  /* 0, or its execute callback takes stack(): 1 small, 2 large */
+    uint8_t stack_size;             /* 0, or its execute callback takes stack(): 1 small, 2 large */
     uint8_t state_name;  /* 0, or its execute callback calls futoin_state("v<state_name-1>") */
     uint8_t is_section;  /* the critical section of a sync node (never wrapped) */
     uint8_t chain_kind;  /* FZ_CH_*: added wrapped in a chain of chain_n levels */
@@ -173,7 +173,7 @@ struct FzNode {
 };
 
 typedef struct FzRoot {
-    uint16_t cancel_at; /* virtual ms, or FZ_NO_CANCEL */
+    uint16_t cancel_at;   /* virtual ms, or FZ_NO_CANCEL */
     uint8_t no_unhandled; /* execute(root, NULL, NULL): report to the misuse handler */
     uint8_t ntop;
     FzNode* top[FZ_MAX_TOP];
@@ -188,7 +188,7 @@ typedef struct FzThrottle {
     uint32_t max;       /* entries per window: 1..3 */
     uint32_t period_ms; /* window length */
     uint32_t max_queue;
-    uint8_t defined;    /* 1: set by a sync node (else the defaults) */
+    uint8_t defined; /* 1: set by a sync node (else the defaults) */
 } FzThrottle;
 
 /* A Limiter (sync.h FutoInLimiterOptions): a Mutex(concurrent, max_queue)
@@ -198,8 +198,8 @@ typedef struct FzLimiter {
     uint32_t max_queue;  /* flows waiting for a slot */
     uint32_t rate;       /* entries per window: 1..3 */
     uint32_t period_ms;
-    uint32_t burst;      /* flows waiting for the rate */
-    uint8_t defined;     /* 1: set by a sync node (else the spec defaults) */
+    uint32_t burst;  /* flows waiting for the rate */
+    uint8_t defined; /* 1: set by a sync node (else the spec defaults) */
 } FzLimiter;
 
 typedef struct FzProg {
@@ -217,8 +217,8 @@ typedef struct FzProg {
 } FzProg;
 
 extern const char* const fz_codes[3];
-extern const char* const fz_loop_labels[3];  /* NULL, "a", "b" */
-extern const char* const fz_ctl_labels[4];   /* NULL, "a", "b", "zz" */
+extern const char* const fz_loop_labels[3]; /* NULL, "a", "b" */
+extern const char* const fz_ctl_labels[4];  /* NULL, "a", "b", "zz" */
 
 /* Decodes data into *p (never fails: missing bytes read as 0). */
 void fz_decode(FzProg* p, const uint8_t* data, size_t size);

@@ -42,14 +42,14 @@ static inline size_t stress_count(int argc, char** argv, size_t dflt)
     return argc > 1 ? (size_t)strtoull(argv[1], NULL, 10) : dflt;
 }
 
-#define STRESS_CHECK(cond, ...)                      \
-    do {                                             \
-        if (!(cond)) {                               \
-            fprintf(stderr, "STRESS FAILURE: ");     \
-            fprintf(stderr, __VA_ARGS__);            \
-            fprintf(stderr, "\n");                   \
-            exit(1);                                 \
-        }                                            \
+#define STRESS_CHECK(cond, ...)                                                                    \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "STRESS FAILURE: ");                                                   \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fprintf(stderr, "\n");                                                                 \
+            exit(1);                                                                               \
+        }                                                                                          \
     } while (0)
 
 #endif

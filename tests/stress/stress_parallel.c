@@ -106,8 +106,8 @@ int main(int argc, char** argv)
             "%zu cancel handlers did not run exactly once", bad_cancel);
     STRESS_CHECK(g.eh_calls == 1 && strcmp(g.eh_code, "BranchFailed") == 0,
             "parallel eh calls %zu code %s", g.eh_calls, g.eh_code);
-    STRESS_CHECK(g.after_calls == 1 && g.unhandled == 0, "after %zu unhandled %zu",
-            g.after_calls, g.unhandled);
+    STRESS_CHECK(g.after_calls == 1 && g.unhandled == 0, "after %zu unhandled %zu", g.after_calls,
+            g.unhandled);
     futoin_asyncsteps_free(root);
     futoin_loop_free(g.loop);
     printf("stress_parallel: %zu branches, one failed, %zu cancel handlers ran exactly once; "

@@ -127,7 +127,7 @@ static void test_error_three_levels_deep(void** state)
     run();
     /* The handler of level 1 and the unhandled-error callback both see the
      * chain, outermost first, with the line of each add(). */
-    Seen* all[2] = {&g_eh, &g_unhandled};
+    Seen* all[2] = { &g_eh, &g_unhandled };
     for (int i = 0; i < 2; ++i) {
         Seen* s = all[i];
         assert_int_equal(s->calls, 1);

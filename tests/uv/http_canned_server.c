@@ -84,7 +84,7 @@ int main(int argc, char** argv)
         }
         /* A client that neither sends nor closes does not stop the others
          * for long. */
-        struct timeval tv = {2, 0};
+        struct timeval tv = { 2, 0 };
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
         serve(fd, argc, argv);
         close(fd);

@@ -13,7 +13,7 @@
 
 #include "../../examples/uv/http_common.h"
 
-static const HttpLimits g_lim = {64, 256, 1000};
+static const HttpLimits g_lim = { 64, 256, 1000 };
 
 /* Parses head (a C string) with the test limits. */
 static HttpRequest parse(const char* head)
@@ -121,7 +121,8 @@ static void test_content_length(void** state)
             HTTP_BAD_REQUEST);
     /* Above max_body (1000 here), and far above (saturated, no wrap). */
     assert_error("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1001\r\n\r\n", HTTP_TOO_LARGE);
-    assert_error("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 123456789012345678901234567890\r\n\r\n",
+    assert_error(
+            "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 123456789012345678901234567890\r\n\r\n",
             HTTP_TOO_LARGE);
     r = parse("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n");
     assert_int_equal(r.route, HTTP_POST_ROUTE);
@@ -134,7 +135,8 @@ static void test_transfer_encoding(void** state)
     assert_int_equal(r.route, HTTP_POST_ROUTE);
     assert_int_equal(r.chunked, 1);
     assert_int_equal(r.close, 0);
-    assert_error("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", HTTP_NOT_IMPLEMENTED);
+    assert_error("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n",
+            HTTP_NOT_IMPLEMENTED);
     assert_error("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
             HTTP_NOT_IMPLEMENTED);
     assert_error("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
@@ -272,47 +274,47 @@ typedef struct ChunkCase {
 } ChunkCase;
 
 static const ChunkCase g_chunk_cases[] = {
-    {"1a", 0, 26},
-    {"0", 0, 0},
-    {"A", 0, 10},
-    {"000000000000000000000005", 0, 5}, /* leading zeros are digits, no overflow */
-    {"ffffffffffffffff", 0, UINT64_MAX},
-    {"10000000000000000", 0, UINT64_MAX}, /* 2^64: saturated */
-    {"fffffffffffffffff", 0, UINT64_MAX},
-    {"A;name=value", 0, 10},
-    {"A;name", 0, 10},
-    {"A;a;b=1;c=\"x y\"", 0, 10},
-    {"A ;x", 0, 10},            /* BWS before ';' */
-    {"A\t; x", 0, 10},          /* BWS after ';' */
-    {"A;x = y", 0, 10},         /* BWS around '=' */
-    {"A;x=\"q\\\"uote\"", 0, 10}, /* a quoted-pair */
-    {"A;x=\"\"", 0, 10},          /* an empty quoted-string */
-    {"", -1, 0},
-    {"g", -1, 0},
-    {"5 ", -1, 0},       /* a blank without an extension after it */
-    {" 5", -1, 0},
-    {"5\t", -1, 0},
-    {"10 x", -1, 0},
-    {"-1", -1, 0},
-    {"+1", -1, 0},
-    {"0x5", -1, 0},
-    {"5;", -1, 0},       /* an extension without a name */
-    {"5; ", -1, 0},
-    {"5;a ", -1, 0},     /* a blank at the end */
-    {"5;a=", -1, 0},     /* '=' without a value */
-    {"5;a=b c", -1, 0},
-    {"5;a b", -1, 0},
-    {"5;a=\"open", -1, 0}, /* an unterminated quoted-string */
-    {"5;a=\"x\"y", -1, 0},
-    {"5;a=\"\x01\"", -1, 0},
-    {"5;a@b", -1, 0},    /* '@' is not a tchar */
-    {"5;=b", -1, 0},
-    {"5,6", -1, 0},
-    {"1;\x01", -1, 0},
-    {"5\r", -1, 0},      /* a bare CR */
-    {"5;a\rb", -1, 0},
-    {"5\n", -1, 0},      /* a bare LF */
-    {"5;a=\"\n\"", -1, 0},
+    { "1a", 0, 26 },
+    { "0", 0, 0 },
+    { "A", 0, 10 },
+    { "000000000000000000000005", 0, 5 }, /* leading zeros are digits, no overflow */
+    { "ffffffffffffffff", 0, UINT64_MAX },
+    { "10000000000000000", 0, UINT64_MAX }, /* 2^64: saturated */
+    { "fffffffffffffffff", 0, UINT64_MAX },
+    { "A;name=value", 0, 10 },
+    { "A;name", 0, 10 },
+    { "A;a;b=1;c=\"x y\"", 0, 10 },
+    { "A ;x", 0, 10 },              /* BWS before ';' */
+    { "A\t; x", 0, 10 },            /* BWS after ';' */
+    { "A;x = y", 0, 10 },           /* BWS around '=' */
+    { "A;x=\"q\\\"uote\"", 0, 10 }, /* a quoted-pair */
+    { "A;x=\"\"", 0, 10 },          /* an empty quoted-string */
+    { "", -1, 0 },
+    { "g", -1, 0 },
+    { "5 ", -1, 0 }, /* a blank without an extension after it */
+    { " 5", -1, 0 },
+    { "5\t", -1, 0 },
+    { "10 x", -1, 0 },
+    { "-1", -1, 0 },
+    { "+1", -1, 0 },
+    { "0x5", -1, 0 },
+    { "5;", -1, 0 }, /* an extension without a name */
+    { "5; ", -1, 0 },
+    { "5;a ", -1, 0 }, /* a blank at the end */
+    { "5;a=", -1, 0 }, /* '=' without a value */
+    { "5;a=b c", -1, 0 },
+    { "5;a b", -1, 0 },
+    { "5;a=\"open", -1, 0 }, /* an unterminated quoted-string */
+    { "5;a=\"x\"y", -1, 0 },
+    { "5;a=\"\x01\"", -1, 0 },
+    { "5;a@b", -1, 0 }, /* '@' is not a tchar */
+    { "5;=b", -1, 0 },
+    { "5,6", -1, 0 },
+    { "1;\x01", -1, 0 },
+    { "5\r", -1, 0 }, /* a bare CR */
+    { "5;a\rb", -1, 0 },
+    { "5\n", -1, 0 }, /* a bare LF */
+    { "5;a=\"\n\"", -1, 0 },
 };
 
 static void test_chunk_size(void** state)
@@ -341,25 +343,25 @@ typedef struct ScanCase {
 } ScanCase;
 
 static const ScanCase g_scan_cases[] = {
-    {"GET / HTTP/1.1\r\nHost: x\r\n\r\n", 0, 100, HTTP_SCAN_DONE, 27},
-    {"GET / HTTP/1.1\r\nHost: x\r\n\r\nGET", 0, 100, HTTP_SCAN_DONE, 27},
-    {"\r\n\r\n", 0, 100, HTTP_SCAN_DONE, 4},   /* empty lines only */
-    {"\r\nGET / HTTP/1.1\r\n\r\n", 0, 100, HTTP_SCAN_DONE, 20},
-    {"\r\n", 1, 100, HTTP_SCAN_DONE, 2},       /* a trailer section's end */
-    {"GET / HTTP/1.1\r\nHo", 0, 100, HTTP_SCAN_MORE, 16},
-    {"GET / HTTP/1.1\r", 0, 100, HTTP_SCAN_MORE, 0}, /* a CR waits for its LF */
-    {"GET / HTTP/1.1\nHost: x\n\n", 0, 100, HTTP_SCAN_BAD, 0},
-    {"GET / HTTP/1.1\r\nHost: x\n", 0, 100, HTTP_SCAN_BAD, 0},
-    {"GET / HTTP/1.1\rHost: x\r\n\r\n", 0, 100, HTTP_SCAN_BAD, 0},
-    {"GET / HTTP/1.1\r\n\n", 0, 100, HTTP_SCAN_BAD, 0},
-    {"GET / HTTP/1.1\r\n\r\r\n", 0, 100, HTTP_SCAN_BAD, 0},
-    {"\n", 0, 100, HTTP_SCAN_BAD, 0},
-    {"GET / HTTP/1.1\r\n\r\n", 0, 18, HTTP_SCAN_DONE, 18}, /* exactly max */
-    {"GET / HTTP/1.1\r\n\r\n", 0, 17, HTTP_SCAN_FULL, 0},
-    {"X: 1\r\n\r\n", 10, 17, HTTP_SCAN_FULL, 0},
-    {"X: 1\r\n\r\n", 10, 18, HTTP_SCAN_DONE, 8},
-    {"", 10, 10, HTTP_SCAN_FULL, 0},
-    {"", 0, 10, HTTP_SCAN_MORE, 0},
+    { "GET / HTTP/1.1\r\nHost: x\r\n\r\n", 0, 100, HTTP_SCAN_DONE, 27 },
+    { "GET / HTTP/1.1\r\nHost: x\r\n\r\nGET", 0, 100, HTTP_SCAN_DONE, 27 },
+    { "\r\n\r\n", 0, 100, HTTP_SCAN_DONE, 4 }, /* empty lines only */
+    { "\r\nGET / HTTP/1.1\r\n\r\n", 0, 100, HTTP_SCAN_DONE, 20 },
+    { "\r\n", 1, 100, HTTP_SCAN_DONE, 2 }, /* a trailer section's end */
+    { "GET / HTTP/1.1\r\nHo", 0, 100, HTTP_SCAN_MORE, 16 },
+    { "GET / HTTP/1.1\r", 0, 100, HTTP_SCAN_MORE, 0 }, /* a CR waits for its LF */
+    { "GET / HTTP/1.1\nHost: x\n\n", 0, 100, HTTP_SCAN_BAD, 0 },
+    { "GET / HTTP/1.1\r\nHost: x\n", 0, 100, HTTP_SCAN_BAD, 0 },
+    { "GET / HTTP/1.1\rHost: x\r\n\r\n", 0, 100, HTTP_SCAN_BAD, 0 },
+    { "GET / HTTP/1.1\r\n\n", 0, 100, HTTP_SCAN_BAD, 0 },
+    { "GET / HTTP/1.1\r\n\r\r\n", 0, 100, HTTP_SCAN_BAD, 0 },
+    { "\n", 0, 100, HTTP_SCAN_BAD, 0 },
+    { "GET / HTTP/1.1\r\n\r\n", 0, 18, HTTP_SCAN_DONE, 18 }, /* exactly max */
+    { "GET / HTTP/1.1\r\n\r\n", 0, 17, HTTP_SCAN_FULL, 0 },
+    { "X: 1\r\n\r\n", 10, 17, HTTP_SCAN_FULL, 0 },
+    { "X: 1\r\n\r\n", 10, 18, HTTP_SCAN_DONE, 8 },
+    { "", 10, 10, HTTP_SCAN_FULL, 0 },
+    { "", 0, 10, HTTP_SCAN_MORE, 0 },
 };
 
 static void test_head_scan(void** state)

@@ -52,7 +52,7 @@ static uint64_t now_ms(void)
 
 static void sleep_ms(unsigned ms)
 {
-    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+    struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
     }
 }
@@ -112,7 +112,7 @@ static int connect_to(const char* ip, unsigned port, int rcvbuf)
         setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
     }
     uint32_t limit = futoin_test_ms(CLIENT_TIMEOUT_MS);
-    struct timeval tv = {(time_t)(limit / 1000), (suseconds_t)(limit % 1000) * 1000};
+    struct timeval tv = { (time_t)(limit / 1000), (suseconds_t)(limit % 1000) * 1000 };
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
     struct sockaddr_in a;
@@ -153,8 +153,8 @@ static void send_str(int fd, const char* s)
 }
 
 typedef struct Resp {
-    int status;        /* 0: nothing (EOF or timeout before a status line) */
-    int close;         /* "Connection: close" */
+    int status; /* 0: nothing (EOF or timeout before a status line) */
+    int close;  /* "Connection: close" */
     char head[1024];
     char body[1024];
     size_t body_len;
@@ -293,16 +293,16 @@ static void send_sleep(int fd, uint32_t ms)
 }
 
 /* Polls until cond() holds or ms (scaled: a safety limit) pass. */
-#define WAIT_FOR(cond, ms)                                  \
-    do {                                                    \
-        uint64_t until_ = now_ms() + futoin_test_ms(ms);    \
-        while (!(cond) && now_ms() < until_) {              \
-            sleep_ms(10);                                   \
-        }                                                   \
-        if (!(cond)) {                                      \
-            print_error("timed out waiting for %s\n", #cond); \
-            fail();                                         \
-        }                                                   \
+#define WAIT_FOR(cond, ms)                                                                         \
+    do {                                                                                           \
+        uint64_t until_ = now_ms() + futoin_test_ms(ms);                                           \
+        while (!(cond) && now_ms() < until_) {                                                     \
+            sleep_ms(10);                                                                          \
+        }                                                                                          \
+        if (!(cond)) {                                                                             \
+            print_error("timed out waiting for %s\n", #cond);                                      \
+            fail();                                                                                \
+        }                                                                                          \
     } while (0)
 
 /* ------------------------------------------------------------------------ */
@@ -324,8 +324,9 @@ static void test_framing(void** state)
     expect(fd, GET("/nope"), 404, 0);
     expect(fd, "PUT / HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\nabc", 405, 0);
     /* A chunked body with an extension and a trailer, then the next request. */
-    send_str(fd, "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
-                 "5\r\nhello\r\n6;ext=1\r\n world\r\n0\r\nX-Trailer: 1\r\n\r\n");
+    send_str(fd,
+            "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+            "5\r\nhello\r\n6;ext=1\r\n world\r\n0\r\nX-Trailer: 1\r\n\r\n");
     Resp r;
     assert_int_equal(read_resp(fd, &r), 200);
     assert_string_equal(r.body, "received 11 bytes\n");
@@ -350,22 +351,24 @@ static void test_framing(void** state)
         const char* request;
         int status;
     } bad[] = {
-        {"POST / HTTP/1.1\r\nHost: t\r\nContent-Length:\r\n5\r\n\r\nhello", 400},
-        {"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\nhello", 400},
-        {"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n", 400},
-        {"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: -5\r\n\r\n", 400},
-        {"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip\r\n\r\n", 501},
-        {"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 400},
-        {"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhelloXX\r\n", 400},
-        {"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3e9\r\n", 413},
-        {"GET / HTTP/1.1\r\n\r\n", 400},
-        {"GET / HTTP/2.0\r\nHost: t\r\n\r\n", 505},
-        {"GET / HTTP/1.1\r\nHost: t\r\nExpect: tea\r\n\r\n", 417},
-        {"BREW / HTTP/1.1\r\nHost: t\r\n\r\n", 501},
-        {"garbage\r\n\r\n", 400},
-        {"GET /aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-         " HTTP/1.1\r\nHost: t\r\n\r\n",
-                414},
+        { "POST / HTTP/1.1\r\nHost: t\r\nContent-Length:\r\n5\r\n\r\nhello", 400 },
+        { "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\nhello",
+                400 },
+        { "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n",
+                400 },
+        { "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: -5\r\n\r\n", 400 },
+        { "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip\r\n\r\n", 501 },
+        { "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 400 },
+        { "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhelloXX\r\n", 400 },
+        { "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3e9\r\n", 413 },
+        { "GET / HTTP/1.1\r\n\r\n", 400 },
+        { "GET / HTTP/2.0\r\nHost: t\r\n\r\n", 505 },
+        { "GET / HTTP/1.1\r\nHost: t\r\nExpect: tea\r\n\r\n", 417 },
+        { "BREW / HTTP/1.1\r\nHost: t\r\n\r\n", 501 },
+        { "garbage\r\n\r\n", 400 },
+        { "GET /aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+          " HTTP/1.1\r\nHost: t\r\n\r\n",
+                414 },
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); ++i) {
         fd = conn();
@@ -423,83 +426,89 @@ typedef struct FramingCase {
 
 static const FramingCase g_framing[] = {
     /* well-framed: answered, and the pipelined request after them too */
-    {"chunked", POSTC "5\r\nhello\r\n0\r\n\r\n", 200, "received 5 bytes\n", 0, 0},
-    {"two chunks", POSTC "5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n", 200, "received 11 bytes\n", 0, 0},
-    {"extension", POSTC "5;a=b\r\nhello\r\n0\r\n\r\n", 200, "received 5 bytes\n", 0, 0},
-    {"BWS before ;", POSTC "5 ;a\r\nhello\r\n0\r\n\r\n", 200, "received 5 bytes\n", 0, 0},
-    {"BWS around =, quoted", POSTC "5; a = \"x y\"\r\nhello\r\n0\r\n\r\n", 200, "received 5 bytes\n", 0, 0},
-    {"leading zeros", POSTC "000005\r\nhello\r\n0\r\n\r\n", 200, "received 5 bytes\n", 0, 0},
-    {"upper-case hex", POSTC "A\r\n0123456789\r\n0\r\n\r\n", 200, "received 10 bytes\n", 0, 0},
-    {"last-chunk extension", POSTC "5\r\nhello\r\n0;end\r\n\r\n", 200, "received 5 bytes\n", 0, 0},
-    {"trailers", POSTC "5\r\nhello\r\n0\r\nX-T: 1\r\nY-T: two words\r\n\r\n", 200, "received 5 bytes\n", 0, 0},
-    {"empty chunked body", POSTC "0\r\n\r\n", 200, "received 0 bytes\n", 0, 0},
-    {"chunked in pieces", POSTC "5\r\nhello\r\n0\r\nX-T: 1\r\n\r\n", 200, "received 5 bytes\n", 0,
-            sizeof(POSTC) + 4},
-    {"head in pieces", "GET / HTTP/1.1\r\nHost: t\r\n\r\n", 200, HELLO_BODY, 0, 16},
-    {"head split in a CRLF", "GET / HTTP/1.1\r\nHost: t\r\n\r\n", 200, HELLO_BODY, 0, 15},
-    {"leading empty line", "\r\nGET / HTTP/1.1\r\nHost: t\r\n\r\n", 200, HELLO_BODY, 0, 0},
-    {"Content-Length", "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello", 200,
-            "received 5 bytes\n", 0, 0},
-    {"leading empty line, byte by byte", "\r\nGET / HTTP/1.1\r\nHost: t\r\n\r\n", 200, HELLO_BODY, 0,
-            BYTEWISE},
-    {"chunked with a trailer, byte by byte", POSTC "5;a=\"b\"\r\nhello\r\n0\r\nX-T: 1\r\n\r\n", 200,
-            "received 5 bytes\n", 0, BYTEWISE},
+    { "chunked", POSTC "5\r\nhello\r\n0\r\n\r\n", 200, "received 5 bytes\n", 0, 0 },
+    { "two chunks", POSTC "5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n", 200, "received 11 bytes\n", 0,
+            0 },
+    { "extension", POSTC "5;a=b\r\nhello\r\n0\r\n\r\n", 200, "received 5 bytes\n", 0, 0 },
+    { "BWS before ;", POSTC "5 ;a\r\nhello\r\n0\r\n\r\n", 200, "received 5 bytes\n", 0, 0 },
+    { "BWS around =, quoted", POSTC "5; a = \"x y\"\r\nhello\r\n0\r\n\r\n", 200,
+            "received 5 bytes\n", 0, 0 },
+    { "leading zeros", POSTC "000005\r\nhello\r\n0\r\n\r\n", 200, "received 5 bytes\n", 0, 0 },
+    { "upper-case hex", POSTC "A\r\n0123456789\r\n0\r\n\r\n", 200, "received 10 bytes\n", 0, 0 },
+    { "last-chunk extension", POSTC "5\r\nhello\r\n0;end\r\n\r\n", 200, "received 5 bytes\n", 0,
+            0 },
+    { "trailers", POSTC "5\r\nhello\r\n0\r\nX-T: 1\r\nY-T: two words\r\n\r\n", 200,
+            "received 5 bytes\n", 0, 0 },
+    { "empty chunked body", POSTC "0\r\n\r\n", 200, "received 0 bytes\n", 0, 0 },
+    { "chunked in pieces", POSTC "5\r\nhello\r\n0\r\nX-T: 1\r\n\r\n", 200, "received 5 bytes\n", 0,
+            sizeof(POSTC) + 4 },
+    { "head in pieces", "GET / HTTP/1.1\r\nHost: t\r\n\r\n", 200, HELLO_BODY, 0, 16 },
+    { "head split in a CRLF", "GET / HTTP/1.1\r\nHost: t\r\n\r\n", 200, HELLO_BODY, 0, 15 },
+    { "leading empty line", "\r\nGET / HTTP/1.1\r\nHost: t\r\n\r\n", 200, HELLO_BODY, 0, 0 },
+    { "Content-Length", "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello", 200,
+            "received 5 bytes\n", 0, 0 },
+    { "leading empty line, byte by byte", "\r\nGET / HTTP/1.1\r\nHost: t\r\n\r\n", 200, HELLO_BODY,
+            0, BYTEWISE },
+    { "chunked with a trailer, byte by byte", POSTC "5;a=\"b\"\r\nhello\r\n0\r\nX-T: 1\r\n\r\n",
+            200, "received 5 bytes\n", 0, BYTEWISE },
 
     /* a bare LF ending a line of the chunked body */
-    {"bare LF after chunk size", POSTC "5\nhello\r\n0\r\n\r\n", 400, NULL, 0, 0},
-    {"bare LF after chunk data", POSTC "5\r\nhello\n0\r\n\r\n", 400, NULL, 0, 0},
-    {"bare LF after chunk data, alone", POSTC "5\r\nhello\n", 400, NULL, 1, 0},
-    {"bare LF after last chunk", POSTC "5\r\nhello\r\n0\n\r\n", 400, NULL, 0, 0},
-    {"bare LF ending the trailer", POSTC "5\r\nhello\r\n0\r\n\n", 400, NULL, 0, 0},
-    {"bare LF after a trailer line", POSTC "5\r\nhello\r\n0\r\nX-T: 1\n\r\n", 400, NULL, 0, 0},
-    {"bare LF after trailer lines", POSTC "5\r\nhello\r\n0\r\nX-T: 1\r\n\n", 400, NULL, 0, 0},
-    {"bare LF after chunk size, in pieces", POSTC "5\nhello\r\n0\r\n\r\n", 400, NULL, 0,
-            sizeof(POSTC) - 1},
-    {"bare LF after chunk data, byte by byte", POSTC "5\r\nhello\n0\r\n\r\n", 400, NULL, 0,
-            BYTEWISE},
-    {"bare LF in a trailer, byte by byte", POSTC "0\r\nX-T: 1\n\r\n", 400, NULL, 0, BYTEWISE},
+    { "bare LF after chunk size", POSTC "5\nhello\r\n0\r\n\r\n", 400, NULL, 0, 0 },
+    { "bare LF after chunk data", POSTC "5\r\nhello\n0\r\n\r\n", 400, NULL, 0, 0 },
+    { "bare LF after chunk data, alone", POSTC "5\r\nhello\n", 400, NULL, 1, 0 },
+    { "bare LF after last chunk", POSTC "5\r\nhello\r\n0\n\r\n", 400, NULL, 0, 0 },
+    { "bare LF ending the trailer", POSTC "5\r\nhello\r\n0\r\n\n", 400, NULL, 0, 0 },
+    { "bare LF after a trailer line", POSTC "5\r\nhello\r\n0\r\nX-T: 1\n\r\n", 400, NULL, 0, 0 },
+    { "bare LF after trailer lines", POSTC "5\r\nhello\r\n0\r\nX-T: 1\r\n\n", 400, NULL, 0, 0 },
+    { "bare LF after chunk size, in pieces", POSTC "5\nhello\r\n0\r\n\r\n", 400, NULL, 0,
+            sizeof(POSTC) - 1 },
+    { "bare LF after chunk data, byte by byte", POSTC "5\r\nhello\n0\r\n\r\n", 400, NULL, 0,
+            BYTEWISE },
+    { "bare LF in a trailer, byte by byte", POSTC "0\r\nX-T: 1\n\r\n", 400, NULL, 0, BYTEWISE },
     /* a bare CR */
-    {"bare CR after chunk size", POSTC "5\rhello\r\n0\r\n\r\n", 400, NULL, 0, 0},
-    {"bare CR after chunk data", POSTC "5\r\nhello\r0\r\n\r\n", 400, NULL, 0, 0},
-    {"bare CR after last chunk", POSTC "5\r\nhello\r\n0\r\r\n\r\n", 400, NULL, 0, 0},
-    {"bare CR in a trailer line", POSTC "5\r\nhello\r\n0\r\nX-T: a\rb\r\n\r\n", 400, NULL, 0, 0},
-    {"bare CR ending a trailer line", POSTC "5\r\nhello\r\n0\r\nX-T: 1\r\r\n\r\n", 400, NULL, 0, 0},
-    {"chunk data longer than its size", POSTC "5\r\nhelloXX\r\n0\r\n\r\n", 400, NULL, 0, 0},
+    { "bare CR after chunk size", POSTC "5\rhello\r\n0\r\n\r\n", 400, NULL, 0, 0 },
+    { "bare CR after chunk data", POSTC "5\r\nhello\r0\r\n\r\n", 400, NULL, 0, 0 },
+    { "bare CR after last chunk", POSTC "5\r\nhello\r\n0\r\r\n\r\n", 400, NULL, 0, 0 },
+    { "bare CR in a trailer line", POSTC "5\r\nhello\r\n0\r\nX-T: a\rb\r\n\r\n", 400, NULL, 0, 0 },
+    { "bare CR ending a trailer line", POSTC "5\r\nhello\r\n0\r\nX-T: 1\r\r\n\r\n", 400, NULL, 0,
+            0 },
+    { "chunk data longer than its size", POSTC "5\r\nhelloXX\r\n0\r\n\r\n", 400, NULL, 0, 0 },
     /* heads: 400 at once (the read timeout is 30 s: a 408 cannot come) */
-    {"head of bare LFs", "GET / HTTP/1.1\nHost: t\n\n", 400, NULL, 1, 0},
-    {"head of bare LFs, in pieces", "GET / HTTP/1.1\nHost: t\n\n", 400, NULL, 1, 8},
-    {"head of bare LFs, byte by byte", "GET / HTTP/1.1\nHost: t\n\n", 400, NULL, 1, BYTEWISE},
-    {"bare CR in a field, byte by byte", "GET / HTTP/1.1\r\nHost: t\rX: y\r\n\r\n", 400, NULL, 1,
-            BYTEWISE},
-    {"head with CRLF then bare LFs, in pieces", "GET / HTTP/1.1\r\nHost: t\n\n", 400, NULL, 1, 16},
-    {"bare LF ending a field", "GET / HTTP/1.1\r\nHost: t\n\r\n", 400, NULL, 1, 0},
-    {"bare LF as the empty line", "GET / HTTP/1.1\r\nHost: t\r\n\n", 400, NULL, 1, 0},
-    {"bare LF as the empty line, pipelined", "GET / HTTP/1.1\r\nHost: t\r\n\n", 400, NULL, 0, 0},
-    {"bare CR after the request line", "GET / HTTP/1.1\rHost: t\r\n\r\n", 400, NULL, 0, 0},
-    {"bare CR in a field", "GET / HTTP/1.1\r\nHost: t\rX: y\r\n\r\n", 400, NULL, 0, 0},
-    {"bare CR, no LF after it", "GET / HTTP/1.1\r\nHost: t\rX", 400, NULL, 1, 0},
+    { "head of bare LFs", "GET / HTTP/1.1\nHost: t\n\n", 400, NULL, 1, 0 },
+    { "head of bare LFs, in pieces", "GET / HTTP/1.1\nHost: t\n\n", 400, NULL, 1, 8 },
+    { "head of bare LFs, byte by byte", "GET / HTTP/1.1\nHost: t\n\n", 400, NULL, 1, BYTEWISE },
+    { "bare CR in a field, byte by byte", "GET / HTTP/1.1\r\nHost: t\rX: y\r\n\r\n", 400, NULL, 1,
+            BYTEWISE },
+    { "head with CRLF then bare LFs, in pieces", "GET / HTTP/1.1\r\nHost: t\n\n", 400, NULL, 1,
+            16 },
+    { "bare LF ending a field", "GET / HTTP/1.1\r\nHost: t\n\r\n", 400, NULL, 1, 0 },
+    { "bare LF as the empty line", "GET / HTTP/1.1\r\nHost: t\r\n\n", 400, NULL, 1, 0 },
+    { "bare LF as the empty line, pipelined", "GET / HTTP/1.1\r\nHost: t\r\n\n", 400, NULL, 0, 0 },
+    { "bare CR after the request line", "GET / HTTP/1.1\rHost: t\r\n\r\n", 400, NULL, 0, 0 },
+    { "bare CR in a field", "GET / HTTP/1.1\r\nHost: t\rX: y\r\n\r\n", 400, NULL, 0, 0 },
+    { "bare CR, no LF after it", "GET / HTTP/1.1\r\nHost: t\rX", 400, NULL, 1, 0 },
     /* chunk-size syntax (RFC 9112 7.1) */
-    {"blank after chunk size", POSTC "5 \r\nhello\r\n0\r\n\r\n", 400, NULL, 0, 0},
-    {"tab after chunk size", POSTC "5\t\r\nhello\r\n0\r\n\r\n", 400, NULL, 0, 0},
-    {"blank before chunk size", POSTC " 5\r\nhello\r\n0\r\n\r\n", 400, NULL, 0, 0},
-    {"plus sign", POSTC "+5\r\nhello\r\n0\r\n\r\n", 400, NULL, 0, 0},
-    {"minus sign", POSTC "-5\r\nhello\r\n0\r\n\r\n", 400, NULL, 0, 0},
-    {"0x prefix", POSTC "0x5\r\nhello\r\n0\r\n\r\n", 400, NULL, 0, 0},
-    {"empty chunk size", POSTC "\r\nhello\r\n0\r\n\r\n", 400, NULL, 0, 0},
-    {"not hex", POSTC "zz\r\n", 400, NULL, 0, 0},
-    {"';' without a name", POSTC "5;\r\nhello\r\n0\r\n\r\n", 400, NULL, 0, 0},
-    {"blank after an extension", POSTC "5;a \r\nhello\r\n0\r\n\r\n", 400, NULL, 0, 0},
-    {"'=' without a value", POSTC "5;a=\r\nhello\r\n0\r\n\r\n", 400, NULL, 0, 0},
-    {"unterminated quoted-string", POSTC "5;a=\"x\r\nhello\r\n0\r\n\r\n", 400, NULL, 0, 0},
-    {"two names without ';'", POSTC "5;a b\r\nhello\r\n0\r\n\r\n", 400, NULL, 0, 0},
-    {"a control in an extension", POSTC "5;a=\x01\r\nhello\r\n0\r\n\r\n", 400, NULL, 0, 0},
-    {"size above max_body", POSTC "3e9\r\n", 413, NULL, 0, 0},
-    {"size of 64 bits", POSTC "ffffffffffffffff\r\n", 413, NULL, 0, 0},
-    {"size overflowing 64 bits", POSTC "10000000000000000\r\nhello\r\n", 413, NULL, 0, 0},
+    { "blank after chunk size", POSTC "5 \r\nhello\r\n0\r\n\r\n", 400, NULL, 0, 0 },
+    { "tab after chunk size", POSTC "5\t\r\nhello\r\n0\r\n\r\n", 400, NULL, 0, 0 },
+    { "blank before chunk size", POSTC " 5\r\nhello\r\n0\r\n\r\n", 400, NULL, 0, 0 },
+    { "plus sign", POSTC "+5\r\nhello\r\n0\r\n\r\n", 400, NULL, 0, 0 },
+    { "minus sign", POSTC "-5\r\nhello\r\n0\r\n\r\n", 400, NULL, 0, 0 },
+    { "0x prefix", POSTC "0x5\r\nhello\r\n0\r\n\r\n", 400, NULL, 0, 0 },
+    { "empty chunk size", POSTC "\r\nhello\r\n0\r\n\r\n", 400, NULL, 0, 0 },
+    { "not hex", POSTC "zz\r\n", 400, NULL, 0, 0 },
+    { "';' without a name", POSTC "5;\r\nhello\r\n0\r\n\r\n", 400, NULL, 0, 0 },
+    { "blank after an extension", POSTC "5;a \r\nhello\r\n0\r\n\r\n", 400, NULL, 0, 0 },
+    { "'=' without a value", POSTC "5;a=\r\nhello\r\n0\r\n\r\n", 400, NULL, 0, 0 },
+    { "unterminated quoted-string", POSTC "5;a=\"x\r\nhello\r\n0\r\n\r\n", 400, NULL, 0, 0 },
+    { "two names without ';'", POSTC "5;a b\r\nhello\r\n0\r\n\r\n", 400, NULL, 0, 0 },
+    { "a control in an extension", POSTC "5;a=\x01\r\nhello\r\n0\r\n\r\n", 400, NULL, 0, 0 },
+    { "size above max_body", POSTC "3e9\r\n", 413, NULL, 0, 0 },
+    { "size of 64 bits", POSTC "ffffffffffffffff\r\n", 413, NULL, 0, 0 },
+    { "size overflowing 64 bits", POSTC "10000000000000000\r\nhello\r\n", 413, NULL, 0, 0 },
     /* trailer section syntax */
-    {"folded trailer line", POSTC "0\r\nX-T: 1\r\n folded\r\n\r\n", 400, NULL, 0, 0},
-    {"trailer line without a colon", POSTC "0\r\nNoColon\r\n\r\n", 400, NULL, 0, 0},
-    {"blank before a trailer colon", POSTC "0\r\nX-T : 1\r\n\r\n", 400, NULL, 0, 0},
+    { "folded trailer line", POSTC "0\r\nX-T: 1\r\n folded\r\n\r\n", 400, NULL, 0, 0 },
+    { "trailer line without a colon", POSTC "0\r\nNoColon\r\n\r\n", 400, NULL, 0, 0 },
+    { "blank before a trailer colon", POSTC "0\r\nX-T : 1\r\n\r\n", 400, NULL, 0, 0 },
 };
 
 /* Sends a case's bytes and checks the answer, the pipelined request's and
@@ -595,7 +604,7 @@ static void test_strict_framing(void** state)
 
     /* Built at run time: limits. The trailer section (its lines and the
      * empty line) is limited by max_head (512) like a head. */
-    char* exact = trailer_case(1, 510); /* 510 + 2: exactly max_head */
+    char* exact = trailer_case(1, 510);       /* 510 + 2: exactly max_head */
     char* over_by_one = trailer_case(1, 511); /* the limit falls on the empty line */
     char* in_line = trailer_case(1, 600);     /* ... inside the only line */
     char* second = trailer_case(2, 300);      /* ... inside the second line */
@@ -609,17 +618,17 @@ static void test_strict_framing(void** state)
     char sum_exact[1200];
     snprintf(sum_exact, sizeof(sum_exact), POSTC "3e7\r\n%0999d\r\n1\r\nx\r\n0\r\n\r\n", 0);
     const FramingCase built[] = {
-        {"trailer of exactly max_head", exact, 200, "received 0 bytes\n", 0, 0},
-        {"trailer over max_head by its empty line", over_by_one, 431, NULL, 0, 0},
-        {"trailer over max_head inside a line", in_line, 431, NULL, 0, 0},
-        {"trailer over max_head inside a line, in pieces", in_line, 431, NULL, 0, 100},
-        {"trailer over max_head inside the second line", second, 431, NULL, 0, 0},
-        {"trailer over max_head after many lines", many, 431, NULL, 0, 0},
-        {"head over max_head", big_head, 431, NULL, 0, 0},
-        {"head over max_head, in pieces", big_head, 431, NULL, 0, 30},
-        {"request line over max_line, in pieces", long_line, 414, NULL, 0, 10},
-        {"chunks adding up to max_body", sum_exact, 200, "received 1000 bytes\n", 0, 0},
-        {"chunks adding up to more than max_body", sum_over, 413, NULL, 0, 0},
+        { "trailer of exactly max_head", exact, 200, "received 0 bytes\n", 0, 0 },
+        { "trailer over max_head by its empty line", over_by_one, 431, NULL, 0, 0 },
+        { "trailer over max_head inside a line", in_line, 431, NULL, 0, 0 },
+        { "trailer over max_head inside a line, in pieces", in_line, 431, NULL, 0, 100 },
+        { "trailer over max_head inside the second line", second, 431, NULL, 0, 0 },
+        { "trailer over max_head after many lines", many, 431, NULL, 0, 0 },
+        { "head over max_head", big_head, 431, NULL, 0, 0 },
+        { "head over max_head, in pieces", big_head, 431, NULL, 0, 30 },
+        { "request line over max_line, in pieces", long_line, 414, NULL, 0, 10 },
+        { "chunks adding up to max_body", sum_exact, 200, "received 1000 bytes\n", 0, 0 },
+        { "chunks adding up to more than max_body", sum_over, 413, NULL, 0, 0 },
     };
     for (size_t i = 0; i < sizeof(built) / sizeof(built[0]); ++i) {
         framing_case(&built[i]);
@@ -711,7 +720,7 @@ static void test_pipelined_readers_that_never_read(void** state)
     /* Expected to fire, but not before the attackers have all blocked and
      * the good client has been served: scaled with the waits below. */
     o.write_timeout_ms = futoin_test_ms(1000);
-    o.max_requests = 0; /* else the 1000th response would end them */
+    o.max_requests = 0;       /* else the 1000th response would end them */
     o.limiter.concurrent = 1; /* one blocked write holding it would starve everyone */
     o.limiter.max_queue = 0;
     start(&o);
@@ -735,7 +744,7 @@ static void test_pipelined_readers_that_never_read(void** state)
             if (n > 0) {
                 off += (size_t)n;
             } else {
-                struct pollfd p = {fds[i], POLLOUT, 0};
+                struct pollfd p = { fds[i], POLLOUT, 0 };
                 poll(&p, 1, 20);
             }
         }
@@ -1105,8 +1114,8 @@ static void test_debug_pages(void** state)
     assert_true(n > 0);
     if (!strstr(page, "HTTP/1.1 200 OK\r\n") || !strstr(page, "\r\n\r\nloop 1 of 1 ")
             || !strstr(page, "waiting for an external completion: \"accept 127.0.0.1:")
-            || !strstr(page, sleeping)
-            || !strstr(page, "sync Limiter ") || !strstr(page, "end of dump: 3 roots")) {
+            || !strstr(page, sleeping) || !strstr(page, "sync Limiter ")
+            || !strstr(page, "end of dump: 3 roots")) {
         print_error("unexpected /debug/flows page:\n%s\n", page);
         fail();
     }
@@ -1147,9 +1156,9 @@ static void test_args(void** state)
     http_server_options_init(&o);
     FILE* null = fopen("/dev/null", "w");
     assert_non_null(null);
-    char* ok[] = {"s", "-a", "::1", "--loops", "2", "-i", "1", "-t", "2", "-w", "3", "-d", "4",
-        "-n", "0", "-m", "5", "-l", "6", "-H", "7", "-B", "8", "-g", "9", "--no-limiter", "-u", "10",
-        "0", NULL};
+    char* ok[] = { "s", "-a", "::1", "--loops", "2", "-i", "1", "-t", "2", "-w", "3", "-d", "4",
+        "-n", "0", "-m", "5", "-l", "6", "-H", "7", "-B", "8", "-g", "9", "--no-limiter", "-u",
+        "10", "0", NULL };
     assert_int_equal(http_server_parse_args(&o, 29, ok, null, null), 0);
     assert_int_equal(o.max_uploads, 10);
     assert_string_equal(o.host, "::1");
@@ -1166,18 +1175,18 @@ static void test_args(void** state)
     assert_int_equal(o.input_budget, 9);
     assert_int_equal(o.use_limiter, 0);
     assert_int_equal(o.port, 0);
-    char* bad1[] = {"s", "-i", "0", NULL};
+    char* bad1[] = { "s", "-i", "0", NULL };
     assert_int_equal(http_server_parse_args(&o, 3, bad1, null, null), -1);
-    char* bad2[] = {"s", "-g", "1x", NULL};
+    char* bad2[] = { "s", "-g", "1x", NULL };
     assert_int_equal(http_server_parse_args(&o, 3, bad2, null, null), -1);
-    char* bad3[] = {"s", "--max-body", NULL};
+    char* bad3[] = { "s", "--max-body", NULL };
     assert_int_equal(http_server_parse_args(&o, 2, bad3, null, null), -1);
-    char* bad4[] = {"s", "--loops", "1025", NULL};
+    char* bad4[] = { "s", "--loops", "1025", NULL };
     assert_int_equal(http_server_parse_args(&o, 3, bad4, null, null), -1);
-    char* dbg[] = {"s", "--debug-pages", NULL};
+    char* dbg[] = { "s", "--debug-pages", NULL };
     assert_int_equal(http_server_parse_args(&o, 2, dbg, null, null), 0);
     assert_int_equal(o.debug_pages, 1);
-    char* help[] = {"s", "-h", NULL};
+    char* help[] = { "s", "-h", NULL };
     assert_int_equal(http_server_parse_args(&o, 2, help, null, null), 1);
     fclose(null);
 }

@@ -477,8 +477,8 @@ static void test_server_reuseport(void** state)
 {
     (void)state;
     int err = 0;
-    FutoInUvServer* a = futoin_uv_server_new_ex(g_uv, "127.0.0.1", 0, 0,
-            FUTOIN_UV_SERVER_REUSEPORT, &err);
+    FutoInUvServer* a = futoin_uv_server_new_ex(g_uv, "127.0.0.1", 0, 0, FUTOIN_UV_SERVER_REUSEPORT,
+            &err);
     assert_non_null(a);
     assert_int_equal(err, 0);
     unsigned port = futoin_uv_server_port(a);
@@ -492,8 +492,8 @@ static void test_server_reuseport(void** state)
     assert_int_equal(err, UV_EADDRINUSE);
     assert_null(futoin_uv_server_new_ex(g_uv, "127.0.0.1", 0, 0, 2u, &err));
     assert_int_equal(err, UV_EINVAL);
-    assert_null(futoin_uv_server_new_ex(g_uv, "not an address", 0, 0,
-            FUTOIN_UV_SERVER_REUSEPORT, &err));
+    assert_null(futoin_uv_server_new_ex(g_uv, "not an address", 0, 0, FUTOIN_UV_SERVER_REUSEPORT,
+            &err));
     assert_int_equal(err, UV_EINVAL);
     /* Both accept: a connection lands on one of them. */
     int fd = client_connect(port);

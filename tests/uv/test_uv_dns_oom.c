@@ -67,7 +67,7 @@ static void step_after(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 
 static void run_case(size_t size, Outcome* o)
 {
-    OomCase c = {size, 0};
+    OomCase c = { size, 0 };
     FutoInAsyncSteps* root = futoin_asyncsteps_new(futoin_uv_loop(g_uv));
     futoin_add(root, step_resolve_armed, NULL, &c);
     futoin_add(root, step_after, NULL, NULL);

@@ -188,18 +188,19 @@ static void run_attempts(Attempt* a, size_t n, Outcome* o)
 static void test_fifo_read_without_writer(void** state)
 {
     (void)state;
-    Attempt a[] = {{g_f.fifo, 0, 0}};
+    Attempt a[] = { { g_f.fifo, 0, 0 } };
     Outcome o;
     run_attempts(a, 1, &o);
     char expect[256];
-    snprintf(expect, sizeof(expect), "CommError:EFTYPE: read %s: not a regular file (FIFO)", g_f.fifo);
+    snprintf(expect, sizeof(expect), "CommError:EFTYPE: read %s: not a regular file (FIFO)",
+            g_f.fifo);
     assert_trace(expect);
 }
 
 static void test_fifo_write_without_reader(void** state)
 {
     (void)state;
-    Attempt a[] = {{g_f.fifo, 1, 0}};
+    Attempt a[] = { { g_f.fifo, 1, 0 } };
     Outcome o;
     run_attempts(a, 1, &o);
     char expect[256];
@@ -218,7 +219,7 @@ static void test_fifo_with_other_end(void** state)
     assert_true(rd >= 0);
     int wr = open(g_f.fifo, O_WRONLY | O_NONBLOCK);
     assert_true(wr >= 0);
-    Attempt a[] = {{g_f.fifo, 1, 0}, {g_f.fifo, 0, 0}};
+    Attempt a[] = { { g_f.fifo, 1, 0 }, { g_f.fifo, 0, 0 } };
     Outcome o;
     run_attempts(a, 2, &o);
     char expect[512];
@@ -238,7 +239,7 @@ static void test_fifo_with_other_end(void** state)
 static void test_directory(void** state)
 {
     (void)state;
-    Attempt a[] = {{g_f.dir, 0, 0}, {g_f.dir, 1, 0}};
+    Attempt a[] = { { g_f.dir, 0, 0 }, { g_f.dir, 1, 0 } };
     Outcome o;
     run_attempts(a, 2, &o);
     char expect[512];
@@ -259,7 +260,7 @@ static void test_devices(void** state)
             || !S_ISCHR(st.st_mode)) {
         skip();
     }
-    Attempt a[] = {{"/dev/null", 0, 0}, {"/dev/zero", 0, 0}, {"/dev/null", 1, 0}};
+    Attempt a[] = { { "/dev/null", 0, 0 }, { "/dev/zero", 0, 0 }, { "/dev/null", 1, 0 } };
     Outcome o;
     run_attempts(a, 3, &o);
     assert_trace("CommError:EFTYPE: read /dev/null: not a regular file (character device)|"
@@ -278,7 +279,7 @@ static void test_socket_file(void** state)
     snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", g_f.sock);
     assert_int_equal(bind(g_f.sock_fd, (struct sockaddr*)&sa, sizeof(sa)), 0);
     assert_int_equal(listen(g_f.sock_fd, 1), 0);
-    Attempt a[] = {{g_f.sock, 0, 0}, {g_f.sock, 1, 0}};
+    Attempt a[] = { { g_f.sock, 0, 0 }, { g_f.sock, 1, 0 } };
     Outcome o;
     run_attempts(a, 2, &o);
     char expect[512];
@@ -297,18 +298,19 @@ static void test_fifo_reads_do_not_hold_the_pool(void** state)
 {
     (void)state;
     Attempt a[] = {
-        {g_f.fifo, 0, 100},
-        {g_f.fifo, 0, 100},
-        {g_f.fifo, 0, 100},
-        {g_f.fifo, 0, 100},
-        {g_f.fifo, 0, 100},
-        {g_f.regular, 1, 0},
-        {g_f.regular, 0, 0},
+        { g_f.fifo, 0, 100 },
+        { g_f.fifo, 0, 100 },
+        { g_f.fifo, 0, 100 },
+        { g_f.fifo, 0, 100 },
+        { g_f.fifo, 0, 100 },
+        { g_f.regular, 1, 0 },
+        { g_f.regular, 0, 0 },
     };
     Outcome o;
     run_attempts(a, sizeof(a) / sizeof(a[0]), &o);
     char refused[256];
-    snprintf(refused, sizeof(refused), "CommError:EFTYPE: read %s: not a regular file (FIFO)", g_f.fifo);
+    snprintf(refused, sizeof(refused), "CommError:EFTYPE: read %s: not a regular file (FIFO)",
+            g_f.fifo);
     char timed_out[256];
     snprintf(timed_out, sizeof(timed_out), "Timeout:file_read %s", g_f.fifo);
     char* save = NULL;
@@ -338,7 +340,7 @@ static void branch_fail(FutoInAsyncSteps* as, void* data, const FutoInArgs* args
     futoin_error(as, "Stop", NULL);
 }
 
-static Attempt g_read_attempt = {NULL, 0, 0};
+static Attempt g_read_attempt = { NULL, 0, 0 };
 
 static void branch_fifo_read(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
@@ -384,7 +386,7 @@ static void test_cancelled_fifo_reads(void** state)
     assert_trace("unhandled:Stop");
 
     tr_reset();
-    Attempt a[] = {{g_f.regular, 0, 0}};
+    Attempt a[] = { { g_f.regular, 0, 0 } };
     run_attempts(a, 1, &o);
     assert_trace("read:plain");
 }

@@ -124,7 +124,7 @@ static void test_connect_read_write_close(void** state)
 {
     (void)state;
     peer_start(&g_peer, script_chat, 1);
-    Client c = {0};
+    Client c = { 0 };
     FutoInAsyncSteps* root = futoin_asyncsteps_new(futoin_uv_loop(g_uv));
     futoin_add(root, step_connect, NULL, &c);
     futoin_add(root, chat_connected, NULL, &c);
@@ -197,7 +197,7 @@ static void test_connect_by_name(void** state)
 {
     (void)state;
     peer_start(&g_peer, script_idle_to_eof, 1);
-    Client c = {0};
+    Client c = { 0 };
     FutoInAsyncSteps* root = futoin_asyncsteps_new(futoin_uv_loop(g_uv));
     futoin_add(root, step_connect_localhost, NULL, &c);
     futoin_add(root, step_take, NULL, &c);
@@ -376,7 +376,7 @@ static void test_read_timeout(void** state)
 {
     (void)state;
     peer_start(&g_peer, script_idle_to_eof, 1);
-    Client c = {0};
+    Client c = { 0 };
     FutoInAsyncSteps* root = futoin_asyncsteps_new(futoin_uv_loop(g_uv));
     futoin_add(root, step_connect, NULL, &c);
     futoin_add(root, step_take, NULL, &c);
@@ -440,7 +440,7 @@ static void test_cancel_mid_read(void** state)
 {
     (void)state;
     peer_start(&g_peer, script_late_line, 1);
-    Client c = {0};
+    Client c = { 0 };
     c.root = futoin_asyncsteps_new(futoin_uv_loop(g_uv));
     futoin_add(c.root, step_connect, NULL, &c);
     futoin_add(c.root, step_take, NULL, &c);
@@ -586,8 +586,8 @@ static void test_cancel_every_kind(void** state)
     }
     fclose(fp);
     for (int round = 0; round < 3; ++round) {
-        Client c = {0};
-        CancelCase cc = {&c, tmp_file, round == 0};
+        Client c = { 0 };
+        CancelCase cc = { &c, tmp_file, round == 0 };
         g_cancelled = 0;
         c.root = futoin_asyncsteps_new(futoin_uv_loop(g_uv));
         futoin_add(c.root, start_branches, NULL, &cc);
@@ -662,7 +662,7 @@ static void test_large_write(void** state)
 {
     (void)state;
     peer_start(&g_peer, script_count_z, 1);
-    Client c = {0};
+    Client c = { 0 };
     c.big_len = 8u << 20;
     c.big = malloc(c.big_len);
     assert_non_null(c.big);
@@ -710,7 +710,7 @@ static void test_write_timeout(void** state)
     /* Accepted connections take the listener's receive buffer. */
     int rcvbuf = SMALL_SOCKET_BUFFER;
     assert_int_equal(setsockopt(g_peer.lfd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf)), 0);
-    Client c = {0};
+    Client c = { 0 };
     c.big_len = STUCK_WRITE_LEN;
     c.big = calloc(1, c.big_len);
     assert_non_null(c.big);
@@ -774,7 +774,7 @@ static void test_eof(void** state)
 {
     (void)state;
     peer_start(&g_peer, script_partial_then_close, 1);
-    Client c = {0};
+    Client c = { 0 };
     FutoInAsyncSteps* root = futoin_asyncsteps_new(futoin_uv_loop(g_uv));
     futoin_add(root, step_connect, NULL, &c);
     futoin_add(root, step_take, NULL, &c);
@@ -808,7 +808,7 @@ static void test_read_limit(void** state)
 {
     (void)state;
     peer_start(&g_peer, script_long_line, 1);
-    Client c = {0};
+    Client c = { 0 };
     FutoInAsyncSteps* root = futoin_asyncsteps_new(futoin_uv_loop(g_uv));
     futoin_add(root, step_connect, NULL, &c);
     futoin_add(root, step_take, NULL, &c);

@@ -183,10 +183,10 @@ static void test_late_completions_on_accept_and_read(void** state)
     (void)state;
     late_setup(0);
     int err = 0;
-    Conn c = {0};
+    Conn c = { 0 };
     c.srv = futoin_uv_server_new(g_uv, "127.0.0.1", 0, 0, &err);
     assert_non_null(c.srv);
-    Client cl = {futoin_uv_server_port(c.srv), 0};
+    Client cl = { futoin_uv_server_port(c.srv), 0 };
     assert_int_equal(pthread_create(&cl.th, NULL, client_main, &cl), 0);
 
     FutoInAsyncSteps* root = futoin_asyncsteps_new(futoin_uv_loop(g_uv));

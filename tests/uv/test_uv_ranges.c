@@ -38,13 +38,13 @@ typedef struct Case Case;
 typedef void (*CaseCall)(FutoInAsyncSteps* as, Case* c);
 
 struct Case {
-    CaseCall call;       /* the out-of-range call, made inside a step */
+    CaseCall call; /* the out-of-range call, made inside a step */
     FutoInUvStream* s;
     int eh_calls;
     char code[64];
     char info[256];
-    int recover_write;   /* the handler recovers with a valid write (else a valid read) */
-    char line[64];       /* what the recovery read */
+    int recover_write; /* the handler recovers with a valid write (else a valid read) */
+    char line[64];     /* what the recovery read */
     int done;
 };
 
@@ -189,7 +189,7 @@ static void test_connect_port_out_of_range(void** state)
         fd_set set;
         FD_ZERO(&set);
         FD_SET(lfd, &set);
-        struct timeval tv = {0, 0};
+        struct timeval tv = { 0, 0 };
         assert_int_equal(select(lfd + 1, &set, NULL, NULL, &tv), 0);
     }
     close(lfd);
@@ -260,8 +260,8 @@ static void test_read_exact_n_out_of_range(void** state)
     Case c;
     memset(&c, 0, sizeof(c));
     c.call = call_read_exact_huge;
-    run_stream_case(&c,
-            "EINVAL: futoin_uv_read_exact: n 4294967296 out of range (0..4294967295)", "");
+    run_stream_case(&c, "EINVAL: futoin_uv_read_exact: n 4294967296 out of range (0..4294967295)",
+            "");
 #else
     skip();
 #endif
@@ -274,8 +274,8 @@ static void test_read_some_max_out_of_range(void** state)
     Case c;
     memset(&c, 0, sizeof(c));
     c.call = call_read_some_huge;
-    run_stream_case(&c,
-            "EINVAL: futoin_uv_read_some: max 4294967296 out of range (0..4294967295)", "");
+    run_stream_case(&c, "EINVAL: futoin_uv_read_some: max 4294967296 out of range (0..4294967295)",
+            "");
 #else
     skip();
 #endif
@@ -309,8 +309,8 @@ static void test_write_len_out_of_range(void** state)
     memset(&c, 0, sizeof(c));
     c.call = call_write_huge;
     c.recover_write = 1;
-    run_stream_case(&c,
-            "EINVAL: futoin_uv_write: len 4294967296 out of range (0..4294967295)", "ok\n");
+    run_stream_case(&c, "EINVAL: futoin_uv_write: len 4294967296 out of range (0..4294967295)",
+            "ok\n");
 #endif
     Case n;
     memset(&n, 0, sizeof(n));
@@ -328,8 +328,7 @@ static void test_write_static_len_out_of_range(void** state)
     c.call = call_write_static_huge;
     c.recover_write = 1;
     run_stream_case(&c,
-            "EINVAL: futoin_uv_write_static: len 4294967296 out of range (0..4294967295)",
-            "ok\n");
+            "EINVAL: futoin_uv_write_static: len 4294967296 out of range (0..4294967295)", "ok\n");
 #else
     skip();
 #endif

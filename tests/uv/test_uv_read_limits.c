@@ -40,7 +40,7 @@ struct Flow {
     FlowRead first;  /* a read that must succeed (or NULL) */
     FlowRead second; /* the read that must reach its limit */
     char first_got[64];
-    int second_ok;   /* the second read succeeded (must not) */
+    int second_ok; /* the second read succeeded (must not) */
 };
 
 static void f_connect(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)

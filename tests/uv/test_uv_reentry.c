@@ -95,28 +95,28 @@
 #define BIG_WRITE (256u * 1024u)
 
 typedef enum {
-    K_SERVE_CB,     /* the FutoInUvConnectionCb of futoin_uv_serve() */
-    K_ACCEPT,       /* the step after futoin_uv_accept() */
-    K_CONNECT,      /* the step after futoin_uv_tcp_connect() */
-    K_READ_LINE,    /* the step after futoin_uv_read_line() */
-    K_READ_EXACT,   /* the step after futoin_uv_read_exact() */
-    K_READ_SOME,    /* the step after futoin_uv_read_some() */
-    K_READ_UNTIL,   /* the step after futoin_uv_read_until() */
-    K_WRITE,        /* the step after futoin_uv_write_static() (queued by libuv) */
-    K_CLOSE,        /* the step after futoin_uv_close() (graceful) */
-    K_RESOLVE,      /* the step after futoin_uv_resolve("127.0.0.1") */
-    K_FILE_READ,    /* the step after futoin_uv_file_read() */
-    K_FILE_WRITE,   /* the step after futoin_uv_file_write() */
-    K_SLEEP,        /* the step after futoin_uv_sleep() */
-    K_LISTEN,       /* the step after futoin_uv_tcp_listen() (completes in its step) */
-    K_EH_EOF,       /* the error handler of a read that failed (EOF) */
-    K_EH_REFUSED,   /* the error handler of a connect that failed (refused) */
+    K_SERVE_CB,   /* the FutoInUvConnectionCb of futoin_uv_serve() */
+    K_ACCEPT,     /* the step after futoin_uv_accept() */
+    K_CONNECT,    /* the step after futoin_uv_tcp_connect() */
+    K_READ_LINE,  /* the step after futoin_uv_read_line() */
+    K_READ_EXACT, /* the step after futoin_uv_read_exact() */
+    K_READ_SOME,  /* the step after futoin_uv_read_some() */
+    K_READ_UNTIL, /* the step after futoin_uv_read_until() */
+    K_WRITE,      /* the step after futoin_uv_write_static() (queued by libuv) */
+    K_CLOSE,      /* the step after futoin_uv_close() (graceful) */
+    K_RESOLVE,    /* the step after futoin_uv_resolve("127.0.0.1") */
+    K_FILE_READ,  /* the step after futoin_uv_file_read() */
+    K_FILE_WRITE, /* the step after futoin_uv_file_write() */
+    K_SLEEP,      /* the step after futoin_uv_sleep() */
+    K_LISTEN,     /* the step after futoin_uv_tcp_listen() (completes in its step) */
+    K_EH_EOF,     /* the error handler of a read that failed (EOF) */
+    K_EH_REFUSED, /* the error handler of a connect that failed (refused) */
     K_COUNT
 } Kind;
 
-static const char* const kind_names[K_COUNT] = {"serve_cb", "accept", "connect", "read_line",
-    "read_exact", "read_some", "read_until", "write", "close", "resolve", "file_read",
-    "file_write", "sleep", "listen", "eh_eof", "eh_refused"};
+static const char* const kind_names[K_COUNT] = { "serve_cb", "accept", "connect", "read_line",
+    "read_exact", "read_some", "read_until", "write", "close", "resolve", "file_read", "file_write",
+    "sleep", "listen", "eh_eof", "eh_refused" };
 
 typedef enum {
     C_SUCCESS,     /* success1(a tracked value) */
@@ -135,13 +135,13 @@ typedef enum {
     C_COUNT
 } CallKind;
 
-static const char* const call_names[C_COUNT] = {"success", "error", "add", "execute", "cancel",
+static const char* const call_names[C_COUNT] = { "success", "error", "add", "execute", "cancel",
     "free", "state", "stack", "setTimeout", "sync_free_idle", "sync_free_held", "loop_stop",
-    "uv_stop"};
+    "uv_stop" };
 
 typedef enum { T_SAME, T_OTHER, T_IDLE, T_SYNC, T_LOOP } Target;
 
-static const char* const target_names[] = {"same", "other", "idle", "sync", "loop"};
+static const char* const target_names[] = { "same", "other", "idle", "sync", "loop" };
 
 typedef struct Row {
     Kind kind;
@@ -160,7 +160,7 @@ typedef struct RootCtx {
     char info[TXT]; /* error_info seen by the outer error handler */
     int dead;       /* cancelled or freed: nothing may fire any more */
     int freed;
-    int done;       /* "after" or "unh" logged */
+    int done; /* "after" or "unh" logged */
 } RootCtx;
 
 typedef struct Track {
@@ -179,8 +179,8 @@ struct Fx {
     int idle_freed;
     FutoInUvServer* srv; /* the harness's reference (serve only after outer1) */
     unsigned port;
-    int cfd; /* client socket, -1 if none */
-    int lfd; /* plain listening socket (connect), -1 if none */
+    int cfd;         /* client socket, -1 if none */
+    int lfd;         /* plain listening socket (connect), -1 if none */
     uv_poll_t drain; /* reads cfd (write kind) */
     int drain_on;
     size_t drained;
@@ -249,7 +249,7 @@ static void val_cleanup(FutoInBinaryValue* v)
 {
     track_clean(v->custom_data);
 }
-static const FutoInType val_type = {FTN_TYPE_CUSTOM_OBJECT, val_cleanup};
+static const FutoInType val_type = { FTN_TYPE_CUSTOM_OBJECT, val_cleanup };
 
 static void stack_cleanup(void* block)
 {
@@ -370,7 +370,9 @@ static void do_call(Fx* fx, RootCtx* rc, FutoInAsyncSteps* x)
             }
         }
         snprintf(fx->ret, sizeof(fx->ret), "sync=%s",
-                r == FUTOIN_SYNC_OK ? "OK" : r == FUTOIN_SYNC_BUSY ? "BUSY" : "INVALID");
+                r == FUTOIN_SYNC_OK             ? "OK"
+                        : r == FUTOIN_SYNC_BUSY ? "BUSY"
+                                                : "INVALID");
         break;
     }
     case C_LOOP_STOP:
@@ -410,9 +412,18 @@ static void trigger(Fx* fx, FutoInAsyncSteps* as_same)
     RootCtx* rc;
     FutoInAsyncSteps* x;
     switch (fx->row->target) {
-    case T_OTHER: rc = &fx->rc2; x = rc->h; break;
-    case T_IDLE: rc = &fx->rc3; x = rc->h; break;
-    default: rc = &fx->rc1; x = as_same ? as_same : rc->h; break;
+    case T_OTHER:
+        rc = &fx->rc2;
+        x = rc->h;
+        break;
+    case T_IDLE:
+        rc = &fx->rc3;
+        x = rc->h;
+        break;
+    default:
+        rc = &fx->rc1;
+        x = as_same ? as_same : rc->h;
+        break;
     }
     do_call(fx, rc, x);
 }
@@ -438,7 +449,8 @@ static int args_ok(Fx* fx, const FutoInArgs* args)
 {
     switch (fx->row->kind) {
     case K_ACCEPT:
-    case K_CONNECT: return futoin_uv_arg_stream(args, 0) != NULL;
+    case K_CONNECT:
+        return futoin_uv_arg_stream(args, 0) != NULL;
     case K_READ_LINE:
         return futoin_arg_type(args, 0) == FTN_TYPE_STRING && bytes_are(args, "line");
     case K_READ_EXACT:
@@ -453,15 +465,20 @@ static int args_ok(Fx* fx, const FutoInArgs* args)
     }
     case K_READ_UNTIL:
         return futoin_arg_type(args, 0) == FTN_TYPE_STRING && bytes_are(args, "line\n");
-    case K_LISTEN: return futoin_uv_server_port(futoin_uv_arg_server(args, 0)) != 0;
-    case K_RESOLVE: return strcmp(futoin_arg_cstr(args, 0, "?"), "127.0.0.1") == 0;
-    case K_FILE_READ: return bytes_are(args, "data\n");
-    case K_FILE_WRITE: return futoin_arg_int(args, 0, -1) == 1;
+    case K_LISTEN:
+        return futoin_uv_server_port(futoin_uv_arg_server(args, 0)) != 0;
+    case K_RESOLVE:
+        return strcmp(futoin_arg_cstr(args, 0, "?"), "127.0.0.1") == 0;
+    case K_FILE_READ:
+        return bytes_are(args, "data\n");
+    case K_FILE_WRITE:
+        return futoin_arg_int(args, 0, -1) == 1;
     case K_WRITE:
         /* Queued by libuv: the peer had to read before the step ran. */
         fx->drained_at_trigger = fx->drained;
         return fx->drained >= BIG_WRITE / 2;
-    default: return 1;
+    default:
+        return 1;
     }
 }
 
@@ -568,7 +585,9 @@ static void outer1(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
     }
     futoin_state(as, "scen", state_alloc, state_cleanup, fx);
     switch (fx->row->kind) {
-    case K_SERVE_CB: futoin_uv_serve(as, fx->srv, conn_cb, fx); break;
+    case K_SERVE_CB:
+        futoin_uv_serve(as, fx->srv, conn_cb, fx);
+        break;
     case K_ACCEPT:
         futoin_uv_accept(as, fx->srv);
         futoin_add(as, trig_step, NULL, rc);
@@ -625,8 +644,11 @@ static void outer1(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
         futoin_uv_accept(as, fx->srv);
         futoin_add(as, got_eof, NULL, rc);
         break;
-    case K_EH_REFUSED: futoin_add(as, refused_step, trig_eh, rc); break;
-    case K_COUNT: break;
+    case K_EH_REFUSED:
+        futoin_add(as, refused_step, trig_eh, rc);
+        break;
+    case K_COUNT:
+        break;
     }
     if (fx->srv && fx->row->kind != K_SERVE_CB) {
         /* The queued accept holds its own reference: the server stops
@@ -819,7 +841,8 @@ static const char* run_row(const Row* r, char* sig, size_t sig_len, char* why, s
         }
         break;
     }
-    default: break;
+    default:
+        break;
     }
     CHECK(setup_ok, "setup of the kind's peer failed (errno %d)", errno);
 
@@ -861,9 +884,8 @@ static const char* run_row(const Row* r, char* sig, size_t sig_len, char* why, s
     if (r->call == C_LOOP_STOP || r->call == C_UV_STOP) {
         snprintf(fx->ret, sizeof(fx->ret), "runs=%d", runs);
     }
-    snprintf(sig, sig_len, "r1[%s] r2[%s] r3[%s] m%d%s%s%s", fx->rc1.log, fx->rc2.log,
-            fx->rc3.log, fx->misuse, fx->ret[0] ? " " : "", fx->ret,
-            fx->trigger_again ? " again" : "");
+    snprintf(sig, sig_len, "r1[%s] r2[%s] r3[%s] m%d%s%s%s", fx->rc1.log, fx->rc2.log, fx->rc3.log,
+            fx->misuse, fx->ret[0] ? " " : "", fx->ret, fx->trigger_again ? " again" : "");
     const int misuse_before_teardown = fx->misuse;
 
     /* Teardown (what a program would do at the end). */
@@ -931,14 +953,17 @@ static const char* run_row(const Row* r, char* sig, size_t sig_len, char* why, s
 /* ------------------------------------------------------------------------ */
 /* The table                                                                 */
 
-#define R(k, c, t, exp, needle) {k, c, t, exp, needle}
+#define R(k, c, t, exp, needle)                                                                    \
+    {                                                                                              \
+        k, c, t, exp, needle                                                                       \
+    }
 
 /* Needles: the misuse message or R1's error_info must contain them. */
 #define N_EXEC "execute() on a root that is already running" /* IE in a step, MSG else */
-#define N_ADD "add() called from no running step"           /* MSG */
-#define N_EH "not allowed in an error handler"              /* IE */
-#define N_INFO "reentry"                                    /* error()'s info went through */
-#define N_SRV "ECANCELED: accept: server closed" /* the serve loop ended (server closed) */
+#define N_ADD "add() called from no running step"            /* MSG */
+#define N_EH "not allowed in an error handler"               /* IE */
+#define N_INFO "reentry"                                     /* error()'s info went through */
+#define N_SRV "ECANCELED: accept: server closed"     /* the serve loop ended (server closed) */
 #define N_EOF "EOF: read: connection closed by peer" /* the completion's error went on */
 #define N_REF "ECONNREFUSED: connect 127.0.0.1:"     /* the completion's error went on */
 
@@ -1269,7 +1294,8 @@ static const Row rows[] = {
     R(K_EH_REFUSED, C_STACK, T_SAME, "r1[eh:ConnectError after] r2[] r3[] m0 stack=ptr", N_REF),
     R(K_EH_REFUSED, C_SET_TIMEOUT, T_SAME, "r1[eh:InternalError after] r2[] r3[] m0", N_EH),
     R(K_EH_REFUSED, C_SUCCESS, T_OTHER, "r1[eh:ConnectError after] r2[after] r3[] m0", N_REF),
-    R(K_EH_REFUSED, C_ERROR, T_OTHER, "r1[eh:ConnectError after] r2[eh:ReErr after] r3[] m0", N_REF),
+    R(K_EH_REFUSED, C_ERROR, T_OTHER, "r1[eh:ConnectError after] r2[eh:ReErr after] r3[] m0",
+            N_REF),
     R(K_EH_REFUSED, C_ADD, T_OTHER, "r1[eh:ConnectError after] r2[] r3[] m1", N_ADD),
     R(K_EH_REFUSED, C_EXECUTE, T_OTHER, "r1[eh:ConnectError after] r2[] r3[] m1", N_EXEC),
     R(K_EH_REFUSED, C_CANCEL, T_OTHER, "r1[eh:ConnectError after] r2[ch] r3[] m0", N_REF),

@@ -182,7 +182,7 @@ static void refuse(const Query* q)
     }
     unsigned char msg[512];
     memcpy(msg, q->msg, q->len);
-    msg[2] |= 0x80;                         /* QR: a response */
+    msg[2] |= 0x80;                                /* QR: a response */
     msg[3] = (unsigned char)((msg[3] & 0xf0) | 5); /* RCODE: REFUSED */
     sendto(g_dns_fd, msg, q->len, 0, (const struct sockaddr*)&q->from, sizeof(q->from));
 }
@@ -201,7 +201,7 @@ static void* dns_main(void* arg)
             }
             g_nkept = 0;
         }
-        struct pollfd p = {g_dns_fd, POLLIN, 0};
+        struct pollfd p = { g_dns_fd, POLLIN, 0 };
         if (poll(&p, 1, 20) <= 0) {
             continue;
         }
@@ -368,7 +368,7 @@ static void run_timed(const Timed* t, Outcome* o)
 static void test_timed_out_resolve(void** state)
 {
     (void)state;
-    Timed t = {step_resolve, "hang2.futoin.test", 100};
+    Timed t = { step_resolve, "hang2.futoin.test", 100 };
     Outcome o;
     run_timed(&t, &o);
     assert_string_equal(o.code, FUTOIN_TIMEOUT);
@@ -380,7 +380,7 @@ static void test_timed_out_resolve(void** state)
 static void test_timed_out_connect_by_name(void** state)
 {
     (void)state;
-    Timed t = {step_connect, "hang3.futoin.test", 100};
+    Timed t = { step_connect, "hang3.futoin.test", 100 };
     Outcome o;
     run_timed(&t, &o);
     assert_string_equal(o.code, FUTOIN_TIMEOUT);

@@ -394,10 +394,10 @@ static void test_thread_pool_and_sleep(void** state)
         IoFn io;
         const char* info;
     } cases[] = {
-        {io_resolve, "resolve localhost"},
-        {io_file_read, "file_read /etc/hostname"},
-        {io_file_write, "file_write /tmp/futoin_wait_info_test"},
-        {io_sleep, "sleep 1000 ms"},
+        { io_resolve, "resolve localhost" },
+        { io_file_read, "file_read /etc/hostname" },
+        { io_file_write, "file_write /tmp/futoin_wait_info_test" },
+        { io_sleep, "sleep 1000 ms" },
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
         Ctx c;
@@ -413,7 +413,7 @@ static void test_thread_pool_and_sleep(void** state)
         assert_string_equal(o.code, FUTOIN_TIMEOUT);
         assert_string_equal(o.info, cases[i].info);
     }
-    char ch[POOL] = {0};
+    char ch[POOL] = { 0 };
     assert_int_equal(write(g_block[1], ch, POOL), POOL);
     /* work[] lives on this stack: every request must be done before the
      * function returns (a fixed 50 ms was not always enough on a loaded

@@ -92,7 +92,7 @@ static inline unsigned scaled_ms(unsigned ms)
 
 static inline void sleep_ms(unsigned ms)
 {
-    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+    struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
     }
 }
@@ -247,7 +247,7 @@ static inline void peer_start(Peer* p, PeerScript script, int conns)
 static inline void peer_wait_gate(Peer* p)
 {
     /* Not read: once open, the gate stays open for every later wait. */
-    struct pollfd pfd = {p->gate[0], POLLIN, 0};
+    struct pollfd pfd = { p->gate[0], POLLIN, 0 };
     while (poll(&pfd, 1, -1) < 0 && errno == EINTR) {
     }
 }
