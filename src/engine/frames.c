@@ -18,9 +18,8 @@ void futoin__extras_grow(EngineCtx* ctx)
         abort();
     }
     if ((n & (n - 1)) == 0) { /* 0, 1, 2, 4...: the array is full, double it */
-        /* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers */
         ctx->extras_chunks = futoin__xrealloc(ctx->extras_chunks,
-                sizeof(*ctx->extras_chunks) * (n ? 2 * n : 1));
+                sizeof(FrameExtra*) * (n ? 2 * n : 1));
     }
     FrameExtra* chunk = futoin__xmalloc(sizeof(FrameExtra) * FUTOIN_EXTRAS_CHUNK);
     ctx->extras_chunks[n] = chunk;
