@@ -510,6 +510,99 @@ static void test_poll_loop_many_posters(void** state)
     futoin_loop_free(loop);
 }
 
+/* ---- a drain cut short exactly where the queue ran empty ----
+ * A round runs at most a bounded batch of what other threads queued (so a
+ * flood cannot starve the loop's own work). When the queue's last message
+ * is the last one of a batch, nothing is left: iterate() must not answer
+ * "work, but no plan" then, which tells the outer loop to sleep until a
+ * wake-up that no thread will ever send. Deterministic: every message is
+ * queued before the loop thread looks, and the batch size is measured. */
+
+typedef struct Burst {
+    FutoInLoop* loop;
+    unsigned n;   /* messages to queue: n - 1 counted, then a release */
+    unsigned ran; /* loop thread only */
+} Burst;
+
+static void burst_cb(void* data)
+{
+    Burst* b = data;
+    ++b->ran;
+}
+
+static void burst_release(void* data)
+{
+    Burst* b = data;
+    futoin_loop_release(b->loop);
+}
+
+static void* burst_thread(void* arg)
+{
+    Burst* b = arg;
+    for (unsigned i = 0; i + 1 < b->n; ++i) {
+        futoin_loop_immediate(b->loop, b, burst_cb);
+    }
+    futoin_loop_immediate(b->loop, b, burst_release);
+    return NULL;
+}
+
+/* Queues b->n messages from another thread while the loop thread waits,
+ * under a hold that the last of them releases. */
+static void burst_post(Burst* b)
+{
+    pthread_t th;
+    b->ran = 0;
+    futoin_loop_hold(b->loop);
+    assert_int_equal(pthread_create(&th, NULL, burst_thread, b), 0);
+    pthread_join(th, NULL);
+}
+
+static void test_drain_bound_empties_queue(void** state)
+{
+    (void)state;
+    FutoInLoop* loop = futoin_loop_new();
+    Outer o;
+    outer_init(&o, loop); /* embedded, as the poll() loop above drives it */
+    Burst b;
+    memset(&b, 0, sizeof(b));
+    b.loop = loop;
+
+    /* The batch: how many of a large burst the first round runs (each
+     * message's callback runs in the round that drains it). */
+    unsigned batch = 0;
+    for (b.n = 256; b.n <= 65536; b.n *= 2) {
+        burst_post(&b);
+        int more = futoin_loop_iterate(loop, NULL);
+        batch = b.ran;
+        while (more) {
+            more = futoin_loop_iterate(loop, NULL);
+        }
+        if (batch + 1 < b.n) {
+            break;
+        }
+    }
+    assert_true(batch > 0 && batch + 1 < b.n); /* the drain is bounded */
+    /* The queue holds exactly one batch, then exactly two. */
+    for (unsigned k = 1; k <= 2; ++k) {
+        b.n = k * batch;
+        burst_post(&b);
+        int more = 1;
+        unsigned rounds = 0;
+        while (more) {
+            int64_t plan = -2;
+            more = futoin_loop_iterate(loop, &plan);
+            ++rounds;
+            /* Nothing is on its way: work comes with a plan. */
+            assert_false(more && plan < 0);
+            assert_true(rounds <= k);
+        }
+        assert_int_equal(b.ran, b.n - 1);
+        assert_int_equal(futoin_loop_next_delay(loop), -1);
+    }
+    outer_destroy(&o);
+    futoin_loop_free(loop);
+}
+
 /* ---- removing the callback while threads post ----
  * After futoin_loop_set_wakeup(NULL) returns no call of the old callback
  * runs, so its data can go at once. */
@@ -603,6 +696,7 @@ int main(void)
         cmocka_unit_test(test_poll_loop_cross_thread_post),
         cmocka_unit_test(test_poll_loop_outer_io),
         cmocka_unit_test(test_poll_loop_many_posters),
+        cmocka_unit_test(test_drain_bound_empties_queue),
         cmocka_unit_test(test_remove_while_posting),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
