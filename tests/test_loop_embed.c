@@ -173,6 +173,7 @@ typedef struct Outer {
     int rounds;
     int loop_thread_calls; /* wake-ups on the loop thread, outside iterate() */
     atomic_int foreign_calls; /* wake-ups on other threads */
+    atomic_int polling;       /* the loop thread is in (or entering) poll() */
 } Outer;
 
 static void outer_wakeup(void* data)
@@ -197,6 +198,7 @@ static void outer_init(Outer* o, FutoInLoop* loop)
     o->loop = loop;
     o->io_fd = -1;
     atomic_init(&o->foreign_calls, 0);
+    atomic_init(&o->polling, 0);
     assert_int_equal(pipe(o->wake), 0);
     for (int i = 0; i < 2; ++i) {
         fcntl(o->wake[i], F_SETFL, fcntl(o->wake[i], F_GETFL) | O_NONBLOCK);
@@ -232,7 +234,9 @@ static int outer_run(Outer* o, unsigned limit_ms)
             struct pollfd p[2] = { { o->wake[0], POLLIN, 0 }, { o->io_fd, POLLIN, 0 } };
             int n = o->io_fd >= 0 ? 2 : 1;
             uint64_t wait = until - now;
+            atomic_store(&o->polling, 1);
             poll(p, (nfds_t)n, wait > INT_MAX ? INT_MAX : (int)wait);
+            atomic_store(&o->polling, 0);
             if (p[0].revents & POLLIN) {
                 char buf[64];
                 while (read(o->wake[0], buf, sizeof(buf)) > 0) {
@@ -271,6 +275,7 @@ static int outer_run(Outer* o, unsigned limit_ms)
 
 typedef struct Remote {
     FutoInLoop* loop;
+    Outer* outer;
     FutoInAsyncSteps* waiting;
     pthread_t th;
     int resumed_on_loop_thread;
@@ -289,6 +294,13 @@ static void* remote_thread(void* arg)
 {
     Remote* r = arg;
     sleep_ms(30);
+    /* Posted while the outer loop waits, which is what the callback is for.
+     * A post made while the loop thread is still in its round (a loaded
+     * machine can keep it there past 30 ms) is in that round's plan
+     * instead, and calls nothing. */
+    while (!atomic_load(&r->outer->polling)) {
+        sleep_ms(1);
+    }
     futoin_loop_immediate(r->loop, r, remote_resume);
     return NULL;
 }
@@ -320,6 +332,7 @@ static void test_poll_loop_cross_thread_post(void** state)
     Remote r;
     memset(&r, 0, sizeof(r));
     r.loop = loop;
+    r.outer = &o;
     FutoInAsyncSteps* root = futoin_asyncsteps_new(loop);
     futoin_add(root, remote_wait, NULL, &r);
     futoin_add(root, remote_got, NULL, &r);
