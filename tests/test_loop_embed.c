@@ -173,6 +173,7 @@ typedef struct Outer {
     int rounds;
     int loop_thread_calls;    /* wake-ups on the loop thread, outside iterate() */
     atomic_int foreign_calls; /* wake-ups on other threads */
+    atomic_int polling;       /* the loop thread is in (or entering) poll() */
 } Outer;
 
 static void outer_wakeup(void* data)
@@ -197,6 +198,7 @@ static void outer_init(Outer* o, FutoInLoop* loop)
     o->loop = loop;
     o->io_fd = -1;
     atomic_init(&o->foreign_calls, 0);
+    atomic_init(&o->polling, 0);
     assert_int_equal(pipe(o->wake), 0);
     for (int i = 0; i < 2; ++i) {
         fcntl(o->wake[i], F_SETFL, fcntl(o->wake[i], F_GETFL) | O_NONBLOCK);
@@ -232,7 +234,9 @@ static int outer_run(Outer* o, unsigned limit_ms)
             struct pollfd p[2] = { { o->wake[0], POLLIN, 0 }, { o->io_fd, POLLIN, 0 } };
             int n = o->io_fd >= 0 ? 2 : 1;
             uint64_t wait = until - now;
+            atomic_store(&o->polling, 1);
             poll(p, (nfds_t)n, wait > INT_MAX ? INT_MAX : (int)wait);
+            atomic_store(&o->polling, 0);
             if (p[0].revents & POLLIN) {
                 char buf[64];
                 while (read(o->wake[0], buf, sizeof(buf)) > 0) {
@@ -271,6 +275,7 @@ static int outer_run(Outer* o, unsigned limit_ms)
 
 typedef struct Remote {
     FutoInLoop* loop;
+    Outer* outer;
     FutoInAsyncSteps* waiting;
     pthread_t th;
     int resumed_on_loop_thread;
@@ -289,6 +294,13 @@ static void* remote_thread(void* arg)
 {
     Remote* r = arg;
     sleep_ms(30);
+    /* Posted while the outer loop waits, which is what the callback is for.
+     * A post made while the loop thread is still in its round (a loaded
+     * machine can keep it there past 30 ms) is in that round's plan
+     * instead, and calls nothing. */
+    while (!atomic_load(&r->outer->polling)) {
+        sleep_ms(1);
+    }
     futoin_loop_immediate(r->loop, r, remote_resume);
     return NULL;
 }
@@ -320,6 +332,7 @@ static void test_poll_loop_cross_thread_post(void** state)
     Remote r;
     memset(&r, 0, sizeof(r));
     r.loop = loop;
+    r.outer = &o;
     FutoInAsyncSteps* root = futoin_asyncsteps_new(loop);
     futoin_add(root, remote_wait, NULL, &r);
     futoin_add(root, remote_got, NULL, &r);
@@ -510,6 +523,99 @@ static void test_poll_loop_many_posters(void** state)
     futoin_loop_free(loop);
 }
 
+/* ---- a drain cut short exactly where the queue ran empty ----
+ * A round runs at most a bounded batch of what other threads queued (so a
+ * flood cannot starve the loop's own work). When the queue's last message
+ * is the last one of a batch, nothing is left: iterate() must not answer
+ * "work, but no plan" then, which tells the outer loop to sleep until a
+ * wake-up that no thread will ever send. Deterministic: every message is
+ * queued before the loop thread looks, and the batch size is measured. */
+
+typedef struct Burst {
+    FutoInLoop* loop;
+    unsigned n;   /* messages to queue: n - 1 counted, then a release */
+    unsigned ran; /* loop thread only */
+} Burst;
+
+static void burst_cb(void* data)
+{
+    Burst* b = data;
+    ++b->ran;
+}
+
+static void burst_release(void* data)
+{
+    Burst* b = data;
+    futoin_loop_release(b->loop);
+}
+
+static void* burst_thread(void* arg)
+{
+    Burst* b = arg;
+    for (unsigned i = 0; i + 1 < b->n; ++i) {
+        futoin_loop_immediate(b->loop, b, burst_cb);
+    }
+    futoin_loop_immediate(b->loop, b, burst_release);
+    return NULL;
+}
+
+/* Queues b->n messages from another thread while the loop thread waits,
+ * under a hold that the last of them releases. */
+static void burst_post(Burst* b)
+{
+    pthread_t th;
+    b->ran = 0;
+    futoin_loop_hold(b->loop);
+    assert_int_equal(pthread_create(&th, NULL, burst_thread, b), 0);
+    pthread_join(th, NULL);
+}
+
+static void test_drain_bound_empties_queue(void** state)
+{
+    (void)state;
+    FutoInLoop* loop = futoin_loop_new();
+    Outer o;
+    outer_init(&o, loop); /* embedded, as the poll() loop above drives it */
+    Burst b;
+    memset(&b, 0, sizeof(b));
+    b.loop = loop;
+
+    /* The batch: how many of a large burst the first round runs (each
+     * message's callback runs in the round that drains it). */
+    unsigned batch = 0;
+    for (b.n = 256; b.n <= 65536; b.n *= 2) {
+        burst_post(&b);
+        int more = futoin_loop_iterate(loop, NULL);
+        batch = b.ran;
+        while (more) {
+            more = futoin_loop_iterate(loop, NULL);
+        }
+        if (batch + 1 < b.n) {
+            break;
+        }
+    }
+    assert_true(batch > 0 && batch + 1 < b.n); /* the drain is bounded */
+    /* The queue holds exactly one batch, then exactly two. */
+    for (unsigned k = 1; k <= 2; ++k) {
+        b.n = k * batch;
+        burst_post(&b);
+        int more = 1;
+        unsigned rounds = 0;
+        while (more) {
+            int64_t plan = -2;
+            more = futoin_loop_iterate(loop, &plan);
+            ++rounds;
+            /* Nothing is on its way: work comes with a plan. */
+            assert_false(more && plan < 0);
+            assert_true(rounds <= k);
+        }
+        assert_int_equal(b.ran, b.n - 1);
+        assert_int_equal(futoin_loop_next_delay(loop), -1);
+    }
+    outer_destroy(&o);
+    futoin_loop_free(loop);
+}
+
 /* ---- removing the callback while threads post ----
  * After futoin_loop_set_wakeup(NULL) returns no call of the old callback
  * runs, so its data can go at once. */
@@ -603,6 +709,7 @@ int main(void)
         cmocka_unit_test(test_poll_loop_cross_thread_post),
         cmocka_unit_test(test_poll_loop_outer_io),
         cmocka_unit_test(test_poll_loop_many_posters),
+        cmocka_unit_test(test_drain_bound_empties_queue),
         cmocka_unit_test(test_remove_while_posting),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

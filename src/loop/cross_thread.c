@@ -271,19 +271,26 @@ int futoin__loop_drain_x(FutoInLoop* loop)
         futoin__loop_signal_disarm(loop);
     }
     loop->xpoll |= XPOLL_BACKLOG;
-    for (unsigned n = 0; n < XDRAIN_MAX; ++n) {
+    int stopped = 0;
+    for (unsigned n = 0; n < XDRAIN_MAX && !stopped; ++n) {
         XMsg* m = futoin__xq_pop(&loop->xq);
         if (!m) {
             loop->xpoll &= (uint8_t)~XPOLL_BACKLOG;
-            break;
+            return 0;
         }
         ++loop->xmsgs_run;
         if (!m->run(loop, m)) {
             futoin__xq_free(&loop->xq, m);
         }
-        if (loop->stop_requested) {
-            return 1;
-        }
+        stopped = loop->stop_requested;
     }
-    return 0;
+    /* Cut short (the bound, or a stop): a backlog only if something is
+     * really left. The last message of a batch may have been the queue's
+     * last: a flag left set then would make iterate() report work with no
+     * plan, and an outer loop would wait for a wake-up nobody owes it. An
+     * empty queue leaves the consumer at the stub, as a failed pop does. */
+    if (!futoin__xq_nonempty(&loop->xq)) {
+        loop->xpoll &= (uint8_t)~XPOLL_BACKLOG;
+    }
+    return stopped;
 }
