@@ -1618,7 +1618,12 @@ static inline FutoInAsyncSteps* futoin_trace_end_(FutoInAsyncSteps* as)
 
 #if FUTOIN_TRACING && !defined(FUTOIN_NO_TRACE_MACROS)
 /* The tracing build: futoin_add() and its kin record the caller's file and
- * line beside the step. (name)(...) calls the function itself. */
+ * line beside the step. (name)(...) calls the function itself. Each macro
+ * takes the parameters of the function of the same name and gives what it
+ * returns (only futoin_parallel() returns something: the same interface);
+ * the functions' comments above document them. Each argument is evaluated
+ * once. Define FUTOIN_NO_TRACE_MACROS before the first futoin header to
+ * call the functions directly (nothing is recorded then). */
 #define FUTOIN_TRACE_CALL_(call)                                                                   \
     (futoin_trace_at(__FILE__, __LINE__), (call), futoin_trace_at(NULL, 0))
 #define futoin_add(as, f, eh, data) FUTOIN_TRACE_CALL_((futoin_add)((as), (f), (eh), (data)))
