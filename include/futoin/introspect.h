@@ -299,8 +299,11 @@ typedef struct FutoInLoopCounters {
     /** Dispatcher work: one per flow turn plus one per further step callback run in
      * that turn (the burst budget used), added once per dispatch burst. */
     uint64_t steps;
-    uint64_t
-            errors; /**< errors raised: error() calls that took effect and misuse InternalErrors (not timeouts) */
+    /** Errors raised: error() calls that took effect and misuse InternalErrors
+     * (not timeouts), recovered ones included (a libuv read's CommError "EOF"
+     * that a handler turns into a normal end counts too); failures nobody
+     * recovered from are unhandled_errors. */
+    uint64_t errors;
     uint64_t timeouts; /**< steps that failed with Timeout */
     uint64_t cancels;  /**< roots cancelled: cancel(), or free() of a running root */
     uint64_t
