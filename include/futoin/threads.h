@@ -205,10 +205,11 @@ typedef void (*FutoInPoolDone)(void* data, const char* code);
  * had (nothing runs); once accepted, a root that cannot be made on the
  * loop thread gets done(data, "InternalError") at once, without setup.
  * @param pool   the pool
- * @param setup  adds the root's steps (not NULL)
+ * @param setup  adds the root's steps (NULL: -1)
  * @param done   told how the root ended (may be NULL)
  * @param data   passed to setup and done
- * @return the loop's index, or -1 (the pool is stopping, or out of memory)
+ * @return the loop's index, or -1 (the pool is NULL or stopping, setup is
+ *         NULL, or out of memory)
  * @par Ownership
  * The pool owns the root. data stays the caller's: once spawn returned an
  * index, done (if given) is called exactly once, the place to release it;
