@@ -133,6 +133,8 @@ void futoin_asyncsteps_free(FutoInAsyncSteps* root);
  * @brief The loop an instance of this library runs on.
  * @param as  a root or a branch
  * @return its loop, or NULL for another implementation's object
+ * @par Ownership
+ * Borrowed: the loop stays its creator's.
  * @par Thread
  * Any thread (the loop of a flow never changes).
  */
@@ -144,6 +146,8 @@ FutoInLoop* futoin_asyncsteps_loop(FutoInAsyncSteps* as);
  * Ready flows take turns one step at a time.
  * @param loop   the loop
  * @param steps  the burst: default 100; 0 counts as 1
+ * @par Ownership
+ * Nothing passes: a setting of the loop.
  * @par Thread
  * The loop's thread.
  */
@@ -381,6 +385,8 @@ static inline int futoin_args_count(const FutoInArgs* args)
  * @return its FutoInType::flags (an FTN_TYPE_* base type, or-ed with
  *         FTN_TYPE_ARRAY for a vector), 0 when args is NULL, i is out of
  *         range or the argument holds no value
+ * @par Ownership
+ * Reads only; args stays borrowed.
  * @par Thread
  * Any thread that may read args.
  */
@@ -399,6 +405,8 @@ static inline int futoin_arg_type(const FutoInArgs* args, int i)
  * @return the value when argument i has an integer or bool type (any
  *         width, converted to int64_t: a uint64_t above INT64_MAX wraps),
  *         else fallback
+ * @par Ownership
+ * Reads only; args stays borrowed.
  * @par Thread
  * Any thread that may read args.
  */
@@ -434,6 +442,8 @@ static inline int64_t futoin_arg_int(const FutoInArgs* args, int i, int64_t fall
  * @param fallback  what to return when argument i is not an integer or bool
  * @return the value converted to int32_t (truncated like a C conversion),
  *         else fallback
+ * @par Ownership
+ * Reads only; args stays borrowed.
  * @par Thread
  * Any thread that may read args.
  */
@@ -448,6 +458,8 @@ static inline int32_t futoin_arg_i32(const FutoInArgs* args, int i, int32_t fall
  * @param fallback  what to return when argument i is not a number
  * @return the value when argument i is a float, a double, or an integer or
  *         bool (converted), else fallback
+ * @par Ownership
+ * Reads only; args stays borrowed.
  * @par Thread
  * Any thread that may read args.
  */
@@ -484,6 +496,8 @@ static inline const char* futoin_arg_cstr(const FutoInArgs* args, int i, const c
  * @param i         the index, 0..3
  * @param fallback  what to return when argument i is not an integer or bool
  * @return futoin_arg_int() != 0, else fallback
+ * @par Ownership
+ * Reads only; args stays borrowed.
  * @par Thread
  * Any thread that may read args.
  */
@@ -742,6 +756,8 @@ static inline FutoInAsyncSteps* futoin_new_instance(FutoInAsyncSteps* as)
  * @return 1 for an idle, running or finished root and for a live branch;
  *         0 after cancel() (until add() makes the root idle again), after
  *         free() was requested, and for a finished branch
+ * @par Ownership
+ * Reads only.
  * @par Thread
  * The loop's thread.
  */
@@ -755,6 +771,8 @@ static inline int futoin_is_valid(FutoInAsyncSteps* as)
  * @return a value that identifies the flow (each branch has its own)
  *         while it lives; the id of a flow that ended may be given to a new
  *         one
+ * @par Ownership
+ * Reads only; the id is a number, not a handle to keep.
  * @par Thread
  * The loop's thread.
  */
@@ -796,6 +814,8 @@ void futoin_success_step(FutoInAsyncSteps* as, FutoInArgs* args);
  * (other flows and loop work still run first); a new step node aborts the
  * process with the message.
  * @param as  the flow the callback runs in (or the idle root)
+ * @par Ownership
+ * Nothing passes: the engine owns the step it adds.
  * @par Thread
  * The loop's thread: inside an execute callback or error handler of the
  * flow as, or on a root that was not executed yet.
@@ -840,6 +860,8 @@ void futoin_copy_from(FutoInAsyncSteps* as, FutoInAsyncSteps* model);
  * Sends a zeroed FutoInArgs, never NULL, to other implementations of the
  * interface (they may read it).
  * @param as  the flow whose step completes
+ * @par Ownership
+ * Nothing passes (no values).
  * @par Thread
  * The loop's thread: in the step's execute callback or error handler (in an
  * error handler it recovers), or later, from any loop callback, for a step
@@ -853,6 +875,8 @@ void futoin_success_empty(FutoInAsyncSteps* as);
 /**
  * @brief Completes the step with no result: futoin_success_empty().
  * @param as  the flow whose step completes
+ * @par Ownership
+ * Nothing passes (no values).
  * @par Thread
  * As futoin_success_empty().
  */
@@ -1059,6 +1083,8 @@ static inline void futoin_error(FutoInAsyncSteps* as, const char* code, const ch
  * waits without its timeout).
  * @param as          the flow whose step is running
  * @param timeout_ms  the time limit: any uint32_t (see futoin_loop_deferred())
+ * @par Ownership
+ * The timer is the engine's: dropped when the step completes or is aborted.
  * @par Thread
  * The loop's thread, in the step's execute callback (in an error handler
  * it is misuse).
@@ -1097,6 +1123,8 @@ static inline void futoin_set_cancel(FutoInAsyncSteps* as, FutoInAsyncSteps_canc
  * @brief Makes the step wait for a later success() or error() (the spec's
  * waitExternal()), with no timeout and no cancel handler.
  * @param as  the flow whose step is running
+ * @par Ownership
+ * Nothing passes.
  * @par Thread
  * The loop's thread, in the step's execute callback (in an error handler
  * it is misuse). A step that waits for another thread should hold the loop
@@ -1275,6 +1303,9 @@ static inline void futoin_repeat(FutoInAsyncSteps* as, size_t count,
  * @param as     the flow whose step is running
  * @param label  the loop's label, NULL for the innermost loop; copied (it
  *               becomes error_info on the way)
+ * @par Ownership
+ * The aborted frames' cancel handlers release what those steps held; the
+ * values they held are cleaned up.
  * @par Thread
  * The loop's thread, in an execute callback or error handler of the flow.
  */
@@ -1290,6 +1321,8 @@ static inline void futoin_break(FutoInAsyncSteps* as, const char* label)
  * index, and one at its last index ends.
  * @param as     the flow whose step is running
  * @param label  the loop's label, NULL for the innermost loop; copied
+ * @par Ownership
+ * As futoin_break().
  * @par Thread
  * The loop's thread, in an execute callback or error handler of the flow.
  */
@@ -1414,6 +1447,9 @@ static inline void futoin_execute(FutoInAsyncSteps* root,
  * own steps, the step's cancel handler runs while its callback is still on
  * the stack. The root may then be freed or reused (add() makes it idle).
  * @param root  the root (not a branch)
+ * @par Ownership
+ * The root stays the caller's: cancel does not free it. The cancel handlers
+ * release what the steps held; the values the flows held are cleaned up.
  * @par Thread
  * The loop's thread; or, for a root of this library, any thread: the
  * cancel is then queued and applied to whatever the root does when the
@@ -1573,6 +1609,9 @@ int futoin_promise(FutoInAsyncSteps* root, FutoInOutcome* out);
  * @brief Releases the values held in an outcome (their cleanups run once)
  * and leaves its args empty.
  * @param out  the outcome (NULL: nothing happens)
+ * @par Ownership
+ * Ends the caller's ownership of the values in out->args; out itself is
+ * the caller's memory.
  * @par Thread
  * The thread that owns the outcome (the cleanups run on it).
  */
@@ -1607,6 +1646,8 @@ void futoin_trace_at(const char* file, unsigned line);
  * flow (clears the location futoin_trace_at() recorded).
  * @param as  the flow the traced call returned
  * @return as
+ * @par Ownership
+ * Nothing passes.
  * @par Thread
  * Any thread.
  */

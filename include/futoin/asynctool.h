@@ -178,6 +178,8 @@ int futoin_loop_try_cancel(FutoInLoop* loop, FutoInHandle* handle);
  * @return 1 while it is pending, else 0. From another thread the answer is
  *         exact for cross-thread handles and always 0 for handles made on
  *         the loop thread.
+ * @par Ownership
+ * Reads only; *handle is left as it is.
  * @par Thread
  * Any thread.
  */
@@ -187,6 +189,8 @@ int futoin_loop_is_valid(const FutoInLoop* loop, const FutoInHandle* handle);
  * @brief Whether the caller runs on the loop's thread.
  * @param loop  the loop
  * @return 1 when called on the thread that created the loop, else 0
+ * @par Ownership
+ * Reads only.
  * @par Thread
  * Any thread.
  */
@@ -210,6 +214,8 @@ void futoin_loop_hold(FutoInLoop* loop);
  * @brief Ends one futoin_loop_hold(); the last release wakes a loop that
  * sleeps in futoin_loop_run() (it may return then).
  * @param loop  the loop
+ * @par Ownership
+ * Ends what one futoin_loop_hold() owed.
  * @par Thread
  * Any thread, also another one than the hold's.
  */
@@ -240,6 +246,8 @@ int futoin_loop_wakeup_fd(FutoInLoop* loop);
  * @return milliseconds on the monotonic clock (an arbitrary origin), or on
  *         the virtual clock for a loop of futoin_loop_new_virtual() (0 at
  *         its creation). Inside a round it is the round's time.
+ * @par Ownership
+ * Reads only.
  * @par Thread
  * The loop's thread.
  */
@@ -265,6 +273,8 @@ uint64_t futoin_loop_now(const FutoInLoop* loop);
  * @return 1 if work remains (callbacks, queued messages or holds), 0 if the
  *         loop is empty, -1 when refused (called from inside a callback of
  *         the same loop)
+ * @par Ownership
+ * Nothing passes to the caller; the callbacks that run release what they own.
  * @par Thread
  * The loop's thread; callbacks run inside the call.
  */
@@ -279,6 +289,8 @@ int futoin_loop_iterate(FutoInLoop* loop, int64_t* next_delay_ms);
  * jumps to the next timer. Called from inside a callback of the same loop
  * it is refused like futoin_loop_iterate() (nothing runs, a misuse report).
  * @param loop  the loop
+ * @par Ownership
+ * Nothing passes to the caller; the callbacks that run release what they own.
  * @par Thread
  * The loop's thread; callbacks run inside the call.
  */
@@ -361,6 +373,8 @@ void futoin_loop_set_wakeup(FutoInLoop* loop, FutoInLoopWakeup cb, void* data);
  * find its own context from a FutoInLoop*.
  * @param loop  the loop
  * @return that data, NULL if no callback is set
+ * @par Ownership
+ * The data is the caller's own, given back; the loop does not own it.
  * @par Thread
  * The loop's thread.
  */
@@ -373,6 +387,8 @@ void* futoin_loop_wakeup_data(const FutoInLoop* loop);
  * @return 0 when immediates or cross-thread calls are pending, the ms until
  *         the earliest timer (rounded up: a wait of that long never wakes
  *         too early), -1 when nothing is scheduled
+ * @par Ownership
+ * Reads only.
  * @par Thread
  * The loop's thread.
  */
@@ -389,6 +405,8 @@ int64_t futoin_loop_next_delay(const FutoInLoop* loop);
  * stop from another thread is queued): the process aborts with the
  * message, since a lost stop would leave the loop running.
  * @param loop  the loop
+ * @par Ownership
+ * Nothing passes: what is pending stays on the loop.
  * @par Thread
  * Any thread.
  */
@@ -399,6 +417,8 @@ void futoin_loop_stop(FutoInLoop* loop);
  * @param loop  the loop (NULL: 0)
  * @return immediate plus deferred callbacks pending (the engine's own
  *         dispatcher and step timeouts included)
+ * @par Ownership
+ * Reads only.
  * @par Thread
  * The loop's thread.
  */
@@ -414,6 +434,8 @@ size_t futoin_loop_pending(const FutoInLoop* loop);
  * @return 1 if a callback ran, 0 if the loop was empty, -1 on a real-clock
  *         loop or when refused (called from inside a callback of the same
  *         loop, see futoin_loop_iterate())
+ * @par Ownership
+ * As futoin_loop_iterate().
  * @par Thread
  * The loop's thread; the callback runs inside the call.
  */
@@ -427,6 +449,8 @@ int futoin_loop_run_next(FutoInLoop* loop);
  *              nothing happens)
  * @param ms    how far: any value (the clock stops at UINT64_MAX ns rather
  *              than wrapping)
+ * @par Ownership
+ * As futoin_loop_iterate().
  * @par Thread
  * The loop's thread; callbacks run inside the call. Refused from inside a
  * callback of the same loop (see futoin_loop_iterate()).
@@ -524,6 +548,8 @@ FutoInLogHandler futoin_set_log_handler(FutoInLogHandler handler, void* data, vo
  * @param data  unused
  * @param kind  unused
  * @param line  the line
+ * @par Ownership
+ * line is borrowed for the call.
  * @par Thread
  * Any thread (a handler of yours may pass lines on to it).
  */
@@ -535,8 +561,9 @@ void futoin_log_stderr(void* data, int kind, const char* line);
  * messages to go where the application sends the library's.
  * Does not abort for FUTOIN_LOG_FATAL: that is the caller's to do.
  * @param kind  a FutoInLogKind value
- * @param line  one line without a trailing newline (NULL: nothing is sent);
- *              borrowed for the call
+ * @param line  one line without a trailing newline (NULL: nothing is sent)
+ * @par Ownership
+ * line is borrowed for the call.
  * @par Thread
  * Any thread.
  */

@@ -177,6 +177,9 @@ typedef struct FutoInRootInfo {
  * @param size  sizeof(*out): at most that many bytes are written
  * @return 0, or -1 when root is not a live root of this library or the call
  *         is not made on its loop's thread (*out untouched)
+ * @par Ownership
+ * *out is the caller's memory; the handle and strings it gets are borrowed
+ * from the engine.
  * @par Thread
  * The loop's thread (else -1).
  */
@@ -208,6 +211,9 @@ typedef struct FutoInFlowInfo {
  * @param size  sizeof(*out): at most that many bytes are written
  * @return 0, or -1 when flow is not a flow of this library or the call is
  *         not made on its loop's thread (*out untouched)
+ * @par Ownership
+ * *out is the caller's memory; the handles and strings it gets are borrowed
+ * from the engine.
  * @par Thread
  * The loop's thread (else -1).
  */
@@ -267,6 +273,9 @@ typedef struct FutoInFrameInfo {
  *               the engine runs again
  * @param size   sizeof(*out): at most that many bytes are written
  * @return 0, or -1 for a bad flow, a level above the depth or the wrong thread
+ * @par Ownership
+ * *out is the caller's memory; the pointers and strings it gets are borrowed
+ * from the engine.
  * @par Thread
  * The loop's thread (else -1).
  */
@@ -275,6 +284,8 @@ int futoin_frame_info(FutoInAsyncSteps* flow, uint32_t level, FutoInFrameInfo* o
 /** Text for a root state ("idle", "queued", "running", "waiting", "done", "failed", "cancelled").
  * @param state  a FutoInRootState
  * @return a static string ("?" for an unknown value)
+ * @par Ownership
+ * A static string: never freed.
  * @par Thread
  * Any thread. */
 const char* futoin_root_state_name(FutoInRootState state);
@@ -282,6 +293,8 @@ const char* futoin_root_state_name(FutoInRootState state);
 /** Text for a frame kind ("queue", "step", "loop", "parallel", "sync", "value", "yield", "await", "work").
  * @param kind  a FutoInFrameKind
  * @return a static string ("?" for an unknown value)
+ * @par Ownership
+ * A static string: never freed.
  * @par Thread
  * Any thread. */
 const char* futoin_frame_kind_name(FutoInFrameKind kind);
@@ -321,6 +334,8 @@ typedef struct FutoInLoopCounters {
  * @param out   where they go
  * @param size  sizeof(*out): at most that many bytes are written
  * @return 0, or -1 when loop or out is NULL or this is not the loop's thread
+ * @par Ownership
+ * *out is the caller's memory; nothing else passes.
  * @par Thread
  * The loop's thread (else -1). Another thread reads them from a copy the
  * loop's thread publishes (the HTTP example's /stats does so).
@@ -353,6 +368,8 @@ typedef struct FutoInTraceEntry {
  * Without it frames keep no callback or location and errors carry no trace.
  * @return 1 for a tracing build of the library, else 0 (whatever the
  *         headers' FUTOIN_TRACING says)
+ * @par Ownership
+ * Nothing passes.
  * @par Thread
  * Any thread.
  */
@@ -391,6 +408,8 @@ size_t futoin_error_trace(FutoInAsyncSteps* as, const FutoInTraceEntry** entries
  * @param out  where to write
  * @return the number of steps printed (0 when there is no trace; then a line
  *         saying why is printed instead)
+ * @par Ownership
+ * out stays the caller's (not closed).
  * @par Thread
  * The loop's thread; the output goes to out directly, not through the log
  * handler.
@@ -404,6 +423,8 @@ size_t futoin_error_trace_print(FutoInAsyncSteps* as, FILE* out);
  * @param buf  where the text goes
  * @param cap  its size in bytes
  * @return buf (the text cut to fit, always NUL-terminated when cap > 0)
+ * @par Ownership
+ * buf is the caller's memory.
  * @par Thread
  * Any thread.
  */
@@ -431,6 +452,9 @@ const char* futoin_callback_name(void (*fn)(void), char* buf, size_t cap);
  *                    around a "... N frames ..." line; 0 for all of them
  * @return the number of roots dumped, or -1 when loop or out is NULL or
  *         this is not the loop's thread
+ * @par Ownership
+ * out stays the caller's (not closed); nothing is allocated by the dump
+ * itself.
  * @par Thread
  * The loop's thread; the output goes to out directly, not through the log
  * handler.
@@ -478,6 +502,9 @@ int futoin_loop_set_dump_handler(FutoInLoop* loop, FutoInDumpHandler cb, void* d
  *              or futoin_loop_dump_on_signal()); it must outlive the call
  * @return 1 queued, 0 a request was queued already, -1 the loop has no
  *         dump handler (or is NULL)
+ * @par Ownership
+ * Nothing is allocated: the request travels in the message that
+ * futoin_loop_set_dump_handler() reserved.
  * @par Thread
  * Any thread, and signal handlers.
  */
@@ -499,6 +526,9 @@ int futoin_loop_request_dump(FutoInLoop* loop);
  *               loop's registrations
  * @return 0, or -1 on the wrong thread, a bad signal, a full table or a
  *         failed sigaction()
+ * @par Ownership
+ * The registration belongs to the loop: futoin_loop_free() (or signo 0)
+ * removes it; the signal's previous disposition is not restored.
  * @par Thread
  * The loop's thread (the signal may arrive on any thread).
  */

@@ -215,6 +215,8 @@ typedef struct FutoInLimiterOptions {
  * @brief Fills *opts with the spec's defaults, {1, 0, 1, 1000, 0}
  * (FUTOIN_LIMITER_OPTIONS_INIT).
  * @param opts  the options to fill (not NULL)
+ * @par Ownership
+ * *opts is the caller's memory.
  * @par Thread
  * Any thread.
  */
@@ -385,6 +387,8 @@ typedef struct FutoInSyncStats {
  * @param out   receives the snapshot (not NULL)
  * @return FUTOIN_SYNC_OK, or FUTOIN_SYNC_INVALID (out zeroed) for NULL or
  *         an object of another kind
+ * @par Ownership
+ * *out is the caller's memory; the object is left as it is.
  * @par Thread
  * A plain object: its loop's thread. A shared object: any thread (taken
  * under its lock: consistent, but old as soon as it is returned).

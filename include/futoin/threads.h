@@ -77,6 +77,8 @@ FutoInLoopThread* futoin_loop_thread_start(const FutoInLoopThreadHooks* hooks);
  *         threads may call its cross-thread functions (futoin_loop_immediate()
  *         and the others <futoin/asynctool.h> lists); everything else on it
  *         belongs to the loop's thread.
+ * @par Ownership
+ * Borrowed: the loop belongs to the thread (do not free it).
  * @par Thread
  * Any thread.
  */
@@ -104,6 +106,8 @@ enum {
  * @param t     the thread (NULL: nothing happens)
  * @param mode  FUTOIN_LOOP_STOP_DRAIN or FUTOIN_LOOP_STOP_NOW; any other
  *              value acts as DRAIN
+ * @par Ownership
+ * t stays the caller's: join it with futoin_loop_thread_join().
  * @par Thread
  * Any thread, the loop's own included.
  */
@@ -148,6 +152,8 @@ FutoInLoopPool* futoin_loop_pool_new(unsigned n);
  * @brief The number of loops (threads) of the pool.
  * @param pool  the pool
  * @return its size, fixed at futoin_loop_pool_new()
+ * @par Ownership
+ * Reads only.
  * @par Thread
  * Any thread.
  */
@@ -159,6 +165,8 @@ unsigned futoin_loop_pool_size(const FutoInLoopPool* pool);
  * @return the loop (valid until futoin_loop_pool_free()), NULL for
  *         i >= futoin_loop_pool_size(). Other threads may only use its
  *         cross-thread functions.
+ * @par Ownership
+ * Borrowed: the loop belongs to the pool (do not free it).
  * @par Thread
  * Any thread.
  */
@@ -171,6 +179,8 @@ FutoInLoop* futoin_loop_pool_loop(const FutoInLoopPool* pool, unsigned i);
  * @param pool  the pool
  * @param i     the index, 0..size-1
  * @return the count, 0 for i >= futoin_loop_pool_size()
+ * @par Ownership
+ * Reads only.
  * @par Thread
  * Any thread (a snapshot).
  */
@@ -226,6 +236,8 @@ int futoin_loop_pool_spawn(FutoInLoopPool* pool, FutoInPoolSetup setup, FutoInPo
  * on. Returns at once.
  * @param pool  the pool (NULL: nothing happens)
  * @param mode  as futoin_loop_thread_stop()
+ * @par Ownership
+ * The pool stays the caller's: free it with futoin_loop_pool_free().
  * @par Thread
  * Any thread.
  */
@@ -311,6 +323,8 @@ void futoin_add_work(FutoInAsyncSteps* as, FutoInWorkFn fn, void* work_data,
  *                 CPU, at least 2 and at most FUTOIN_THREADS_MAX
  * @return 0, or -1 (setting unchanged) once the pool is running or when
  *         threads is above FUTOIN_THREADS_MAX
+ * @par Ownership
+ * A process-wide setting; nothing passes.
  * @par Thread
  * Any thread.
  */
@@ -320,6 +334,9 @@ int futoin_work_pool_configure(unsigned threads);
  * @brief Waits until queued and running work has finished, then joins the
  * workers (for a clean exit under leak checkers); a later futoin_add_work()
  * starts them again.
+ * @par Ownership
+ * The worker threads are the library's: it joins them and frees what they
+ * used.
  * @par Thread
  * Any thread but a worker. The results of the finished work still reach
  * their loops: run them (or free them) afterwards.

@@ -202,6 +202,8 @@ void futoin_uv_free(FutoInUv* uv);
  * @brief The AsyncTool loop to create roots on.
  * @param uv  the backend
  * @return its FutoInLoop (owned by the backend), NULL if uv is NULL
+ * @par Ownership
+ * Borrowed: the backend owns the loop (futoin_uv_free() frees it).
  * @par Thread
  * Any thread (what may be done with the loop: <futoin/asynctool.h>).
  */
@@ -210,6 +212,8 @@ FutoInLoop* futoin_uv_loop(const FutoInUv* uv);
  * @brief The libuv loop.
  * @param uv  the backend
  * @return the uv_loop_t it runs on (yours, or its own), NULL if uv is NULL
+ * @par Ownership
+ * Borrowed: your loop if you gave one to futoin_uv_new(), else the backend's.
  * @par Thread
  * Any thread (libuv's rules apply to what you do with it).
  */
@@ -218,6 +222,8 @@ uv_loop_t* futoin_uv_uv_loop(const FutoInUv* uv);
  * @brief The backend driving a loop.
  * @param loop  a FutoInLoop
  * @return the backend, or NULL if loop is not driven by a FutoInUv
+ * @par Ownership
+ * Borrowed: the backend stays its owner's.
  * @par Thread
  * The loop's thread.
  */
@@ -227,6 +233,8 @@ FutoInUv* futoin_uv_of_loop(FutoInLoop* loop);
  * @param as  a root or a branch
  * @return the backend of its loop, or NULL (another implementation's
  *         object, or a loop that no FutoInUv drives)
+ * @par Ownership
+ * Borrowed: the backend stays its owner's.
  * @par Thread
  * The loop's thread.
  */
@@ -243,6 +251,9 @@ FutoInUv* futoin_uv_of(FutoInAsyncSteps* as);
  *         callback of that loop: a step, a handler or a libuv callback
  *         while futoin_uv_run() or the AsyncTool's round runs (libuv's loop
  *         is not reentrant)
+ * @par Ownership
+ * Nothing passes to the caller; the steps and callbacks that run release what
+ * they own.
  * @par Thread
  * The backend's loop thread (the one that called futoin_uv_new()). Steps and
  * libuv callbacks run inside the call.
@@ -331,6 +342,9 @@ FutoInUvStream* futoin_uv_stream_ref(FutoInUvStream* s);
  * @brief Drops one reference (see futoin_uv_stream_ref()); the last one
  * closes the connection.
  * @param s  the stream (NULL: nothing happens)
+ * @par Ownership
+ * Ends one reference of the caller's; s must not be used afterwards unless
+ * the caller holds another.
  * @par Thread
  * The backend's loop thread (the one that called futoin_uv_new()).
  */
@@ -350,6 +364,8 @@ uv_tcp_t* futoin_uv_stream_handle(FutoInUvStream* s);
  * @brief The bytes received but not yet consumed by a read step.
  * @param s  the stream
  * @return their number (0 if s is NULL)
+ * @par Ownership
+ * Reads only.
  * @par Thread
  * The backend's loop thread (the one that called futoin_uv_new()).
  */
@@ -373,6 +389,8 @@ void futoin_uv_stream_close(FutoInUvStream* s);
  * @param s  the stream
  * @return 1 while it is open; 0 once it is closed (by futoin_uv_close(),
  *         futoin_uv_stream_close() or the last release), and for NULL
+ * @par Ownership
+ * Reads only.
  * @par Thread
  * The backend's loop thread (the one that called futoin_uv_new()).
  */
@@ -387,6 +405,8 @@ int futoin_uv_stream_is_open(const FutoInUvStream* s);
  * @param s the stream
  * @return a string owned by the stream (valid while it lives); "" for NULL
  *         or when the peer is unknown (the connection is gone already)
+ * @par Ownership
+ * The string is the stream's (see the return value).
  * @par Thread
  * The backend's loop thread (the one that called futoin_uv_new()).
  */
@@ -400,6 +420,8 @@ const char* futoin_uv_stream_peer(FutoInUvStream* s);
  *         step on s starts or a libuv callback of s runs; NULL when nothing is
  *         buffered. Nothing is consumed: e.g. after a delimited read failed with
  *         ENOBUFS, look at what the peer sent to choose a status code.
+ * @par Ownership
+ * The bytes are the stream's (see the return value); nothing is consumed.
  * @par Thread
  * The backend's loop thread (the one that called futoin_uv_new()).
  */
@@ -416,6 +438,8 @@ const char* futoin_uv_stream_peek(const FutoInUvStream* s, size_t* len);
  * @param s     the stream (NULL: nothing happens)
  * @param bytes the read-ahead limit; the default is 256 KiB; 0 stops reading
  *              as soon as something is buffered and no read step waits
+ * @par Ownership
+ * A setting of the stream; nothing passes.
  * @par Thread
  * The backend's loop thread (the one that called futoin_uv_new()).
  */
@@ -467,6 +491,8 @@ FutoInUvBudget* futoin_uv_budget_ref(FutoInUvBudget* b);
 /**
  * @brief Drops a reference; the last one frees the budget.
  * @param b  the budget (NULL: nothing happens)
+ * @par Ownership
+ * Ends one reference of the caller's.
  * @par Thread
  * Any thread (atomic).
  */
@@ -487,6 +513,8 @@ int futoin_uv_budget_take(FutoInUvBudget* b, size_t n);
  * @brief Returns @p n bytes charged by futoin_uv_budget_take().
  * @param b  the budget (NULL: nothing happens)
  * @param n  the bytes to give back (at most what was charged)
+ * @par Ownership
+ * Ends the caller's charge of n bytes.
  * @par Thread
  * Any thread (atomic).
  */
@@ -495,6 +523,8 @@ void futoin_uv_budget_give(FutoInUvBudget* b, size_t n);
  * @brief The bytes charged now.
  * @param b  the budget
  * @return the bytes charged (0 for NULL)
+ * @par Ownership
+ * Reads only.
  * @par Thread
  * Any thread (atomic).
  */
@@ -503,6 +533,8 @@ size_t futoin_uv_budget_used(const FutoInUvBudget* b);
  * @brief The limit given to futoin_uv_budget_new().
  * @param b  the budget
  * @return the limit (0 for NULL)
+ * @par Ownership
+ * Reads only.
  * @par Thread
  * Any thread (atomic).
  */
@@ -511,6 +543,8 @@ size_t futoin_uv_budget_limit(const FutoInUvBudget* b);
  * @brief How many charges were refused so far.
  * @param b  the budget
  * @return the count (0 for NULL)
+ * @par Ownership
+ * Reads only.
  * @par Thread
  * Any thread (atomic).
  */
@@ -861,6 +895,9 @@ FutoInUvServer* futoin_uv_server_ref(FutoInUvServer* srv);
  * @brief Drops a reference to a server; the last one stops listening (a
  * pending accept fails with CommError) and frees it.
  * @param srv  the server (NULL: nothing happens)
+ * @par Ownership
+ * Ends one reference of the caller's; srv must not be used afterwards unless
+ * the caller holds another.
  * @par Thread
  * The backend's loop thread (the one that called futoin_uv_new()).
  */
@@ -880,6 +917,8 @@ void futoin_uv_server_close(FutoInUvServer* srv);
  * @brief The bound port (useful after port 0).
  * @param srv  the server
  * @return the port, 0 if srv is NULL
+ * @par Ownership
+ * Reads only.
  * @par Thread
  * The backend's loop thread (the one that called futoin_uv_new()).
  */
@@ -1047,6 +1086,8 @@ void futoin_uv_file_write(FutoInAsyncSteps* as, const char* path, const void* da
  * timer: no libuv handle per sleep).
  * @param as  the flow
  * @param ms  the delay: any uint32_t
+ * @par Ownership
+ * Nothing passes: the timer is the step's.
  * @par Thread
  * The backend's loop thread, where futoin_add() is allowed: inside an
  * execute callback or error handler of the flow as, or on a root that was
