@@ -23,9 +23,10 @@
 #      the core.
 #   8. gcc, Debug (assertions on), the step node layout of 32-bit targets
 #      (FUTOIN_STEP_KIND_BYTE: the kind in a byte of its own) + ctest.
-#   9. the API reference: target docs (Doxygen over the public headers),
-#      where an undocumented function, type, enum value or macro, or a
-#      documentation error, fails.
+#   9. the API reference: target docs (Doxygen over the public headers and
+#      docs/*.md), where an undocumented function, type, enum value or
+#      macro, a missing @param or @return, a documentation error, or a
+#      broken link between the pages, fails.
 #  10. the Debian packages (scripts/check-deb.sh): dpkg-buildpackage, lintian
 #      without errors, the packages installed and checked with
 #      scripts/check-consumer.sh on /usr, then purged (needs root or sudo).
@@ -238,8 +239,10 @@ run_ctest "$BUILD_ROOT/gcc-kind-byte"
 passed
 
 # 9 -------------------------------------------------------------------------
-# The API reference: Doxygen over the public headers with warnings as
-# errors (docs/Doxyfile.in). Only the docs target is built.
+# The API reference: Doxygen over the public headers and docs/*.md with
+# warnings as errors (docs/Doxyfile.in), then a check that every link
+# between its pages resolves (cmake/CheckDocLinks.cmake). Only the docs
+# target is built.
 stage "API reference (Doxygen)"
 futoin_need doxygen
 rm -rf "$BUILD_ROOT/docs"

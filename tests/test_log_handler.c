@@ -108,7 +108,8 @@ static void step_fails(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 }
 
 /* Runs a root whose error escapes with no unhandled-error callback: the
- * loop's misuse handler gets "unhandled error MyError (the reason)". */
+ * loop's misuse handler gets "unhandled error MyError (the reason)"; the
+ * default one logs it as a warning, not as API misuse. */
 static void run_unhandled_error(FutoInLoop* loop)
 {
     FutoInAsyncSteps* root = futoin_asyncsteps_new(loop);
@@ -119,8 +120,26 @@ static void run_unhandled_error(FutoInLoop* loop)
     futoin_asyncsteps_free(root);
 }
 
-static const char* const k_unhandled_line =
-        "futoin: API misuse: unhandled error MyError (the reason)";
+static const char* const k_unhandled_line = "futoin: unhandled error MyError (the reason)";
+
+static void step_succeeds_twice(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)data, (void)args;
+    futoin_success(as);
+    futoin_success(as);
+}
+
+/* Runs a root whose step misuses the API (success() twice); its
+ * InternalError escapes with no unhandled-error callback. */
+static void run_misuse_unhandled(FutoInLoop* loop)
+{
+    FutoInAsyncSteps* root = futoin_asyncsteps_new(loop);
+    assert_non_null(root);
+    futoin_add(root, step_succeeds_twice, NULL, NULL);
+    futoin_execute(root, NULL, NULL);
+    futoin_loop_run(loop);
+    futoin_asyncsteps_free(root);
+}
 
 /* ------------------------------------------------------------------------ */
 
@@ -147,9 +166,11 @@ static void test_set_returns_previous(void** state)
     assert_null(pdata);
 }
 
-/* A loop without a misuse handler of its own: its reports reach the log
- * handler as FUTOIN_LOG_MISUSE lines, with the default's exact text, and
- * nothing is written to stderr. */
+/* A loop without a misuse handler of its own: an error that escapes a
+ * root executed without an unhandled-error callback reaches the log
+ * handler as a FUTOIN_LOG_WARNING line "futoin: unhandled error ...", with
+ * the default's exact text: an unhandled error is not API misuse, and is
+ * not worded as such. Nothing is written to stderr. */
 static void test_default_misuse_handler_reports_through_log(void** state)
 {
     (void)state;
@@ -161,9 +182,26 @@ static void test_default_misuse_handler_reports_through_log(void** state)
     char err[1024];
     stderr_capture_end(&sc, err, sizeof(err));
     assert_int_equal(g_cap.n, 1);
-    assert_int_equal(g_cap.kinds[0], FUTOIN_LOG_MISUSE);
+    assert_int_equal(g_cap.kinds[0], FUTOIN_LOG_WARNING);
     assert_string_equal(g_cap.lines[0], k_unhandled_line);
+    assert_null(strstr(g_cap.lines[0], "misuse"));
     assert_string_equal(err, "");
+    futoin_loop_free(loop);
+}
+
+/* The same for an InternalError that misuse inside a step raised: the
+ * misuse became the step's error (its info says what went wrong), and
+ * what escapes the root is reported as an unhandled error, once. */
+static void test_unhandled_internal_error_is_a_warning(void** state)
+{
+    (void)state;
+    FutoInLoop* loop = futoin_loop_new_virtual();
+    assert_non_null(loop);
+    run_misuse_unhandled(loop);
+    assert_int_equal(g_cap.n, 1);
+    assert_int_equal(g_cap.kinds[0], FUTOIN_LOG_WARNING);
+    assert_non_null(strstr(g_cap.lines[0], "futoin: unhandled error InternalError ("));
+    assert_non_null(strstr(g_cap.lines[0], "success() called twice"));
     futoin_loop_free(loop);
 }
 
@@ -516,6 +554,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(test_set_returns_previous),
         T(test_default_misuse_handler_reports_through_log),
+        T(test_unhandled_internal_error_is_a_warning),
         T(test_loop_misuse_handler_takes_precedence),
         T(test_bare_loop_misuse),
         T(test_null_restores_stderr),

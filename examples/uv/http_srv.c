@@ -21,8 +21,12 @@
  *     after    count it; break unless the connection stays open
  * then a lingering close when the server ended the connection after a
  * response (shutdown, read and drop what the client still sends, briefly).
- * Every error of a connection (a timeout, the peer gone) ends its root; the
- * unhandled-error callback counts it and frees the connection. Limits end in
+ * A connection that ends between requests (the client closes it, or it
+ * stays idle past the idle timeout) ends normally: the idle step's error
+ * handler counts it and leaves the loop, and the root completes. Any other
+ * error of a connection (a timeout inside a request, the peer gone in the
+ * middle of one) ends its root with that error; the unhandled-error
+ * callback counts it and frees the connection. Limits end in
  * a status code: 408, 413, 414, 417, 431, 501, 503, 505, and framing errors
  * 400; a response that ends the connection says "Connection: close".
  *
@@ -542,6 +546,25 @@ static void http_error(FutoInAsyncSteps* as, Conn* c, int route)
 {
     c->err_route = route;
     futoin_error(as, HTTP_ERROR_CODE, http_status_line(route));
+}
+
+/* The idle wait ended with an error: the client closed (or reset) the
+ * connection between requests, or the idle timeout expired. Both are how a
+ * keep-alive connection normally ends: counted, and the request loop is
+ * left, so that the root completes instead of failing (the engine's
+ * unhandled_errors then count only connections that failed). */
+static void it_idle_eh(FutoInAsyncSteps* as, void* data, const char* code)
+{
+    Conn* c = data;
+    Counters* st = &c->w->st;
+    if (strcmp(code, FUTOIN_TIMEOUT) == 0) {
+        inc(&st->idle_closed);
+    } else if (strcmp(code, FUTOIN_COMM_ERROR) == 0 && peer_gone(futoin_error_info(as))) {
+        inc(&st->peer_closed);
+    } else {
+        return; /* a failure: it ends the root */
+    }
+    futoin_break(as, NULL);
 }
 
 static void it_idle(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
@@ -1312,7 +1335,7 @@ static void it_after(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 static void request_iteration(FutoInAsyncSteps* as, void* data)
 {
     Conn* c = data;
-    futoin_add(as, it_idle, NULL, c);
+    futoin_add(as, it_idle, it_idle_eh, c);
     futoin_add(as, it_request, it_request_eh, c);
     futoin_add(as, it_handle, it_handle_eh, c);
     futoin_add(as, it_respond, NULL, c);

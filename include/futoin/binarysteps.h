@@ -13,7 +13,7 @@
  * caller must return from its callback straight away; the engine acts on the
  * recorded outcome when the callback returns.
  *
- * Errors: docs/ERRORS.md.
+ * Errors: @ref md_ERRORS "docs/ERRORS.md".
  */
 #ifndef FUTOIN_BINARYSTEPS_H
 #define FUTOIN_BINARYSTEPS_H
@@ -84,14 +84,24 @@ struct FutoInHandle_ {
  * @param bsi  the flow the step runs in
  * @param data the data given with the step
  * @param args the result of the previous step (never NULL from this engine)
+ *
+ * Ownership: args and its values are borrowed for the call; the engine
+ * runs each value's cleanup right after the callback returns. Copy what
+ * you need to keep (or, for values with references such as the libuv
+ * backend's streams, take a reference). Thread: the loop's thread.
  */
 typedef void (*FutoInAsyncSteps_execute_callback)(FutoInAsyncSteps* bsi, void* data,
         const FutoInArgs* args);
 /**
  * A step's error handler, and the unhandled-error callback of execute().
  * @param bsi  the flow the step runs in
- * @param data the data given with the step
+ * @param data the data given with the step (for the unhandled-error
+ *             callback: the data given to execute())
  * @param code the error code
+ *
+ * Ownership: code is borrowed for the call (the engine keeps its own
+ * copy); the error's info is futoin_error_info(bsi). Thread: the loop's
+ * thread.
  */
 typedef void (*FutoInAsyncSteps_error_callback)(FutoInAsyncSteps* bsi, void* data,
         const char* code);
@@ -99,6 +109,11 @@ typedef void (*FutoInAsyncSteps_error_callback)(FutoInAsyncSteps* bsi, void* dat
  * A step's cancel handler (setCancel()).
  * @param bsi  the flow the step runs in
  * @param data the data given with setCancel()
+ *
+ * Called at most once, when the step is aborted before it completed;
+ * stop the operation the step started and release what it held. The step
+ * is over: success(), error() and add() on bsi are misuse here
+ * (@ref md_MISUSE "docs/MISUSE.md"). Thread: the loop's thread.
  */
 typedef void (*FutoInAsyncSteps_cancel_callback)(FutoInAsyncSteps* bsi, void* data);
 
@@ -174,7 +189,8 @@ struct FutoInAsyncStepsAPI_ {
              * branch); futoin_root_id(). */
             ptrdiff_t (*rootId)(FutoInAsyncSteps* bsi);
             /** 17: isValid(): 1 while the root or branch is usable, 0 after cancel() or
-             * free() and for a finished branch (docs/SEMANTICS.md); futoin_is_valid(). */
+             * free() and for a finished branch
+             * (@ref md_SEMANTICS "docs/SEMANTICS.md"); futoin_is_valid(). */
             int (*isValid)(FutoInAsyncSteps* bsi);
             /** 18: newInstance(): a new independent root on the same loop;
              * futoin_new_instance(). */

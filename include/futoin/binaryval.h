@@ -7,7 +7,7 @@
  * optional cleanup hook in its type descriptor, so that objects owned by one
  * technology can be released from another.
  *
- * Errors: docs/ERRORS.md.
+ * Errors: @ref md_ERRORS "docs/ERRORS.md".
  */
 #ifndef FUTOIN_BINARYVAL_H
 #define FUTOIN_BINARYVAL_H
@@ -89,7 +89,21 @@ struct FutoInBinaryValue_ {
     uint32_t length;
 };
 
-/** Runs the type's cleanup (if any) and leaves the holder empty. */
+/**
+ * @brief Runs the type's cleanup (if any) and leaves the holder empty.
+ *
+ * For a value that you own and will not hand on: one that a step function
+ * gave back to you, a value you built and then did not pass to a
+ * completion, an element of a FutoInOutcome's args (futoin_outcome_reset()
+ * does this for all four). Values passed to success() and friends belong
+ * to the engine, which runs their cleanup itself: do not reset those.
+ * @param v  the value (not NULL); afterwards its type is NULL ("no value"),
+ *           so a second reset does nothing
+ * @par Ownership
+ * Releases what the value owned, through its type's cleanup, exactly once.
+ * @par Thread
+ * Any thread that owns the value (the cleanup runs on it).
+ */
 static inline void futoin_reset_binval(FutoInBinaryValue* v)
 {
     const FutoInType* tp = v->type;

@@ -32,9 +32,10 @@
  * most that many bytes, so a program built against these headers keeps
  * working when a later minor version adds members at the end.
  *
- * docs/OBSERVABILITY.md describes the dump's format and how to use it.
+ * @ref md_OBSERVABILITY "docs/OBSERVABILITY.md" describes the dump's format
+ * and how to use it.
  *
- * Errors: docs/ERRORS.md.
+ * Errors: @ref md_ERRORS "docs/ERRORS.md".
  */
 #ifndef FUTOIN_INTROSPECT_H
 #define FUTOIN_INTROSPECT_H
@@ -116,6 +117,10 @@ typedef struct FutoInRootIter {
  * @param loop  the loop; the call must be made on its thread
  * @return 0, or -1 when loop is NULL or this is not its thread (the walk
  *         then yields no root)
+ * @par Ownership
+ * it is the caller's memory; nothing is allocated, nothing to release.
+ * @par Thread
+ * The loop's thread (else -1).
  */
 int futoin_root_iter_init(FutoInRootIter* it, FutoInLoop* loop);
 
@@ -125,6 +130,11 @@ int futoin_root_iter_init(FutoInRootIter* it, FutoInLoop* loop);
  * the walk visits every root slot the loop ever made once.
  * @param it  an iterator set up by futoin_root_iter_init()
  * @return the root's handle, or NULL when there is none left
+ * @par Ownership
+ * The roots stay their owners'; do not call into the library (but this
+ * header) between the calls of one walk.
+ * @par Thread
+ * The loop's thread.
  */
 FutoInAsyncSteps* futoin_root_iter_next(FutoInRootIter* it);
 
@@ -138,6 +148,11 @@ FutoInAsyncSteps* futoin_root_iter_next(FutoInRootIter* it);
  * @return the next flow's handle (a branch's handle is the FutoInAsyncSteps*
  *         its callbacks get), or NULL after the last one or when root or prev
  *         is not a flow of this library
+ * @par Ownership
+ * A branch handle is valid only until the engine runs again: never keep
+ * it past the walk.
+ * @par Thread
+ * The loop's thread.
  */
 FutoInAsyncSteps* futoin_flow_next(FutoInAsyncSteps* root, FutoInAsyncSteps* prev);
 
@@ -162,6 +177,11 @@ typedef struct FutoInRootInfo {
  * @param size  sizeof(*out): at most that many bytes are written
  * @return 0, or -1 when root is not a live root of this library or the call
  *         is not made on its loop's thread (*out untouched)
+ * @par Ownership
+ * *out is the caller's memory; the handle and strings it gets are borrowed
+ * from the engine.
+ * @par Thread
+ * The loop's thread (else -1).
  */
 int futoin_root_info(FutoInAsyncSteps* root, FutoInRootInfo* out, size_t size);
 
@@ -191,6 +211,11 @@ typedef struct FutoInFlowInfo {
  * @param size  sizeof(*out): at most that many bytes are written
  * @return 0, or -1 when flow is not a flow of this library or the call is
  *         not made on its loop's thread (*out untouched)
+ * @par Ownership
+ * *out is the caller's memory; the handles and strings it gets are borrowed
+ * from the engine.
+ * @par Thread
+ * The loop's thread (else -1).
  */
 int futoin_flow_info(FutoInAsyncSteps* flow, FutoInFlowInfo* out, size_t size);
 
@@ -248,17 +273,30 @@ typedef struct FutoInFrameInfo {
  *               the engine runs again
  * @param size   sizeof(*out): at most that many bytes are written
  * @return 0, or -1 for a bad flow, a level above the depth or the wrong thread
+ * @par Ownership
+ * *out is the caller's memory; the pointers and strings it gets are borrowed
+ * from the engine.
+ * @par Thread
+ * The loop's thread (else -1).
  */
 int futoin_frame_info(FutoInAsyncSteps* flow, uint32_t level, FutoInFrameInfo* out, size_t size);
 
 /** Text for a root state ("idle", "queued", "running", "waiting", "done", "failed", "cancelled").
  * @param state  a FutoInRootState
- * @return a static string ("?" for an unknown value) */
+ * @return a static string ("?" for an unknown value)
+ * @par Ownership
+ * A static string: never freed.
+ * @par Thread
+ * Any thread. */
 const char* futoin_root_state_name(FutoInRootState state);
 
 /** Text for a frame kind ("queue", "step", "loop", "parallel", "sync", "value", "yield", "await", "work").
  * @param kind  a FutoInFrameKind
- * @return a static string ("?" for an unknown value) */
+ * @return a static string ("?" for an unknown value)
+ * @par Ownership
+ * A static string: never freed.
+ * @par Thread
+ * Any thread. */
 const char* futoin_frame_kind_name(FutoInFrameKind kind);
 
 /** @} */
@@ -274,8 +312,11 @@ typedef struct FutoInLoopCounters {
     /** Dispatcher work: one per flow turn plus one per further step callback run in
      * that turn (the burst budget used), added once per dispatch burst. */
     uint64_t steps;
-    uint64_t
-            errors; /**< errors raised: error() calls that took effect and misuse InternalErrors (not timeouts) */
+    /** Errors raised: error() calls that took effect and misuse InternalErrors
+     * (not timeouts), recovered ones included (a libuv read's CommError "EOF"
+     * that a handler turns into a normal end counts too); failures nobody
+     * recovered from are unhandled_errors. */
+    uint64_t errors;
     uint64_t timeouts; /**< steps that failed with Timeout */
     uint64_t cancels;  /**< roots cancelled: cancel(), or free() of a running root */
     uint64_t
@@ -293,6 +334,11 @@ typedef struct FutoInLoopCounters {
  * @param out   where they go
  * @param size  sizeof(*out): at most that many bytes are written
  * @return 0, or -1 when loop or out is NULL or this is not the loop's thread
+ * @par Ownership
+ * *out is the caller's memory; nothing else passes.
+ * @par Thread
+ * The loop's thread (else -1). Another thread reads them from a copy the
+ * loop's thread publishes (the HTTP example's /stats does so).
  */
 int futoin_loop_counters(FutoInLoop* loop, FutoInLoopCounters* out, size_t size);
 
@@ -318,8 +364,14 @@ typedef struct FutoInTraceEntry {
 #define FUTOIN_TRACE_MAX 64u
 
 /**
- * @brief 1 when the library in use was built with tracing (FUTOIN_TRACING), else 0.
+ * @brief Whether the library in use was built with tracing (FUTOIN_TRACING).
  * Without it frames keep no callback or location and errors carry no trace.
+ * @return 1 for a tracing build of the library, else 0 (whatever the
+ *         headers' FUTOIN_TRACING says)
+ * @par Ownership
+ * Nothing passes.
+ * @par Thread
+ * Any thread.
  */
 int futoin_tracing_enabled(void);
 
@@ -338,6 +390,11 @@ int futoin_tracing_enabled(void);
  *                 than the count returned when the chain was longer than
  *                 FUTOIN_TRACE_MAX (the outermost steps were left out)
  * @return the number of entries (0: no trace, a foreign object or not a tracing build)
+ * @par Ownership
+ * The entries are the root's: valid until the engine runs again (read
+ * them in the handler). Their file strings are the programs' __FILE__.
+ * @par Thread
+ * The loop's thread.
  */
 size_t futoin_error_trace(FutoInAsyncSteps* as, const FutoInTraceEntry** entries, size_t* total);
 
@@ -351,6 +408,11 @@ size_t futoin_error_trace(FutoInAsyncSteps* as, const FutoInTraceEntry** entries
  * @param out  where to write
  * @return the number of steps printed (0 when there is no trace; then a line
  *         saying why is printed instead)
+ * @par Ownership
+ * out stays the caller's (not closed).
+ * @par Thread
+ * The loop's thread; the output goes to out directly, not through the log
+ * handler.
  */
 size_t futoin_error_trace_print(FutoInAsyncSteps* as, FILE* out);
 
@@ -360,7 +422,11 @@ size_t futoin_error_trace_print(FutoInAsyncSteps* as, FILE* out);
  * @param fn   the function (NULL gives "-")
  * @param buf  where the text goes
  * @param cap  its size in bytes
- * @return buf
+ * @return buf (the text cut to fit, always NUL-terminated when cap > 0)
+ * @par Ownership
+ * buf is the caller's memory.
+ * @par Thread
+ * Any thread.
  */
 const char* futoin_callback_name(void (*fn)(void), char* buf, size_t cap);
 
@@ -376,7 +442,8 @@ const char* futoin_callback_name(void (*fn)(void), char* buf, size_t cap);
 /**
  * @brief Writes a text dump of the loop: its counters, then every live root
  * with its flows, each flow's state, what it waits for and its frames,
- * innermost first. The format is in docs/OBSERVABILITY.md. Iterative and
+ * innermost first. The format is in
+ * @ref md_OBSERVABILITY "docs/OBSERVABILITY.md". Iterative and
  * allocation-free itself (stdio may buffer); O(roots + flows + frames).
  * @param loop        the loop; the call must be made on its thread (a loop
  *                    callback, a step, or a dump handler)
@@ -385,6 +452,12 @@ const char* futoin_callback_name(void (*fn)(void), char* buf, size_t cap);
  *                    around a "... N frames ..." line; 0 for all of them
  * @return the number of roots dumped, or -1 when loop or out is NULL or
  *         this is not the loop's thread
+ * @par Ownership
+ * out stays the caller's (not closed); nothing is allocated by the dump
+ * itself.
+ * @par Thread
+ * The loop's thread; the output goes to out directly, not through the log
+ * handler.
  */
 int futoin_loop_dump(FutoInLoop* loop, FILE* out, uint32_t max_frames);
 
@@ -407,6 +480,10 @@ typedef void (*FutoInDumpHandler)(FutoInLoop* loop, void* data);
  *              is futoin_loop_dump(loop, stderr, FUTOIN_DUMP_FRAMES_DEFAULT))
  * @param data  passed to cb
  * @return 0, or -1 on the wrong thread, a NULL loop or out of memory
+ * @par Ownership
+ * data stays the caller's, valid while the handler is set.
+ * @par Thread
+ * The loop's thread; cb runs there too.
  */
 int futoin_loop_set_dump_handler(FutoInLoop* loop, FutoInDumpHandler cb, void* data);
 
@@ -425,6 +502,11 @@ int futoin_loop_set_dump_handler(FutoInLoop* loop, FutoInDumpHandler cb, void* d
  *              or futoin_loop_dump_on_signal()); it must outlive the call
  * @return 1 queued, 0 a request was queued already, -1 the loop has no
  *         dump handler (or is NULL)
+ * @par Ownership
+ * Nothing is allocated: the request travels in the message that
+ * futoin_loop_set_dump_handler() reserved.
+ * @par Thread
+ * Any thread, and signal handlers.
  */
 int futoin_loop_request_dump(FutoInLoop* loop);
 
@@ -444,6 +526,11 @@ int futoin_loop_request_dump(FutoInLoop* loop);
  *               loop's registrations
  * @return 0, or -1 on the wrong thread, a bad signal, a full table or a
  *         failed sigaction()
+ * @par Ownership
+ * The registration belongs to the loop: futoin_loop_free() (or signo 0)
+ * removes it; the signal's previous disposition is not restored.
+ * @par Thread
+ * The loop's thread (the signal may arrive on any thread).
  */
 int futoin_loop_dump_on_signal(FutoInLoop* loop, int signo);
 

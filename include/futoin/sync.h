@@ -31,8 +31,11 @@
  *  - Queues. Waiting flows enter in FIFO order; a new flow never overtakes a
  *    queued one. When a queue is full, the flow fails at once with
  *    FUTOIN_DEFENSE_REJECTED ("DefenseRejected"); error_info names the object
- *    and the queue. Such an error goes to the handlers outside the sync step,
- *    not to the critical section's eh.
+ *    and the queue.
+ *  - Rejections skip eh. A rejected flow never entered the critical
+ *    section, so the eh given to futoin_add_sync() is not called: the error
+ *    goes to the handlers of the steps around the sync step. Catch
+ *    DefenseRejected there (the example at futoin_add_sync()).
  *  - Re-entrance (choice: counted re-entrance). A flow that is inside the
  *    section (or has been admitted and is about to enter it) and enters the
  *    same object again is let in at once: no queueing, no new concurrency
@@ -65,9 +68,11 @@
  *    should run on the same loop (Throttle and Limiter use its clock and
  *    timers). These take no lock. For flows on several loops (threads) use
  *    the *_new_shared variants at the end of this header.
- *  - Unlimited. FUTOIN_SYNC_UNLIMITED as a queue length means no limit.
+ *  - Unlimited. FUTOIN_SYNC_UNLIMITED as a queue length means no limit; as a
+ *    Limiter's rate it turns the rate stage off (a concurrency limit only),
+ *    as its concurrency it leaves a rate limit only.
  *
- * Errors: docs/ERRORS.md.
+ * Errors: @ref md_ERRORS "docs/ERRORS.md".
  */
 #ifndef FUTOIN_SYNC_H
 #define FUTOIN_SYNC_H
@@ -98,23 +103,46 @@ enum {
 /* ------------------------------------------------------------------------ */
 /* Mutex (spec 2.3)                                                           */
 
-/** At most max flows are inside the critical section at a time; up to
- * max_queue more wait in FIFO order (FUTOIN_SYNC_UNLIMITED: no limit, the
- * spec's default; 0: no waiting, a busy mutex rejects at once).
- * Spec defaults: max = 1, max_queue = unlimited. A Mutex does not use the
- * loop (it may be NULL).
- * Returns NULL when max is 0. Out of memory: NULL. A flow that must wait
+/**
+ * @brief A Mutex (spec 2.3): at most max flows are inside the critical
+ * section at a time; up to max_queue more wait in FIFO order.
+ *
+ * Spec defaults: max = 1, max_queue = unlimited. A flow that must wait
  * when its wait record cannot be had fails with InternalError "sync object:
- * out of memory". */
+ * out of memory".
+ * @param loop       the loop whose flows use it; a Mutex does not use the
+ *                   loop itself (it may be NULL)
+ * @param max        flows inside at once, 1..UINT32_MAX (0: NULL)
+ * @param max_queue  flows waiting: FUTOIN_SYNC_UNLIMITED (no limit, the
+ *                   spec's default), or a limit; 0: no waiting, a busy
+ *                   mutex rejects at once
+ * @return the Mutex, or NULL when max is 0 or out of memory
+ * @par Rejections skip the critical section's error handler
+ * A flow that the object refuses (DefenseRejected when the queue is full;
+ * InternalError "sync object: out of memory" when its wait record cannot
+ * be had) never entered the critical section, so the eh given to
+ * futoin_add_sync() is not called: the error goes to the handlers of the
+ * steps around the sync step. Catch DefenseRejected there (the example at
+ * futoin_add_sync()).
+ * @par Ownership
+ * The caller owns the object and frees it with futoin_sync_free() once no
+ * flow uses it (FUTOIN_SYNC_BUSY before that), before the loop.
+ * @par Thread
+ * The loop's thread: the object belongs to the loop, and it, its sync
+ * steps and futoin_sync_free()/futoin_sync_stats() are used on that thread
+ * only (the *_new_shared() variants are for flows on several loops).
+ */
 FutoInSync* futoin_mutex_new(FutoInLoop* loop, uint32_t max, uint32_t max_queue);
 
 /* ------------------------------------------------------------------------ */
 /* Throttle (spec 2.4)                                                        */
 
-/** At most max entries into the critical section per period; up to
- * max_queue flows wait for a later period (FUTOIN_SYNC_UNLIMITED: no limit,
- * the spec's default). A Throttle does not limit how many flows are inside
- * at once, nor how long they stay.
+/**
+ * @brief A Throttle (spec 2.4): at most max entries into the critical
+ * section per period; up to max_queue flows wait for a later period.
+ *
+ * A Throttle does not limit how many flows are inside at once, nor how
+ * long they stay.
  *
  * Periods are fixed windows on the loop's clock (futoin_loop_now):
  *  - When a flow is admitted and no window is open (none yet, or the last
@@ -132,11 +160,34 @@ FutoInSync* futoin_mutex_new(FutoInLoop* loop, uint32_t max, uint32_t max_queue)
  * windows may see up to 2 * max entries.
  * An admission counts as an entry even if the flow is cancelled before its
  * critical section starts (the place is not given back).
- * Spec defaults: period_ms = 1000, max_queue = unlimited.
- * Returns NULL when max or period_ms is 0. Out of memory: NULL; a flow's wait
- * record as for futoin_mutex_new(); a window timer that cannot be armed
- * (it admits the waiting flows) aborts the process with "futoin: out of
- * memory" through the log handler (stderr unless replaced). */
+ * Spec defaults: period_ms = 1000, max_queue = unlimited. Out of memory: a
+ * flow's wait record as for futoin_mutex_new(); a window timer that cannot
+ * be armed (it admits the waiting flows) aborts the process with "futoin:
+ * out of memory" through the log handler (stderr unless replaced).
+ * @param loop       the loop whose flows use it: its clock and timers
+ *                   measure the windows (not NULL)
+ * @param max        entries per window, 1..UINT32_MAX (0: NULL)
+ * @param period_ms  the window's length in ms (0: NULL)
+ * @param max_queue  flows waiting for a later window: FUTOIN_SYNC_UNLIMITED
+ *                   (no limit, the spec's default), or a limit (0: a flow
+ *                   over the rate is rejected at once)
+ * @return the Throttle, or NULL when loop is NULL, max or period_ms is 0,
+ *         or out of memory
+ * @par Rejections skip the critical section's error handler
+ * A flow that the object refuses (DefenseRejected when the queue is full;
+ * InternalError "sync object: out of memory" when its wait record cannot
+ * be had) never entered the critical section, so the eh given to
+ * futoin_add_sync() is not called: the error goes to the handlers of the
+ * steps around the sync step. Catch DefenseRejected there (the example at
+ * futoin_add_sync()).
+ * @par Ownership
+ * The caller owns the object and frees it with futoin_sync_free() once no
+ * flow uses it (FUTOIN_SYNC_BUSY before that), before the loop.
+ * @par Thread
+ * The loop's thread: the object belongs to the loop, and it, its sync
+ * steps and futoin_sync_free()/futoin_sync_stats() are used on that thread
+ * only (the *_new_shared() variants are for flows on several loops).
+ */
 FutoInSync* futoin_throttle_new(FutoInLoop* loop, uint32_t max, uint32_t period_ms,
         uint32_t max_queue);
 
@@ -147,9 +198,11 @@ FutoInSync* futoin_throttle_new(FutoInLoop* loop, uint32_t max, uint32_t period_
 typedef struct FutoInLimiterOptions {
     uint32_t concurrent; /**< flows inside at once (Mutex max); default 1 */
     uint32_t max_queue;  /**< flows waiting for concurrency; default 0 */
-    uint32_t rate;       /**< entries per period (Throttle max); default 1 */
-    uint32_t period_ms;  /**< rate window length; default 1000 */
-    uint32_t burst;      /**< flows waiting for the rate (Throttle max_queue); default 0 */
+    /** entries per period (Throttle max); default 1; FUTOIN_SYNC_UNLIMITED:
+     * no rate limit, the Limiter then limits concurrency only */
+    uint32_t rate;
+    uint32_t period_ms; /**< rate window length; default 1000 */
+    uint32_t burst;     /**< flows waiting for the rate (Throttle max_queue); default 0 */
 } FutoInLimiterOptions;
 
 /** The spec's defaults, as an initializer: {1, 0, 1, 1000, 0}. */
@@ -158,30 +211,86 @@ typedef struct FutoInLimiterOptions {
         1u, 0u, 1u, 1000u, 0u                                                                      \
     }
 
-/** Fills *opts with the spec's defaults. */
+/**
+ * @brief Fills *opts with the spec's defaults, {1, 0, 1, 1000, 0}
+ * (FUTOIN_LIMITER_OPTIONS_INIT).
+ * @param opts  the options to fill (not NULL)
+ * @par Ownership
+ * *opts is the caller's memory.
+ * @par Thread
+ * Any thread.
+ */
 void futoin_limiter_options_init(FutoInLimiterOptions* opts);
 
-/** A Mutex(concurrent, max_queue) and a Throttle(rate, period_ms, burst)
- * combined, the Throttle nested inside the Mutex: a flow first takes one of
- * the concurrent slots (waiting in the max_queue FIFO or rejected when it
- * is full), then, holding the slot, passes the rate limit (waiting in the
- * burst FIFO or rejected when it is full, which frees the slot again), then
- * runs the critical section and frees the slot when it leaves. Rate windows
- * behave as described for the Throttle. With the defaults, a second flow is
- * rejected while one is inside, and a second entry within the same second
- * is rejected too.
- * opts NULL means all defaults. Returns NULL when concurrent, rate or
- * period_ms is 0. Out of memory: as futoin_mutex_new() and
- * futoin_throttle_new(). */
+/**
+ * @brief A Limiter (spec 1.11.7, 2.5): a Mutex(concurrent, max_queue) and a
+ * Throttle(rate, period_ms, burst) combined, the Throttle nested inside the
+ * Mutex.
+ *
+ * A flow first takes one of the concurrent slots (waiting in the max_queue
+ * FIFO or rejected when it is full), then, holding the slot, passes the
+ * rate limit (waiting in the burst FIFO or rejected when it is full, which
+ * frees the slot again), then runs the critical section and frees the slot
+ * when it leaves. Rate windows behave as described for the Throttle. With
+ * the defaults, a second flow is rejected while one is inside, and a
+ * second entry within the same second is rejected too.
+ *
+ * **The rate limit is always on.** Its default is the spec's 1 entry per
+ * 1000 ms, so a Limiter meant to bound concurrency only, like a Mutex with
+ * a bounded queue, must set rate = FUTOIN_SYNC_UNLIMITED:
+ * @code
+ * FutoInLimiterOptions o = FUTOIN_LIMITER_OPTIONS_INIT;
+ * o.concurrent = 8;                  // at most 8 inside
+ * o.max_queue = 100;                 // 100 more wait, then DefenseRejected
+ * o.rate = FUTOIN_SYNC_UNLIMITED;    // no rate limit: concurrency only
+ * FutoInSync* lim = futoin_limiter_new(loop, &o);
+ * @endcode
+ * Left at 1, the second flow of every second would be rejected (burst 0)
+ * however few flows are inside. Likewise concurrent = FUTOIN_SYNC_UNLIMITED
+ * leaves a rate limit only.
+ *
+ * Out of memory: as futoin_mutex_new() and futoin_throttle_new().
+ * @param loop  the loop whose flows use it: its clock and timers measure
+ *              the rate windows (not NULL)
+ * @param opts  the limits (FutoInLimiterOptions; NULL: all defaults);
+ *              copied
+ * @return the Limiter, or NULL when loop is NULL, concurrent, rate or
+ *         period_ms is 0, or out of memory
+ * @par Rejections skip the critical section's error handler
+ * A flow that the object refuses (DefenseRejected when the concurrency queue
+ * (max_queue) or the burst queue (burst) is full; InternalError "sync object:
+ * out of memory" when its wait record cannot be had) never entered the
+ * critical section, so the eh given to futoin_add_sync() is not called: the
+ * error goes to the handlers of the steps around the sync step. Catch
+ * DefenseRejected there (the example at futoin_add_sync()).
+ * @par Ownership
+ * The caller owns the object and frees it with futoin_sync_free() once no
+ * flow uses it (FUTOIN_SYNC_BUSY before that), before the loop.
+ * @par Thread
+ * The loop's thread: the object belongs to the loop, and it, its sync
+ * steps and futoin_sync_free()/futoin_sync_stats() are used on that thread
+ * only (the *_new_shared() variants are for flows on several loops).
+ */
 FutoInSync* futoin_limiter_new(FutoInLoop* loop, const FutoInLimiterOptions* opts);
 
 /* ------------------------------------------------------------------------ */
 /* Common                                                                     */
 
-/** Frees a Mutex, Throttle or Limiter. Returns FUTOIN_SYNC_OK (also for
- * NULL), FUTOIN_SYNC_BUSY while any flow is inside, admitted, queued or in
- * the middle of lock() (the object is left intact and keeps working), or
- * FUTOIN_SYNC_INVALID for an object of another kind (left alone). */
+/**
+ * @brief Frees a Mutex, Throttle or Limiter (plain or shared).
+ * @param sync  the object (NULL: FUTOIN_SYNC_OK)
+ * @return FUTOIN_SYNC_OK when freed (also for NULL); FUTOIN_SYNC_BUSY while
+ *         any flow is inside, admitted, queued or in the middle of lock(),
+ *         and for a shared object while a cancelled window timer is still
+ *         finishing (the object is left intact and keeps working: free it
+ *         later); FUTOIN_SYNC_INVALID for an object of another kind (left
+ *         alone)
+ * @par Ownership
+ * On FUTOIN_SYNC_OK the object and its queue nodes are released; else it
+ * stays the caller's.
+ * @par Thread
+ * A plain object: its loop's thread. A shared object: any thread.
+ */
 int futoin_sync_free(FutoInSync* sync);
 
 /* ------------------------------------------------------------------------ */
@@ -206,12 +315,51 @@ int futoin_sync_free(FutoInSync* sync);
  *    window timer is still finishing on its loop: retry later.
  * Free them with futoin_sync_free() once no flow uses them. */
 /** @{ */
-/** A shared Mutex: futoin_mutex_new() for flows on any loops (out of
- * memory: the same outcomes, as for the two below). */
+/**
+ * @brief A shared Mutex: futoin_mutex_new() for flows on any loops.
+ * @param max        as futoin_mutex_new()
+ * @param max_queue  as futoin_mutex_new()
+ * @return the Mutex, or NULL when max is 0 or out of memory
+ *
+ * Rejections skip the critical section's error handler, as for
+ * futoin_mutex_new().
+ * @par Ownership
+ * The caller owns it and frees it with futoin_sync_free() once no flow on
+ * any loop uses it.
+ * @par Thread
+ * Any thread; its sync steps may run on any loops of this library.
+ */
 FutoInSync* futoin_mutex_new_shared(uint32_t max, uint32_t max_queue);
-/** A shared Throttle: futoin_throttle_new() for flows on any loops. */
+/**
+ * @brief A shared Throttle: futoin_throttle_new() for flows on any loops,
+ * with windows on CLOCK_MONOTONIC (use real-clock loops).
+ * @param max        as futoin_throttle_new()
+ * @param period_ms  as futoin_throttle_new()
+ * @param max_queue  as futoin_throttle_new()
+ * @return the Throttle, or NULL when max or period_ms is 0 or out of memory
+ *
+ * Rejections skip the critical section's error handler, as for
+ * futoin_throttle_new().
+ * @par Ownership
+ * As futoin_mutex_new_shared().
+ * @par Thread
+ * Any thread; its sync steps may run on any loops of this library.
+ */
 FutoInSync* futoin_throttle_new_shared(uint32_t max, uint32_t period_ms, uint32_t max_queue);
-/** A shared Limiter: futoin_limiter_new() for flows on any loops. */
+/**
+ * @brief A shared Limiter: futoin_limiter_new() for flows on any loops, with
+ * windows on CLOCK_MONOTONIC (use real-clock loops).
+ *
+ * As for futoin_limiter_new(), set rate = FUTOIN_SYNC_UNLIMITED to limit
+ * concurrency only; rejections skip the critical section's error handler.
+ * @param opts  as futoin_limiter_new() (NULL: all defaults); copied
+ * @return the Limiter, or NULL when concurrent, rate or period_ms is 0 or
+ *         out of memory
+ * @par Ownership
+ * As futoin_mutex_new_shared().
+ * @par Thread
+ * Any thread; its sync steps may run on any loops of this library.
+ */
 FutoInSync* futoin_limiter_new_shared(const FutoInLimiterOptions* opts);
 /** @} */
 
@@ -233,8 +381,18 @@ typedef struct FutoInSyncStats {
     uint32_t nodes_allocated;
 } FutoInSyncStats;
 
-/** Fills *out. Returns FUTOIN_SYNC_OK, or FUTOIN_SYNC_INVALID (out zeroed)
- * for NULL or an object of another kind. */
+/**
+ * @brief A snapshot of an object's state.
+ * @param sync  a Mutex, Throttle or Limiter of this library
+ * @param out   receives the snapshot (not NULL)
+ * @return FUTOIN_SYNC_OK, or FUTOIN_SYNC_INVALID (out zeroed) for NULL or
+ *         an object of another kind
+ * @par Ownership
+ * *out is the caller's memory; the object is left as it is.
+ * @par Thread
+ * A plain object: its loop's thread. A shared object: any thread (taken
+ * under its lock: consistent, but old as soon as it is returned).
+ */
 int futoin_sync_stats(const FutoInSync* sync, FutoInSyncStats* out);
 
 #ifdef __cplusplus

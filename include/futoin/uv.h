@@ -123,7 +123,7 @@
  * InternalError "EINVAL: <function>: <parameter> <value> out of range ..."
  * (no I/O, no reference taken, nothing copied).
  *
- * Errors: docs/ERRORS.md.
+ * Errors: @ref md_ERRORS "docs/ERRORS.md".
  */
 #ifndef FUTOIN_UV_H
 #define FUTOIN_UV_H
@@ -154,44 +154,110 @@ typedef struct FutoInUvServer FutoInUvServer;
 /* ------------------------------------------------------------------------ */
 /* Backend                                                                   */
 
-/** A new backend on uv_loop (NULL: the backend creates and owns a loop).
- * Creates the FutoInLoop too. Returns NULL on failure. Out of memory: NULL
- * (libuv itself aborts when it cannot allocate some of its own structures:
- * its loop's watcher array, its thread pool).
+/**
+ * @brief A new backend: a FutoInLoop driven by a libuv loop.
  *
- * Out of memory in a step of this backend (connect, accept, read, write,
- * shutdown, close): the step fails with InternalError and an error_info that ends in
- * ": out of memory" (e.g. "ENOMEM: read: out of memory"), never with a
- * CommError or ConnectError. */
+ * Creates the FutoInLoop too (futoin_uv_loop()). Out of memory: NULL
+ * (libuv itself aborts when it cannot allocate some of its own structures:
+ * its loop's watcher array, its thread pool). Out of memory in a step of
+ * this backend (connect, accept, read, write, shutdown, close): the step
+ * fails with InternalError and an error_info that ends in ": out of
+ * memory" (e.g. "ENOMEM: read: out of memory"), never with a CommError or
+ * ConnectError.
+ * @param uv_loop  your libuv loop, or NULL: the backend creates and owns
+ *                 one
+ * @return the backend, or NULL on failure (out of memory, a libuv handle
+ *         that cannot be made)
+ * @par Ownership
+ * The caller owns the backend and frees it with futoin_uv_free(). A loop
+ * given as uv_loop stays yours (keep it alive until after futoin_uv_free()
+ * and the run that follows it); an owned one goes with the backend.
+ * @par Thread
+ * The thread that runs the libuv loop; it becomes the FutoInLoop's thread.
+ */
 FutoInUv* futoin_uv_new(uv_loop_t* uv_loop);
 
-/** Frees the backend and its FutoInLoop. Every AsyncSteps root of the loop
- * must be freed and every stream and server released before. With an owned
- * uv_loop_t, the loop is run until the handles are closed and then closed;
- * with a loop of yours, the memory is released from close callbacks: run
- * your loop once more before uv_loop_close(). An owned loop that still has
- * handles open (streams or servers not released, handles of yours) gets
- * them closed, with a FUTOIN_LOG_WARNING line "futoin_uv_free: libuv
- * handles still open (streams or servers not released)" to the log handler
- * (futoin_set_log_handler()); the memory of our objects among them is lost. */
+/**
+ * @brief Frees the backend and its FutoInLoop.
+ *
+ * Every AsyncSteps root of the loop must be freed and every stream and
+ * server released before. With an owned uv_loop_t, the loop is run until
+ * the handles are closed and then closed; with a loop of yours, the memory
+ * is released from close callbacks: run your loop once more before
+ * uv_loop_close(). An owned loop that still has handles open (streams or
+ * servers not released, handles of yours) gets them closed, with a
+ * FUTOIN_LOG_WARNING line "futoin_uv_free: libuv handles still open
+ * (streams or servers not released)" to the log handler
+ * (futoin_set_log_handler()); the memory of our objects among them is lost.
+ * @param uv  the backend (NULL: nothing happens)
+ * @par Ownership
+ * Releases the backend, its FutoInLoop and (when owned) its libuv loop.
+ * @par Thread
+ * The backend's loop thread, outside its callbacks (not while
+ * futoin_uv_run() or your uv_run() runs).
+ */
 void futoin_uv_free(FutoInUv* uv);
 
-/** The AsyncTool loop to create roots on (NULL if uv is NULL). */
+/**
+ * @brief The AsyncTool loop to create roots on.
+ * @param uv  the backend
+ * @return its FutoInLoop (owned by the backend), NULL if uv is NULL
+ * @par Ownership
+ * Borrowed: the backend owns the loop (futoin_uv_free() frees it).
+ * @par Thread
+ * Any thread (what may be done with the loop: <futoin/asynctool.h>).
+ */
 FutoInLoop* futoin_uv_loop(const FutoInUv* uv);
-/** The libuv loop (NULL if uv is NULL). */
+/**
+ * @brief The libuv loop.
+ * @param uv  the backend
+ * @return the uv_loop_t it runs on (yours, or its own), NULL if uv is NULL
+ * @par Ownership
+ * Borrowed: your loop if you gave one to futoin_uv_new(), else the backend's.
+ * @par Thread
+ * Any thread (libuv's rules apply to what you do with it).
+ */
 uv_loop_t* futoin_uv_uv_loop(const FutoInUv* uv);
-/** The backend driving loop, or NULL if loop is not driven by a FutoInUv. */
+/**
+ * @brief The backend driving a loop.
+ * @param loop  a FutoInLoop
+ * @return the backend, or NULL if loop is not driven by a FutoInUv
+ * @par Ownership
+ * Borrowed: the backend stays its owner's.
+ * @par Thread
+ * The loop's thread.
+ */
 FutoInUv* futoin_uv_of_loop(FutoInLoop* loop);
-/** The backend behind an AsyncSteps interface of this library, or NULL. */
+/**
+ * @brief The backend behind an AsyncSteps interface of this library.
+ * @param as  a root or a branch
+ * @return the backend of its loop, or NULL (another implementation's
+ *         object, or a loop that no FutoInUv drives)
+ * @par Ownership
+ * Borrowed: the backend stays its owner's.
+ * @par Thread
+ * The loop's thread.
+ */
 FutoInUv* futoin_uv_of(FutoInAsyncSteps* as);
 
-/** uv_run(UV_RUN_DEFAULT): returns when neither libuv nor the AsyncTool have
- * anything left to do, or after uv_stop(). Returns uv_run()'s result, or
- * UV_EINVAL if uv is NULL, or UV_EBUSY (with a FUTOIN_LOG_MISUSE line to
- * the log handler, futoin_set_log_handler(); nothing run) when called from
- * inside a callback of that loop: a step, a handler
- * or a libuv callback while futoin_uv_run() or the AsyncTool's round runs
- * (libuv's loop is not reentrant). */
+/**
+ * @brief Runs the backend: uv_run(UV_RUN_DEFAULT), which returns when
+ * neither libuv nor the AsyncTool have anything left to do, or after
+ * uv_stop().
+ * @param uv  the backend
+ * @return uv_run()'s result; UV_EINVAL if uv is NULL; UV_EBUSY (with a
+ *         FUTOIN_LOG_MISUSE line to the log handler,
+ *         futoin_set_log_handler(); nothing run) when called from inside a
+ *         callback of that loop: a step, a handler or a libuv callback
+ *         while futoin_uv_run() or the AsyncTool's round runs (libuv's loop
+ *         is not reentrant)
+ * @par Ownership
+ * Nothing passes to the caller; the steps and callbacks that run release what
+ * they own.
+ * @par Thread
+ * The backend's loop thread (the one that called futoin_uv_new()). Steps and
+ * libuv callbacks run inside the call.
+ */
 int futoin_uv_run(FutoInUv* uv);
 
 /* ------------------------------------------------------------------------ */
@@ -203,45 +269,131 @@ extern const FutoInType futoin_uv_stream_type;
 /** Type descriptor of server values, as futoin_uv_stream_type is of streams. */
 extern const FutoInType futoin_uv_server_type;
 
-/** Argument i as a stream / server (borrowed: valid during the callback),
- * or NULL if it is not one. */
+/**
+ * @brief Argument i as a stream (a value of futoin_uv_stream_type).
+ * @param args  the arguments a step received (may be NULL)
+ * @param i     the index, 0..3
+ * @return the stream, or NULL if argument i is not one
+ * @par Ownership
+ * Borrowed: the value's reference is dropped when the step returns; take
+ * one with futoin_uv_stream_ref() to keep the stream.
+ * @par Thread
+ * The backend's loop thread (the one that called futoin_uv_new()).
+ */
 FutoInUvStream* futoin_uv_arg_stream(const FutoInArgs* args, int i);
-/** Argument i as a server (borrowed), or NULL: see futoin_uv_arg_stream(). */
+/**
+ * @brief Argument i as a server (a value of futoin_uv_server_type).
+ * @param args  the arguments a step received (may be NULL)
+ * @param i     the index, 0..3
+ * @return the server, or NULL if argument i is not one
+ * @par Ownership
+ * Borrowed, as for futoin_uv_arg_stream(); keep it with
+ * futoin_uv_server_ref().
+ * @par Thread
+ * The backend's loop thread (the one that called futoin_uv_new()).
+ */
 FutoInUvServer* futoin_uv_arg_server(const FutoInArgs* args, int i);
 
-/** Data read from a stream or a file: FTN_TYPE_STRING (lines, delimited
- * reads) or FTN_TYPE_UINT8 | FTN_TYPE_ARRAY (exact reads, files), both with
- * .length in bytes and a terminating NUL after the data (not counted), so
- * futoin_arg_cstr() works for text. Returns a borrowed pointer to argument
- * i's bytes and stores the length in *len (if not NULL); NULL (length 0) if
- * argument i is not such a value. */
+/**
+ * @brief The bytes of data read from a stream or a file.
+ *
+ * Such a value is FTN_TYPE_STRING (lines, delimited reads) or
+ * FTN_TYPE_UINT8 | FTN_TYPE_ARRAY (exact reads, files), both with .length
+ * in bytes and a terminating NUL after the data (not counted), so
+ * futoin_arg_cstr() works for text.
+ * @param args  the arguments a step received (may be NULL)
+ * @param i     the index, 0..3
+ * @param len   receives the length in bytes (0 when NULL is returned); may
+ *              be NULL
+ * @return a pointer to argument i's bytes, or NULL if argument i is not
+ *         such a value
+ * @par Ownership
+ * Borrowed: the engine frees the bytes when the step returns. Copy what
+ * you keep.
+ * @par Thread
+ * Any thread that may read args (a step: the loop's thread).
+ */
 const char* futoin_uv_arg_bytes(const FutoInArgs* args, int i, size_t* len);
 
 /* ------------------------------------------------------------------------ */
 /* TCP streams                                                               */
 
-/** Reference counting: the result value of connect/accept holds one
+/**
+ * @brief Takes a reference to a stream.
+ *
+ * Reference counting: the result value of connect/accept holds one
  * reference, dropped when the receiving step returns; take your own to keep
- * the stream. Queued steps that use a stream hold one too. When the last
- * reference goes, the connection is closed (uv_close) and a pending read or
- * accept elsewhere fails with CommError "ECANCELED: closed"; memory is
- * released from libuv's close callback.
- * ref returns s (NULL for NULL); release of NULL does nothing. */
+ * the stream. Steps that use a stream hold one too, from when they are
+ * added until the step that added them ends (futoin_uv_close() takes over
+ * the caller's instead). When the last reference goes, the connection is
+ * closed (uv_close) and a pending read or accept elsewhere fails with
+ * CommError "ECANCELED: closed"; memory is released from libuv's close
+ * callback.
+ * @param s  the stream (NULL: NULL)
+ * @return s
+ * @par Ownership
+ * The caller owes one futoin_uv_stream_release() (or a futoin_uv_close()
+ * step) for it.
+ * @par Thread
+ * The backend's loop thread (the one that called futoin_uv_new()).
+ */
 FutoInUvStream* futoin_uv_stream_ref(FutoInUvStream* s);
-/** Drops one reference (see futoin_uv_stream_ref()); NULL does nothing. */
+/**
+ * @brief Drops one reference (see futoin_uv_stream_ref()); the last one
+ * closes the connection.
+ * @param s  the stream (NULL: nothing happens)
+ * @par Ownership
+ * Ends one reference of the caller's; s must not be used afterwards unless
+ * the caller holds another.
+ * @par Thread
+ * The backend's loop thread (the one that called futoin_uv_new()).
+ */
 void futoin_uv_stream_release(FutoInUvStream* s);
-/** The libuv handle, e.g. for uv_tcp_nodelay() or uv_tcp_getpeername();
- * NULL if s is NULL. */
+/**
+ * @brief The libuv handle, e.g. for uv_tcp_nodelay() or uv_tcp_getpeername().
+ * @param s  the stream
+ * @return its uv_tcp_t, NULL if s is NULL
+ * @par Ownership
+ * Borrowed: the stream owns the handle; never close it yourself
+ * (futoin_uv_stream_close()), and do not start or stop reading on it.
+ * @par Thread
+ * The backend's loop thread (the one that called futoin_uv_new()).
+ */
 uv_tcp_t* futoin_uv_stream_handle(FutoInUvStream* s);
-/** Bytes received but not yet consumed by a read step (0 if s is NULL). */
+/**
+ * @brief The bytes received but not yet consumed by a read step.
+ * @param s  the stream
+ * @return their number (0 if s is NULL)
+ * @par Ownership
+ * Reads only.
+ * @par Thread
+ * The backend's loop thread (the one that called futoin_uv_new()).
+ */
 size_t futoin_uv_stream_buffered(const FutoInUvStream* s);
-/** Closes the stream now (uv_close) without waiting and without dropping a
- * reference: a pending read fails with CommError "ECANCELED: read: stream
- * closed", queued writes are dropped, later steps on it fail. NULL: does
- * nothing. */
+/**
+ * @brief Closes the stream now (uv_close), without waiting and without
+ * dropping a reference.
+ *
+ * A pending read fails with CommError "ECANCELED: read: stream closed",
+ * queued writes are dropped, later steps on it fail.
+ * @param s  the stream (NULL: nothing happens)
+ * @par Ownership
+ * References stay as they are: each holder still releases its own (the
+ * memory goes with the last one).
+ * @par Thread
+ * The backend's loop thread (the one that called futoin_uv_new()).
+ */
 void futoin_uv_stream_close(FutoInUvStream* s);
-/** 0 once the stream is closed (by futoin_uv_close(), futoin_uv_stream_close()
- * or the last release), and for NULL. */
+/**
+ * @brief Whether the stream is open.
+ * @param s  the stream
+ * @return 1 while it is open; 0 once it is closed (by futoin_uv_close(),
+ *         futoin_uv_stream_close() or the last release), and for NULL
+ * @par Ownership
+ * Reads only.
+ * @par Thread
+ * The backend's loop thread (the one that called futoin_uv_new()).
+ */
 int futoin_uv_stream_is_open(const FutoInUvStream* s);
 
 /**
@@ -253,6 +405,10 @@ int futoin_uv_stream_is_open(const FutoInUvStream* s);
  * @param s the stream
  * @return a string owned by the stream (valid while it lives); "" for NULL
  *         or when the peer is unknown (the connection is gone already)
+ * @par Ownership
+ * The string is the stream's (see the return value).
+ * @par Thread
+ * The backend's loop thread (the one that called futoin_uv_new()).
  */
 const char* futoin_uv_stream_peer(FutoInUvStream* s);
 
@@ -264,6 +420,10 @@ const char* futoin_uv_stream_peer(FutoInUvStream* s);
  *         step on s starts or a libuv callback of s runs; NULL when nothing is
  *         buffered. Nothing is consumed: e.g. after a delimited read failed with
  *         ENOBUFS, look at what the peer sent to choose a status code.
+ * @par Ownership
+ * The bytes are the stream's (see the return value); nothing is consumed.
+ * @par Thread
+ * The backend's loop thread (the one that called futoin_uv_new()).
  */
 const char* futoin_uv_stream_peek(const FutoInUvStream* s, size_t* len);
 
@@ -278,6 +438,10 @@ const char* futoin_uv_stream_peek(const FutoInUvStream* s, size_t* len);
  * @param s     the stream (NULL: nothing happens)
  * @param bytes the read-ahead limit; the default is 256 KiB; 0 stops reading
  *              as soon as something is buffered and no read step waits
+ * @par Ownership
+ * A setting of the stream; nothing passes.
+ * @par Thread
+ * The backend's loop thread (the one that called futoin_uv_new()).
  */
 void futoin_uv_stream_set_read_ahead(FutoInUvStream* s, size_t bytes);
 
@@ -307,25 +471,83 @@ typedef struct FutoInUvBudget FutoInUvBudget;
  * @brief A new budget of @p limit bytes with one reference.
  * @param limit the most bytes charged at once (0: nothing beyond the free bytes)
  * @return the budget, or NULL when out of memory
+ * @par Ownership
+ * The caller holds the one reference: futoin_uv_budget_release() when done.
+ * Streams given the budget hold references of their own.
+ * @par Thread
+ * Any thread (atomic).
  */
 FutoInUvBudget* futoin_uv_budget_new(size_t limit);
-/** @brief Takes a reference (any thread). @return b (NULL for NULL) */
+/**
+ * @brief Takes a reference.
+ * @param b  the budget (NULL: NULL)
+ * @return b
+ * @par Ownership
+ * The caller owes one futoin_uv_budget_release() for it.
+ * @par Thread
+ * Any thread (atomic).
+ */
 FutoInUvBudget* futoin_uv_budget_ref(FutoInUvBudget* b);
-/** @brief Drops a reference (any thread); the last one frees the budget. NULL: nothing. */
+/**
+ * @brief Drops a reference; the last one frees the budget.
+ * @param b  the budget (NULL: nothing happens)
+ * @par Ownership
+ * Ends one reference of the caller's.
+ * @par Thread
+ * Any thread (atomic).
+ */
 void futoin_uv_budget_release(FutoInUvBudget* b);
 /**
- * @brief Charges @p n bytes if they fit (any thread).
+ * @brief Charges @p n bytes if they fit.
+ * @param b  the budget
+ * @param n  the bytes to charge
  * @return 0 when charged, -1 when used + n would exceed the limit (counted as
  *         a refusal; nothing charged) or b is NULL
+ * @par Ownership
+ * A charge is the caller's until given back with futoin_uv_budget_give().
+ * @par Thread
+ * Any thread (atomic).
  */
 int futoin_uv_budget_take(FutoInUvBudget* b, size_t n);
-/** @brief Returns @p n bytes charged by futoin_uv_budget_take() (any thread). */
+/**
+ * @brief Returns @p n bytes charged by futoin_uv_budget_take().
+ * @param b  the budget (NULL: nothing happens)
+ * @param n  the bytes to give back (at most what was charged)
+ * @par Ownership
+ * Ends the caller's charge of n bytes.
+ * @par Thread
+ * Any thread (atomic).
+ */
 void futoin_uv_budget_give(FutoInUvBudget* b, size_t n);
-/** @brief Bytes charged now (0 for NULL). */
+/**
+ * @brief The bytes charged now.
+ * @param b  the budget
+ * @return the bytes charged (0 for NULL)
+ * @par Ownership
+ * Reads only.
+ * @par Thread
+ * Any thread (atomic).
+ */
 size_t futoin_uv_budget_used(const FutoInUvBudget* b);
-/** @brief The limit given to futoin_uv_budget_new() (0 for NULL). */
+/**
+ * @brief The limit given to futoin_uv_budget_new().
+ * @param b  the budget
+ * @return the limit (0 for NULL)
+ * @par Ownership
+ * Reads only.
+ * @par Thread
+ * Any thread (atomic).
+ */
 size_t futoin_uv_budget_limit(const FutoInUvBudget* b);
-/** @brief How many charges were refused so far (0 for NULL). */
+/**
+ * @brief How many charges were refused so far.
+ * @param b  the budget
+ * @return the count (0 for NULL)
+ * @par Ownership
+ * Reads only.
+ * @par Thread
+ * Any thread (atomic).
+ */
 unsigned long futoin_uv_budget_refusals(const FutoInUvBudget* b);
 
 /**
@@ -336,34 +558,103 @@ unsigned long futoin_uv_budget_refusals(const FutoInUvBudget* b);
  * stream holds a reference to @p b until it is destroyed.
  * @param s the stream (NULL: nothing happens)
  * @param b the budget, or NULL for none (the default)
+ * @par Ownership
+ * The stream takes a reference of its own: the caller's stays the caller's.
+ * @par Thread
+ * The backend's loop thread (the one that called futoin_uv_new()).
  */
 void futoin_uv_stream_set_budget(FutoInUvStream* s, FutoInUvBudget* b);
 
-/** Step: connects to host:port. host is a numeric IPv4/IPv6 address or a
- * name (resolved like futoin_uv_resolve(), so a connect given up while it
- * resolves lets go of the lookup at once; each address is tried in turn);
- * not NULL. port: 1..65535. Success: arg0 = stream (futoin_uv_stream_type). Errors:
- * ConnectError. */
+/**
+ * @brief Step: connects to host:port.
+ *
+ * A name is resolved like futoin_uv_resolve(), so a connect given up while
+ * it resolves lets go of the lookup at once; each address is tried in
+ * turn. Success: arg0 = the stream (futoin_uv_stream_type). Errors:
+ * ConnectError ("ECONNREFUSED: connect 127.0.0.1:1", ...).
+ * @param as    the flow
+ * @param host  a numeric IPv4/IPv6 address or a name (not NULL); copied
+ * @param port  1..65535
+ * @par Ownership
+ * The stream value holds one reference, dropped when the next step
+ * returns: take one (futoin_uv_stream_ref()) to keep the connection.
+ * @par Thread
+ * The backend's loop thread, where futoin_add() is allowed: inside an
+ * execute callback or error handler of the flow as, or on a root that was
+ * not executed yet.
+ */
 void futoin_uv_tcp_connect(FutoInAsyncSteps* as, const char* host, unsigned port);
 
-/** Step: reads one line ending in "\n" (at most max_len bytes including the
- * terminator; 0: 64 KiB; max_len <= UINT32_MAX). Success: arg0 = the line as FTN_TYPE_STRING
- * without "\n" or "\r\n". Errors: CommError ("EOF: read: connection closed
- * by peer" when the peer closed before a full line, "ENOBUFS: read: line
- * longer than N bytes" when the line with its terminator would exceed
- * max_len, N being max_len or its default). */
+/**
+ * @brief Step: reads one line ending in "\n".
+ *
+ * Success: arg0 = the line as FTN_TYPE_STRING without "\n" or "\r\n".
+ * Errors: CommError ("EOF: read: connection closed by peer" when the peer
+ * closed before a full line, "ENOBUFS: read: line longer than N bytes"
+ * when the line with its terminator would exceed max_len, N being max_len
+ * or its default).
+ * @param as       the flow
+ * @param s        the stream (not NULL)
+ * @param max_len  the most bytes, terminator included: 0..UINT32_MAX; 0:
+ *                 64 KiB
+ * @par Ownership
+ * The step takes a reference to s when it is added, so the caller may
+ * release its own right after; it is dropped when the step that added it
+ * ends (its parameters live in that step's stack() memory).
+ * The data read is the next step's value: borrowed by that step, freed by
+ * the engine when it returns.
+ * @par Thread
+ * The backend's loop thread, where futoin_add() is allowed: inside an
+ * execute callback or error handler of the flow as, or on a root that was
+ * not executed yet.
+ */
 void futoin_uv_read_line(FutoInAsyncSteps* as, FutoInUvStream* s, size_t max_len);
 
-/** Step: reads up to and including the first occurrence of delim (at most
- * max_len bytes; 0: 64 KiB; max_len <= UINT32_MAX). Success: arg0 = FTN_TYPE_STRING including
- * delim. E.g. delim "\r\n\r\n" reads an HTTP head in one step. delim NULL
- * or "": "\n". Errors: like futoin_uv_read_line(), but the limit is
- * "ENOBUFS: read: delimiter not found within N bytes". */
+/**
+ * @brief Step: reads up to and including the first occurrence of delim.
+ *
+ * Success: arg0 = FTN_TYPE_STRING including delim. E.g. delim "\r\n\r\n"
+ * reads an HTTP head in one step. Errors: like futoin_uv_read_line(), but
+ * the limit is "ENOBUFS: read: delimiter not found within N bytes".
+ * @param as       the flow
+ * @param s        the stream (not NULL)
+ * @param delim    the delimiter (NULL or "": "\n"); copied
+ * @param max_len  the most bytes, delimiter included: 0..UINT32_MAX; 0:
+ *                 64 KiB
+ * @par Ownership
+ * The step takes a reference to s when it is added, so the caller may
+ * release its own right after; it is dropped when the step that added it
+ * ends (its parameters live in that step's stack() memory).
+ * The data read is the next step's value: borrowed by that step, freed by
+ * the engine when it returns.
+ * @par Thread
+ * The backend's loop thread, where futoin_add() is allowed: inside an
+ * execute callback or error handler of the flow as, or on a root that was
+ * not executed yet.
+ */
 void futoin_uv_read_until(FutoInAsyncSteps* as, FutoInUvStream* s, const char* delim,
         size_t max_len);
 
-/** Step: reads exactly n bytes (0..UINT32_MAX). Success: arg0 =
- * FTN_TYPE_UINT8 | FTN_TYPE_ARRAY of n bytes. */
+/**
+ * @brief Step: reads exactly n bytes.
+ *
+ * Success: arg0 = FTN_TYPE_UINT8 | FTN_TYPE_ARRAY of n bytes. Errors:
+ * CommError ("EOF: read: connection closed by peer" when the peer closed
+ * first).
+ * @param as  the flow
+ * @param s   the stream (not NULL)
+ * @param n   the number of bytes, 0..UINT32_MAX
+ * @par Ownership
+ * The step takes a reference to s when it is added, so the caller may
+ * release its own right after; it is dropped when the step that added it
+ * ends (its parameters live in that step's stack() memory).
+ * The data read is the next step's value: borrowed by that step, freed by
+ * the engine when it returns.
+ * @par Thread
+ * The backend's loop thread, where futoin_add() is allowed: inside an
+ * execute callback or error handler of the flow as, or on a root that was
+ * not executed yet.
+ */
 void futoin_uv_read_exact(FutoInAsyncSteps* as, FutoInUvStream* s, size_t n);
 
 /**
@@ -376,17 +667,60 @@ void futoin_uv_read_exact(FutoInAsyncSteps* as, FutoInUvStream* s, size_t n);
  * by peer" when the peer closed with nothing buffered).
  * @param as the flow
  * @param s  the stream (not NULL)
+ * @par Ownership
+ * The step takes a reference to s when it is added, so the caller may
+ * release its own right after; it is dropped when the step that added it
+ * ends (its parameters live in that step's stack() memory).
+ * @par Thread
+ * The backend's loop thread, where futoin_add() is allowed: inside an
+ * execute callback or error handler of the flow as, or on a root that was
+ * not executed yet.
  */
 void futoin_uv_read_wait(FutoInAsyncSteps* as, FutoInUvStream* s);
 
-/** Step: reads whatever is available, at least 1 and at most max bytes
- * (0: 64 KiB; max <= UINT32_MAX). Success: arg0 = FTN_TYPE_UINT8 | FTN_TYPE_ARRAY. */
+/**
+ * @brief Step: reads whatever is available, at least 1 byte.
+ *
+ * Success: arg0 = FTN_TYPE_UINT8 | FTN_TYPE_ARRAY. Errors: CommError ("EOF:
+ * read: connection closed by peer" when the peer closed with nothing
+ * buffered).
+ * @param as   the flow
+ * @param s    the stream (not NULL)
+ * @param max  the most bytes: 0..UINT32_MAX; 0: 64 KiB
+ * @par Ownership
+ * The step takes a reference to s when it is added, so the caller may
+ * release its own right after; it is dropped when the step that added it
+ * ends (its parameters live in that step's stack() memory).
+ * The data read is the next step's value: borrowed by that step, freed by
+ * the engine when it returns.
+ * @par Thread
+ * The backend's loop thread, where futoin_add() is allowed: inside an
+ * execute callback or error handler of the flow as, or on a root that was
+ * not executed yet.
+ */
 void futoin_uv_read_some(FutoInAsyncSteps* as, FutoInUvStream* s, size_t max);
 
-/** Step: writes len bytes (copied now; len 0..UINT32_MAX, data may be NULL
- * only with len 0). Succeeds with no result once libuv
- * has handed all bytes to the kernel (often at once, via uv_try_write).
- * A cancelled write may still be completed by libuv in the background. */
+/**
+ * @brief Step: writes len bytes.
+ *
+ * Succeeds with no result once libuv has handed all bytes to the kernel
+ * (often at once, via uv_try_write). A cancelled write may still be
+ * completed by libuv in the background. Errors: CommError ("EPIPE: write",
+ * ...).
+ * @param as    the flow
+ * @param s     the stream (not NULL)
+ * @param data  the bytes (NULL only with len 0); copied now
+ * @param len   how many, 0..UINT32_MAX
+ * @par Ownership
+ * The step takes a reference to s when it is added, so the caller may
+ * release its own right after; it is dropped when the step that added it
+ * ends (its parameters live in that step's stack() memory).
+ * data stays the caller's (the step has its copy).
+ * @par Thread
+ * The backend's loop thread, where futoin_add() is allowed: inside an
+ * execute callback or error handler of the flow as, or on a root that was
+ * not executed yet.
+ */
 void futoin_uv_write(FutoInAsyncSteps* as, FutoInUvStream* s, const void* data, size_t len);
 /**
  * @brief Writes what the kernel takes now, without a step and without waiting.
@@ -401,12 +735,28 @@ void futoin_uv_write(FutoInAsyncSteps* as, FutoInUvStream* s, const void* data, 
  * @return the number of bytes written (0..len: 0 when the kernel takes
  *         nothing now or writes are queued), or a negative libuv error
  *         (UV_EINVAL for NULL, UV_EBADF once the stream is closed, UV_EPIPE, ...)
+ * @par Ownership
+ * data is read during the call only.
+ * @par Thread
+ * The backend's loop thread (the one that called futoin_uv_new()).
  */
 long futoin_uv_try_write(FutoInUvStream* s, const void* data, size_t len);
 
-/** Like futoin_uv_write() without the copy: data must stay valid and
- * unchanged until the stream is closed (e.g. a string literal). Same
- * ranges as futoin_uv_write(). */
+/**
+ * @brief Step: futoin_uv_write() without the copy.
+ * @param as    the flow
+ * @param s     the stream (not NULL)
+ * @param data  the bytes (NULL only with len 0); not copied
+ * @param len   how many, 0..UINT32_MAX
+ * @par Ownership
+ * data stays the caller's and must stay valid and unchanged until the
+ * stream is closed (e.g. a string literal or a static table): a cancelled
+ * write may still be in libuv's hands. The stream as for futoin_uv_write().
+ * @par Thread
+ * The backend's loop thread, where futoin_add() is allowed: inside an
+ * execute callback or error handler of the flow as, or on a root that was
+ * not executed yet.
+ */
 void futoin_uv_write_static(FutoInAsyncSteps* as, FutoInUvStream* s, const void* data, size_t len);
 
 /**
@@ -421,24 +771,66 @@ void futoin_uv_write_static(FutoInAsyncSteps* as, FutoInUvStream* s, const void*
  * A cancelled shutdown still completes in the background.
  * @param as the flow
  * @param s  the stream (not NULL)
+ * @par Ownership
+ * The step takes a reference to s when it is added, so the caller may
+ * release its own right after; it is dropped when the step that added it
+ * ends (its parameters live in that step's stack() memory).
+ * @par Thread
+ * The backend's loop thread, where futoin_add() is allowed: inside an
+ * execute callback or error handler of the flow as, or on a root that was
+ * not executed yet.
  */
 void futoin_uv_shutdown(FutoInAsyncSteps* as, FutoInUvStream* s);
 
-/** Step: closes the stream (pending writes are flushed first with
- * uv_shutdown when graceful is non-zero) and drops the caller's reference
- * (like futoin_uv_stream_release()); succeeds when libuv has closed it. */
+/**
+ * @brief Step: closes the stream, taking over the caller's reference.
+ *
+ * When the step runs it closes the stream, whoever else holds references
+ * (pending writes are flushed first with uv_shutdown when graceful is
+ * non-zero; a pending read fails with CommError "ECANCELED: read: stream
+ * closed"), and it succeeds when libuv has closed it (at once when the
+ * stream was closed already). Errors: CommError "EBUSY: close: already
+ * being closed" when another close step is at it.
+ * @param as        the flow
+ * @param s         the stream (not NULL)
+ * @param graceful  non-zero: flush the queued writes first
+ * @par Ownership
+ * **The caller's reference passes to the step at the call**, whatever
+ * happens next: do not release it afterwards (that would drop a reference
+ * twice), and do not use s after the step unless you hold another
+ * reference. The step drops it when the step that called futoin_uv_close()
+ * ends: after the close step ran, or when it is dropped without running
+ * (an error or cancel first), so the stream is closed even then if that
+ * was the last reference. If the step cannot be added (as is NULL, or no
+ * memory: InternalError "close: out of memory"), the reference is dropped
+ * at once. A NULL s: InternalError, no reference touched.
+ * @par Thread
+ * The backend's loop thread, where futoin_add() is allowed: inside an
+ * execute callback or error handler of the flow as, or on a root that was
+ * not executed yet.
+ */
 void futoin_uv_close(FutoInAsyncSteps* as, FutoInUvStream* s, int graceful);
 
 /* ------------------------------------------------------------------------ */
 /* TCP servers                                                               */
 
-/** Binds and listens at once (not a step): returns a server with one
- * reference, or NULL and the libuv error in *uv_error (may be NULL).
- * host: a numeric IPv4/IPv6 address; NULL or "": 127.0.0.1.
- * port: 0..65535, 0 picks a free port (see futoin_uv_server_port()).
- * backlog: 1..INT_MAX (the kernel caps it at SOMAXCONN), 0: 511. A port or
- * backlog out of range, or a NULL uv: NULL with UV_EINVAL, nothing bound.
- * Out of memory: NULL with UV_ENOMEM. */
+/**
+ * @brief Binds and listens at once (not a step).
+ * @param uv        the backend (NULL: UV_EINVAL)
+ * @param host      a numeric IPv4/IPv6 address; NULL or "": 127.0.0.1
+ * @param port      0..65535; 0 picks a free port (futoin_uv_server_port())
+ * @param backlog   1..INT_MAX (the kernel caps it at SOMAXCONN); 0: 511
+ * @param uv_error  receives the libuv error on failure (may be NULL)
+ * @return the listening server with one reference, or NULL: out-of-range
+ *         port or backlog, or a NULL uv, give UV_EINVAL (nothing bound);
+ *         out of memory gives UV_ENOMEM; a failed bind or listen its libuv
+ *         error (UV_EADDRINUSE, ...)
+ * @par Ownership
+ * The caller holds the reference: futoin_uv_server_release() stops
+ * listening and frees the server (with the last reference).
+ * @par Thread
+ * The backend's loop thread (the one that called futoin_uv_new()).
+ */
 FutoInUvServer* futoin_uv_server_new(FutoInUv* uv, const char* host, unsigned port, int backlog,
         int* uv_error);
 /** Flags of futoin_uv_server_new_ex(). */
@@ -461,36 +853,124 @@ enum {
  * @param uv_error receives the libuv error on failure (may be NULL)
  * @return the listening server with one reference, or NULL (out of memory:
  *         NULL with UV_ENOMEM)
+ * @par Ownership
+ * As futoin_uv_server_new().
+ * @par Thread
+ * The backend's loop thread (the one that called futoin_uv_new()).
  */
 FutoInUvServer* futoin_uv_server_new_ex(FutoInUv* uv, const char* host, unsigned port, int backlog,
         unsigned flags, int* uv_error);
 
-/** Step form of futoin_uv_server_new() (same ranges and host; out of range:
- * InternalError): success arg0 = server (futoin_uv_server_type); errors:
- * ConnectError. */
+/**
+ * @brief Step form of futoin_uv_server_new(): binds and listens when the
+ * step runs.
+ *
+ * Success: arg0 = the server (futoin_uv_server_type). Errors: ConnectError
+ * (a failed bind or listen); out of range: InternalError.
+ * @param as       the flow
+ * @param host     as futoin_uv_server_new(); copied
+ * @param port     as futoin_uv_server_new()
+ * @param backlog  as futoin_uv_server_new()
+ * @par Ownership
+ * The server value holds one reference, dropped when the next step
+ * returns: take one (futoin_uv_server_ref()) to keep the server listening.
+ * @par Thread
+ * The backend's loop thread, where futoin_add() is allowed: inside an
+ * execute callback or error handler of the flow as, or on a root that was
+ * not executed yet.
+ */
 void futoin_uv_tcp_listen(FutoInAsyncSteps* as, const char* host, unsigned port, int backlog);
 
-/** ref returns srv (NULL for NULL); release of NULL does nothing. */
+/**
+ * @brief Takes a reference to a server.
+ * @param srv  the server (NULL: NULL)
+ * @return srv
+ * @par Ownership
+ * The caller owes one futoin_uv_server_release() for it.
+ * @par Thread
+ * The backend's loop thread (the one that called futoin_uv_new()).
+ */
 FutoInUvServer* futoin_uv_server_ref(FutoInUvServer* srv);
-/** The last release stops listening; a pending accept fails with CommError. */
+/**
+ * @brief Drops a reference to a server; the last one stops listening (a
+ * pending accept fails with CommError) and frees it.
+ * @param srv  the server (NULL: nothing happens)
+ * @par Ownership
+ * Ends one reference of the caller's; srv must not be used afterwards unless
+ * the caller holds another.
+ * @par Thread
+ * The backend's loop thread (the one that called futoin_uv_new()).
+ */
 void futoin_uv_server_release(FutoInUvServer* srv);
-/** Stops listening now without dropping a reference: a pending accept (and
- * so futoin_uv_serve()) fails with CommError "ECANCELED: accept: server
- * closed". NULL: does nothing. */
+/**
+ * @brief Stops listening now, without dropping a reference: a pending accept
+ * (and so futoin_uv_serve()) fails with CommError "ECANCELED: accept: server
+ * closed".
+ * @param srv  the server (NULL: nothing happens)
+ * @par Ownership
+ * References stay as they are: each holder still releases its own.
+ * @par Thread
+ * The backend's loop thread (the one that called futoin_uv_new()).
+ */
 void futoin_uv_server_close(FutoInUvServer* srv);
-/** The bound port (useful after port 0); 0 if srv is NULL. */
+/**
+ * @brief The bound port (useful after port 0).
+ * @param srv  the server
+ * @return the port, 0 if srv is NULL
+ * @par Ownership
+ * Reads only.
+ * @par Thread
+ * The backend's loop thread (the one that called futoin_uv_new()).
+ */
 unsigned futoin_uv_server_port(const FutoInUvServer* srv);
 
-/** Step: waits for the next connection. Success: arg0 = stream. */
+/**
+ * @brief Step: waits for the next connection.
+ *
+ * Success: arg0 = the stream (futoin_uv_stream_type). Errors: CommError
+ * ("ECANCELED: accept: server closed" once the server is closed, EMFILE
+ * and the like).
+ * @param as   the flow
+ * @param srv  the server (not NULL)
+ * @par Ownership
+ * The step takes a reference to srv when it is added, dropped when the
+ * step that added it ends. The stream value holds one reference, dropped
+ * when the next step returns: take one to keep the connection.
+ * @par Thread
+ * The backend's loop thread, where futoin_add() is allowed: inside an
+ * execute callback or error handler of the flow as, or on a root that was
+ * not executed yet.
+ */
 void futoin_uv_accept(FutoInAsyncSteps* as, FutoInUvServer* srv);
 
-/** Receives each accepted connection; s is borrowed for the call: take a
- * reference to keep it. Runs inside a step of the serving flow; start one
- * new root per connection rather than blocking the accept loop. */
+/**
+ * Receives each connection futoin_uv_serve() accepts. Runs inside a step
+ * of the serving flow, on the loop's thread: start one new root per
+ * connection rather than blocking the accept loop.
+ * @param data  the data given to futoin_uv_serve()
+ * @param s     the connection, borrowed for the call: take a reference
+ *              (futoin_uv_stream_ref()) to keep it; without one it is
+ *              closed when the call returns
+ */
 typedef void (*FutoInUvConnectionCb)(void* data, FutoInUvStream* s);
-/** Step: an accept loop (srv and cb not NULL) that runs until the server is closed (CommError
- * "ECANCELED: accept: server closed") or the flow is cancelled. Other accept
- * failures (EMFILE, ...) pause the loop for 100 ms and it goes on. */
+/**
+ * @brief Step: an accept loop that hands each connection to cb.
+ *
+ * Runs until the server is closed (CommError "ECANCELED: accept: server
+ * closed") or the flow is cancelled. Other accept failures (EMFILE, ...)
+ * pause the loop for 100 ms and it goes on.
+ * @param as    the flow
+ * @param srv   the server (not NULL)
+ * @param cb    the connection callback (not NULL)
+ * @param data  passed to cb
+ * @par Ownership
+ * The step takes a reference to srv, as futoin_uv_accept(). data stays the
+ * caller's, valid while the step runs.
+ * @par Thread
+ * The backend's loop thread, where futoin_add() is allowed: inside an
+ * execute callback or error handler of the flow as, or on a root that was
+ * not executed yet.
+ */
 void futoin_uv_serve(FutoInAsyncSteps* as, FutoInUvServer* srv, FutoInUvConnectionCb cb,
         void* data);
 
@@ -517,13 +997,20 @@ void futoin_uv_serve(FutoInAsyncSteps* as, FutoInUvServer* srv, FutoInUvConnecti
  * futoin_uv_run() alive until getaddrinfo() returns, at most the resolver's
  * timeout. futoin_uv_tcp_connect() resolves names the same way.
  * @param as   the flow
- * @param host the name (not NULL), or a numeric address
+ * @param host the name (not NULL), or a numeric address; copied
  *
  * Success: arg0 = first address (FTN_TYPE_STRING, numeric), arg1 = number
  * of addresses (FTN_TYPE_UINT32), arg2 = every address, one per line
  * (FTN_TYPE_STRING); a success always carries all three. Errors:
  * ConnectError ("EAI_NONAME: getaddrinfo x"); InternalError "ENOMEM:
  * resolve x: out of memory" when the result cannot be copied.
+ * @par Ownership
+ * The strings of the result are the next step's values: borrowed by it,
+ * freed by the engine when it returns.
+ * @par Thread
+ * The backend's loop thread, where futoin_add() is allowed: inside an
+ * execute callback or error handler of the flow as, or on a root that was
+ * not executed yet. The lookup runs on a thread of its own.
  */
 void futoin_uv_resolve(FutoInAsyncSteps* as, const char* host);
 
@@ -553,6 +1040,13 @@ void futoin_uv_resolve(FutoInAsyncSteps* as, const char* host);
  *
  * Success: arg0 = the content (FTN_TYPE_UINT8 | FTN_TYPE_ARRAY). Errors:
  * CommError ("ENOENT: open PATH", the refusals above, ...).
+ * @par Ownership
+ * path is copied. The content is the next step's value: borrowed by it,
+ * freed by the engine when it returns.
+ * @par Thread
+ * The backend's loop thread, where futoin_add() is allowed: inside an
+ * execute callback or error handler of the flow as, or on a root that was
+ * not executed yet. The file operations run on libuv's thread pool.
  */
 void futoin_uv_file_read(FutoInAsyncSteps* as, const char* path, size_t max_bytes);
 
@@ -577,12 +1071,28 @@ void futoin_uv_file_read(FutoInAsyncSteps* as, const char* path, size_t max_byte
  *
  * Success: arg0 = bytes written (FTN_TYPE_UINT64). Errors: CommError
  * ("EACCES: open PATH", the refusals above, ...).
+ * @par Ownership
+ * path and data are copied when the step is added.
+ * @par Thread
+ * The backend's loop thread, where futoin_add() is allowed: inside an
+ * execute callback or error handler of the flow as, or on a root that was
+ * not executed yet. The file operations run on libuv's thread pool.
  */
 void futoin_uv_file_write(FutoInAsyncSteps* as, const char* path, const void* data, size_t len,
         int append);
 
-/** Step: succeeds with no result after ms milliseconds (any uint32_t; an
- * AsyncTool timer: no libuv handle per sleep). */
+/**
+ * @brief Step: succeeds with no result after ms milliseconds (an AsyncTool
+ * timer: no libuv handle per sleep).
+ * @param as  the flow
+ * @param ms  the delay: any uint32_t
+ * @par Ownership
+ * Nothing passes: the timer is the step's.
+ * @par Thread
+ * The backend's loop thread, where futoin_add() is allowed: inside an
+ * execute callback or error handler of the flow as, or on a root that was
+ * not executed yet.
+ */
 void futoin_uv_sleep(FutoInAsyncSteps* as, uint32_t ms);
 
 #ifdef __cplusplus

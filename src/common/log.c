@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The process-wide log handler: the one place where the library's own
- * lines (misuse reports of the default misuse handler, the message before
- * an out-of-memory abort, the default loop dump, the libuv backend's
- * warnings) leave the library. The handler and its data are one pair,
+ * lines (misuse reports and unhandled errors of the default misuse
+ * handler, the message before an out-of-memory abort, the default loop
+ * dump, the libuv backend's warnings) leave the library. The handler and its data are one pair,
  * swapped and read under a mutex that is never held while a handler runs,
  * so that a handler may call the library (and even set the handler) and
  * nothing here allocates: the out-of-memory path reports through it.
@@ -70,4 +70,11 @@ void futoin__log_misuse(const char* info)
     char line[512];
     snprintf(line, sizeof(line), "futoin: API misuse: %s", info);
     futoin_log_write(FUTOIN_LOG_MISUSE, line);
+}
+
+void futoin__log_unhandled(const char* report)
+{
+    char line[512];
+    snprintf(line, sizeof(line), "futoin: %s", report);
+    futoin_log_write(FUTOIN_LOG_WARNING, line);
 }

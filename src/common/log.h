@@ -14,6 +14,11 @@
  * without a misuse handler of its own reports. */
 void futoin__log_misuse(const char* info);
 
+/* "futoin: <report>" as a FUTOIN_LOG_WARNING line: an error that escaped a
+ * root executed without an unhandled-error callback, on a loop without a
+ * misuse handler of its own (report: "unhandled error CODE (INFO)"). */
+void futoin__log_unhandled(const char* report);
+
 /* The current handler and its data (consistent with each other). */
 FutoInLogHandler futoin__log_handler(void** data);
 

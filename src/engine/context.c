@@ -55,6 +55,16 @@ static void default_misuse(void* data, FutoInAsyncSteps* as, const char* info)
     futoin__log_misuse(info);
 }
 
+void futoin__report_unhandled(Flow* fl, const char* report)
+{
+    EngineCtx* ctx = futoin__flow_ctx(fl);
+    if (ctx->misuse == default_misuse) {
+        futoin__log_unhandled(report);
+        return;
+    }
+    ctx->misuse(ctx->misuse_data, &fl->iface, report);
+}
+
 /* The loop's own misuse (running it from inside its callbacks) goes to
  * the same handler as the engine's. */
 static void loop_misuse(FutoInLoop* loop, const char* info)

@@ -649,7 +649,7 @@ void futoin__flow_failed(Flow* fl)
         char buf[200];
         snprintf(buf, sizeof(buf), "unhandled error %.64s (%.100s)", futoin__flow_code(fl),
                 futoin__root_info(r));
-        futoin__root_ctx(r)->misuse(futoin__root_ctx(r)->misuse_data, &fl->iface, buf);
+        futoin__report_unhandled(fl, buf);
     }
     if (r->state == RS_FAILED) {
         root_finish(r, futoin__flow_code(fl));

@@ -500,6 +500,12 @@ Flow* futoin__flow_of(FutoInAsyncSteps* as); /* NULL for a foreign interface */
  * the formatted text), or, where no step runs, the loop's misuse handler
  * gets it. */
 FUTOIN_PRINTF(2, 3) void futoin__misuse(Flow* fl, const char* fmt, ...);
+/* An error escaped the root of fl, which was executed without an
+ * unhandled-error callback: report is "unhandled error CODE (INFO)". A
+ * misuse handler of the loop's own gets it (the documented contract); the
+ * default one sends it to the log handler as a FUTOIN_LOG_WARNING line,
+ * "futoin: unhandled error ...", not as API misuse: nothing was misused. */
+void futoin__report_unhandled(Flow* fl, const char* report);
 /* The same for all four; args may be NULL. What every call that refuses
  * or drops a success() does with the values it was given (values.c). */
 void futoin__args_drop(FutoInArgs* args);

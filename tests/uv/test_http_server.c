@@ -275,6 +275,21 @@ static long stat_line(const char* key)
     return -1;
 }
 
+/* The number after "key " on a line of its own in a /stats body, -1 if
+ * there is no such line. */
+static long body_stat(const char* body, const char* key)
+{
+    size_t n = strlen(key);
+    for (const char* p = body; p && *p;) {
+        if (strncmp(p, key, n) == 0 && p[n] == ' ') {
+            return strtol(p + n + 1, NULL, 10);
+        }
+        p = strchr(p, '\n');
+        p = p ? p + 1 : NULL;
+    }
+    return -1;
+}
+
 /* How long a /sleep handler runs for a test that acts while it runs: ms
  * scaled, so that on a slow machine the handler is still running when the
  * test gets to it, at most what the server accepts. */
@@ -688,6 +703,50 @@ static void test_idle_and_read_timeouts(void** state)
     assert_int_equal(st.read_timeouts, 2);
     assert_int_equal(st.idle_closed, 2);
     assert_int_equal(st.errors, 0);
+    stop();
+}
+
+/* Connections that end between requests, closed by the client after its
+ * answers or by the idle timeout, are the normal end of a connection: the
+ * roots complete, and /stats after such clean traffic shows no unhandled
+ * error of the engine (each such connection used to end its root with an
+ * error that escaped it, so engine_unhandled_errors grew with the
+ * connections). engine_errors still counts the CommError "EOF" with which
+ * the idle wait learns that the client closed: it counts every error
+ * raised in a flow, handled ones included. */
+static void test_clean_ends_are_not_errors(void** state)
+{
+    (void)state;
+    HttpServerOptions o;
+    test_options(&o);
+    o.idle_timeout_ms = futoin_test_ms(300);
+    start(&o);
+    /* Two clean requests, each on a keep-alive connection that the client
+     * closes after its answer. */
+    for (int i = 0; i < 2; ++i) {
+        int fd = conn();
+        expect(fd, GET("/"), 200, 0);
+        close(fd);
+    }
+    WAIT_FOR(stats().peer_closed == 2, 3000);
+    /* A connection that never sends a request: the idle timeout closes it. */
+    int idle = conn();
+    assert_true(at_eof(idle));
+    close(idle);
+    WAIT_FOR(stats().idle_closed == 1, 3000);
+    /* /stats from the one loop: its engine counters as of the request. */
+    int fd = conn();
+    send_str(fd, GET("/stats"));
+    Resp r;
+    assert_int_equal(read_resp(fd, &r), 200);
+    close(fd);
+    assert_int_equal(body_stat(r.body, "requests"), 3);
+    assert_int_equal(body_stat(r.body, "errors"), 0);
+    assert_int_equal(body_stat(r.body, "peer_closed"), 2);
+    assert_int_equal(body_stat(r.body, "idle_closed"), 1);
+    assert_int_equal(body_stat(r.body, "engine_unhandled_errors"), 0);
+    assert_int_equal(body_stat(r.body, "engine_errors"), 2);
+    assert_int_equal(body_stat(r.body, "engine_timeouts"), 1);
     stop();
 }
 
@@ -1199,6 +1258,7 @@ int main(void)
         cmocka_unit_test(test_framing),
         cmocka_unit_test(test_strict_framing),
         cmocka_unit_test(test_idle_and_read_timeouts),
+        cmocka_unit_test(test_clean_ends_are_not_errors),
         cmocka_unit_test(test_max_requests),
         cmocka_unit_test(test_pipelined_readers_that_never_read),
         cmocka_unit_test(test_limiter_slot_released),
