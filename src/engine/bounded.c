@@ -37,6 +37,7 @@
 /* The outcome records and their header, in one block. */
 typedef struct ResultBlock {
     FutoInBoundedResult head; /* first: the block is freed through it */
+    size_t started;           /* records written: those of the items started */
     struct ResultBlock* next; /* while released: the next block to release */
     FutoInBoundedOutcome items[];
 } ResultBlock;
@@ -68,16 +69,28 @@ static int count_fits(size_t count)
     return count <= (SIZE_MAX - sizeof(ResultBlock)) / sizeof(FutoInBoundedOutcome);
 }
 
-/* Zeroed records: a record is written when its item ends. */
+/* The records are written as their items start (record_start()): a
+ * count that never runs costs its address space, not its pages. */
 static FutoInBoundedResult* result_new(size_t count)
 {
-    ResultBlock* rb = calloc(1, sizeof(ResultBlock) + count * sizeof(FutoInBoundedOutcome));
+    ResultBlock* rb = malloc(sizeof(ResultBlock) + count * sizeof(FutoInBoundedOutcome));
     if (!rb) {
         return NULL;
     }
     rb->head.count = count;
+    rb->head.failed = 0;
     rb->head.items = rb->items;
+    rb->started = 0;
+    rb->next = NULL;
     return &rb->head;
+}
+
+/* Item i starts: its record is empty until the item ends. */
+static inline void record_start(FutoInBoundedResult* res, size_t i)
+{
+    ResultBlock* rb = (ResultBlock*)res;
+    memset(&rb->items[i], 0, sizeof(rb->items[i]));
+    rb->started = i + 1;
 }
 
 static void outcome_clear_error(FutoInBoundedOutcome* o)
@@ -105,18 +118,21 @@ static void result_release(FutoInBoundedResult* res)
     while (todo) {
         ResultBlock* rb = todo;
         todo = rb->next;
-        for (size_t i = 0; i < rb->head.count; ++i) {
+        for (size_t i = 0; i < rb->started; ++i) {
             FutoInBoundedOutcome* o = &rb->items[i];
             outcome_clear_error(o);
             for (int a = 0; a < 4; ++a) {
                 FutoInBinaryValue* v = &o->args.args[a];
-                if (v->type == &result_type) {
+                const FutoInType* t = v->type;
+                if (!t) {
+                    continue;
+                }
+                if (t == &result_type) {
                     ResultBlock* inner = v->custom_data;
                     inner->next = todo;
                     todo = inner;
-                    v->type = NULL;
-                } else {
-                    futoin_reset_binval(v);
+                } else if (t->cleanup) {
+                    t->cleanup(v); /* the block goes: no need to empty v */
                 }
             }
         }
@@ -192,6 +208,7 @@ static void item_eh(FutoInAsyncSteps* as, void* data, const char* code)
 static void spawn(Bounded* b, Flow* fl, EngineCtx* ctx)
 {
     size_t i = b->next++;
+    record_start(b->result, i);
     Step* s = futoin__step_new(ctx, SK_PLAIN, b, item_run,
             b->mode == FUTOIN_BOUNDED_ALL_SETTLED ? item_eh : NULL, NULL);
 #if FUTOIN_TRACING
