@@ -27,6 +27,7 @@
 #include "bench.h"
 
 #include <futoin/asyncsteps.h>
+#include <futoin/sync.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -384,6 +385,149 @@ static void setup_par100(void)
     setup_loop_root();
 }
 
+/* ---- bounded parallel: 1,000 items, 8 at a time; one op is an item ------ */
+
+#define BD_ITEMS 1000u
+#define BD_K 8u
+
+static FutoInSync* g_bd_mutex;
+static int64_t g_bd_sum;
+
+/* The item of both versions: it succeeds at once with its index. */
+static void bd_item(FutoInAsyncSteps* as, void* data, size_t i)
+{
+    ++*(uint64_t*)data;
+    futoin_success1(as, futoin_val_i32((int32_t)i));
+}
+
+static void bd_check(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)as;
+    (void)data;
+    const FutoInBoundedResult* res = futoin_bounded_result(args);
+    bench_check(res && res->count == BD_ITEMS && !res->failed, "bounded: outcomes");
+    for (size_t i = 0; res && i < res->count; ++i) {
+        g_bd_sum += res->items[i].args.arg0.i32;
+    }
+}
+
+static uint64_t bd_expected_sum(uint64_t n)
+{
+    return n * ((uint64_t)BD_ITEMS * (BD_ITEMS - 1) / 2);
+}
+
+/* futoin_parallel_bounded(): every outcome kept, the next step reads them. */
+static uint64_t run_bounded(uint64_t n)
+{
+    uint64_t before = g_cnt;
+    g_bd_sum = 0;
+    for (uint64_t i = 0; i < n; ++i) {
+        futoin_parallel_bounded(R, BD_ITEMS, BD_K, bd_item, &g_cnt, FUTOIN_BOUNDED_ALL_SETTLED);
+        futoin_add(R, bd_check, NULL, NULL);
+        run_root();
+    }
+    bench_check(g_cnt - before == n * BD_ITEMS && (uint64_t)g_bd_sum == bd_expected_sum(n),
+            "bounded: item count");
+    return n * BD_ITEMS;
+}
+
+/* The same written by hand with what the API had before: parallel() with a
+ * branch per item, a Mutex(8) around each item, and an error handler per
+ * branch that records its outcome in an array the program allocates. */
+typedef struct HandOutcome {
+    int32_t value;
+    int failed;
+    char code[32];
+    char info[96];
+} HandOutcome;
+
+static HandOutcome* g_hand_out;
+
+static void hand_section(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    bd_item(as, &g_cnt, (size_t)(uintptr_t)data);
+}
+
+static void hand_record(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)as;
+    g_hand_out[(uintptr_t)data].value = futoin_arg_i32(args, 0, -1);
+}
+
+static void hand_eh(FutoInAsyncSteps* as, void* data, const char* code)
+{
+    HandOutcome* o = &g_hand_out[(uintptr_t)data];
+    o->failed = 1;
+    snprintf(o->code, sizeof(o->code), "%s", code);
+    snprintf(o->info, sizeof(o->info), "%s", futoin_error_info(as));
+    futoin_success(as);
+}
+
+static void hand_branch(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    futoin_add_sync(as, g_bd_mutex, hand_section, NULL, data);
+    futoin_add(as, hand_record, NULL, data);
+}
+
+static void hand_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    (void)args;
+    g_hand_out = calloc(BD_ITEMS, sizeof(HandOutcome));
+    bench_check(g_hand_out != NULL, "bounded_hand: out of memory");
+    FutoInAsyncSteps* p = futoin_parallel(as, NULL, NULL);
+    for (uintptr_t i = 0; i < BD_ITEMS; ++i) {
+        futoin_add(p, hand_branch, hand_eh, (void*)i);
+    }
+}
+
+static void hand_check(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)as;
+    (void)data;
+    (void)args;
+    for (size_t i = 0; i < BD_ITEMS; ++i) {
+        bench_check(!g_hand_out[i].failed, "bounded_hand: outcomes");
+        g_bd_sum += g_hand_out[i].value;
+    }
+    free(g_hand_out);
+    g_hand_out = NULL;
+}
+
+static uint64_t run_bounded_hand(uint64_t n)
+{
+    uint64_t before = g_cnt;
+    g_bd_sum = 0;
+    for (uint64_t i = 0; i < n; ++i) {
+        futoin_add(R, hand_start, NULL, NULL);
+        futoin_add(R, hand_check, NULL, NULL);
+        run_root();
+    }
+    bench_check(g_cnt - before == n * BD_ITEMS && (uint64_t)g_bd_sum == bd_expected_sum(n),
+            "bounded_hand: item count");
+    return n * BD_ITEMS;
+}
+
+/* Both versions share the root and the Mutex (measured interleaved). */
+static void setup_bounded(void)
+{
+    setup_loop_root();
+    g_bd_mutex = futoin_mutex_new(L, BD_K, FUTOIN_SYNC_UNLIMITED);
+    if (!g_bd_mutex) {
+        fprintf(stderr, "futoin_bench: out of memory\n");
+        exit(1);
+    }
+}
+
+static void teardown_bounded(void)
+{
+    bench_check(futoin_sync_free(g_bd_mutex) == FUTOIN_SYNC_OK, "bounded: Mutex still busy");
+    g_bd_mutex = NULL;
+    teardown_loop_root();
+}
+
 /* ---- parked roots: loop body parks in waitExternal, a driver resumes ----- */
 
 static FutoInAsyncSteps** pk_roots;
@@ -549,6 +693,10 @@ static const BenchWorkload g_core[] = {
             "<=10F, 0 malloc", 0 },
     { "simple_abi", "root", setup_loop, run_simple_abi, teardown_loop, 300000, 30000, 0, 0,
             "~C API", 0 },
+    { "bounded1000", "item", setup_bounded, run_bounded, teardown_bounded, 300, 30, 0, 0,
+            "vs hand-written", 0 },
+    { "bounded1000_hand", "item", setup_bounded, run_bounded_hand, teardown_bounded, 300, 30, 0, 0,
+            "parallel+Mutex(8)", 0 },
 };
 #define N_CORE (sizeof(g_core) / sizeof(g_core[0]))
 
@@ -937,9 +1085,23 @@ int main(int argc, char** argv)
     const BenchWorkload* w_simple = find_workload("simple");
     const BenchWorkload* w_abi = find_workload("simple_abi");
     int pair = selected(only, "simple") && selected(only, "simple_abi");
+    const BenchWorkload* w_bounded = find_workload("bounded1000");
+    const BenchWorkload* w_hand = find_workload("bounded1000_hand");
+    int bounded_pair = selected(only, "bounded1000") && selected(only, "bounded1000_hand");
     for (unsigned i = 0; i < N_CORE; ++i) {
         const BenchWorkload* w = &g_core[i];
-        if (!selected(only, w->name) || (pair && w == w_abi)) {
+        if (!selected(only, w->name) || (pair && w == w_abi) || (bounded_pair && w == w_hand)) {
+            continue;
+        }
+        if (bounded_pair && w == w_bounded) {
+            /* The helper against the same work written by hand, interleaved. */
+            Result rb;
+            Result rh;
+            char target[64];
+            measure2(w_bounded, w_hand, &rb, &rh);
+            snprintf(target, sizeof(target), "x%.3f hand", rb.ns / rh.ns);
+            print_row(w_bounded, &rb, NULL, target);
+            print_row(w_hand, &rh, NULL, NULL);
             continue;
         }
         if (pair && w == w_simple) {

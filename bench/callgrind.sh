@@ -63,7 +63,8 @@ if [ "$1" = all ]; then
         chain100 200 2200 add+eh 200 2200 error+recover 200 2200 \
         repeat1000 20 220 forEach1000 20 220 \
         parallel2 200 2200 parallel10 200 2200 parallel100 200 2200 \
-        parked30k 100000 600000 setTimeout 200 2200 timer1M 20000 220000
+        parked30k 100000 600000 setTimeout 200 2200 timer1M 20000 220000 \
+        bounded1000 20 220 bounded1000_hand 20 220
     for w in mutex_uncont mutex_cont10 throttle_uncont throttle_10flows \
             limiter_uncont limiter_cont10; do
         if "$bin" --list | grep -qx "$w"; then

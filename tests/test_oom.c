@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Out of memory never loses work silently (docs/SEMANTICS.md "Memory"):
- * every allocation point of three representative programs (the engine's
+ * every allocation point of four representative programs (the engine's
  * step kinds, the sync objects with waiting flows, a loop pool with work
- * and a cross-thread completion) is failed once and from on, and each run
+ * and a cross-thread completion, futoin_parallel_bounded() with items
+ * that succeed, fail and time out) is failed once and from on, and each run
  * must end in a documented outcome (oom_sweep.h).
  */
 #ifndef _POSIX_C_SOURCE
@@ -559,6 +560,130 @@ static OomResult pool_program(char* why, size_t size)
     return p.setup_ran ? OOM_STEP_ERROR : OOM_REPORTED;
 }
 
+/* ---- (d) futoin_parallel_bounded(): items that succeed with an owned
+ * string and a plain value, fail, and time out; the next step checks every
+ * outcome ---- */
+
+#define BOUNDED_ITEMS 5
+
+typedef struct {
+    int checked;   /* the outcomes were as expected */
+    int finished;  /* the last step ran */
+    int unhandled; /* the unhandled-error callback ran */
+    int reported;  /* an outcome or a step said "out of memory" */
+    char code[64];
+    char info[160];
+} BoundedRun;
+
+static void bounded_item(FutoInAsyncSteps* as, void* data, size_t i)
+{
+    (void)data;
+    switch (i % 4) {
+    case 0: {
+        FutoInBinaryValue v = futoin_val_strdup("owned");
+        if (!v.type) {
+            futoin_error(as, FUTOIN_INTERNAL_ERROR, "strdup value: out of memory");
+            return;
+        }
+        futoin_success1(as, v);
+        break;
+    }
+    case 1:
+        futoin_error(as, "ItemError", "item info");
+        break;
+    case 2:
+        futoin_set_timeout(as, 1);
+        break;
+    default:
+        futoin_success1(as, futoin_val_i32((int32_t)i));
+        break;
+    }
+}
+
+/* Item i's outcome: 1 as expected, 0 an InternalError that says out of
+ * memory (the item or its record could not have what it needed), -1
+ * anything else. */
+static int bounded_outcome_ok(const FutoInBoundedOutcome* o, size_t i)
+{
+    if (o->code && strcmp(o->code, FUTOIN_INTERNAL_ERROR) == 0 && oom_info_ok(o->info)) {
+        return 0;
+    }
+    switch (i % 4) {
+    case 0:
+        return !o->code && strcmp(futoin_arg_cstr(&o->args, 0, ""), "owned") == 0 ? 1 : -1;
+    case 1:
+        return o->code && strcmp(o->code, "ItemError") == 0 && strcmp(o->info, "item info") == 0
+                ? 1
+                : -1;
+    case 2:
+        return o->code && strcmp(o->code, FUTOIN_TIMEOUT) == 0 ? 1 : -1;
+    default:
+        return !o->code && futoin_arg_int(&o->args, 0, -1) == (int64_t)i ? 1 : -1;
+    }
+}
+
+static void bounded_check(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)as;
+    BoundedRun* r = data;
+    const FutoInBoundedResult* res = futoin_bounded_result(args);
+    r->finished = 1;
+    if (!res || res->count != BOUNDED_ITEMS) {
+        return;
+    }
+    int ok = 1;
+    for (size_t i = 0; i < res->count; ++i) {
+        int one = bounded_outcome_ok(&res->items[i], i);
+        if (one < 0) {
+            ok = 0;
+        } else if (one == 0) {
+            r->reported = 1;
+        }
+    }
+    r->checked = ok;
+}
+
+static void bounded_unhandled(FutoInAsyncSteps* as, void* data, const char* code)
+{
+    BoundedRun* r = data;
+    r->unhandled = 1;
+    snprintf(r->code, sizeof(r->code), "%s", code);
+    snprintf(r->info, sizeof(r->info), "%s", futoin_error_info(as));
+}
+
+static OomResult bounded_program(char* why, size_t size)
+{
+    BoundedRun run;
+    memset(&run, 0, sizeof(run));
+    FutoInLoop* loop = futoin_loop_new_virtual();
+    if (!loop) {
+        return OOM_REPORTED;
+    }
+    int misuse = 0;
+    futoin_set_misuse_handler(loop, note_misuse, &misuse);
+    FutoInAsyncSteps* root = futoin_asyncsteps_new(loop);
+    if (!root) {
+        futoin_loop_free(loop);
+        return OOM_REPORTED;
+    }
+    futoin_parallel_bounded(root, BOUNDED_ITEMS, 2, bounded_item, NULL, FUTOIN_BOUNDED_ALL_SETTLED);
+    futoin_add(root, bounded_check, NULL, &run);
+    futoin_execute(root, bounded_unhandled, &run);
+    futoin_loop_run(loop);
+    OomResult res = root_outcome("bounded root", run.finished, run.unhandled, run.reported,
+            run.code, run.info, run.checked, why, size);
+    if (res == OOM_COMPLETED && run.reported) {
+        res = OOM_STEP_ERROR; /* an item's step was told */
+    }
+    futoin_asyncsteps_free(root);
+    futoin_loop_free(loop);
+    if (misuse) {
+        oom_bad(why, size, "%d misuse reports", misuse);
+        return OOM_BAD;
+    }
+    return res;
+}
+
 static void test_oom_engine(void** state)
 {
     (void)state;
@@ -577,6 +702,12 @@ static void test_oom_threads(void** state)
     oom_sweep("threads", pool_program);
 }
 
+static void test_oom_bounded(void** state)
+{
+    (void)state;
+    oom_sweep("bounded", bounded_program);
+}
+
 int main(void)
 {
     oom_require_fault_injection();
@@ -584,6 +715,7 @@ int main(void)
         cmocka_unit_test(test_oom_engine),
         cmocka_unit_test(test_oom_sync),
         cmocka_unit_test(test_oom_threads),
+        cmocka_unit_test(test_oom_bounded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

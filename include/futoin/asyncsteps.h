@@ -1408,6 +1408,99 @@ void futoin_foreach_pairs(FutoInAsyncSteps* as, const FutoInKeyValue* pairs, siz
 /** @} */
 
 /* ------------------------------------------------------------------------ */
+/** @name Bounded parallel: count items, at most k at a time, every outcome kept */
+/** @{ */
+
+/** Modes of futoin_parallel_bounded(): what an item's error does. */
+enum {
+    /** The first item that fails ends the helper as a failing branch ends
+     * parallel(): the items still running are cancelled (their cancel
+     * handlers run), no further item starts, and the error goes on from
+     * the helper's step with the item's code and error_info. */
+    FUTOIN_BOUNDED_FIRST_ERROR = 0,
+    /** Every item runs to its end: an item's error is recorded in its
+     * outcome and stops nothing else; the next step gets all outcomes and
+     * decides. */
+    FUTOIN_BOUNDED_ALL_SETTLED = 1
+};
+
+/** The step of item i of futoin_parallel_bounded(): called with the
+ * item's own flow as the execute callback of its step, it may do what a
+ * step does (add sub-steps, wait, set a timeout or a cancel handler,
+ * succeed with values, fail). */
+typedef void (*FutoInBoundedItemFn)(FutoInAsyncSteps* as, void* data, size_t i);
+
+/** What one item of futoin_parallel_bounded() ended with. */
+typedef struct FutoInBoundedOutcome {
+    /** NULL if the item succeeded, else its error code. */
+    const char* code;
+    /** The error_info of the item's error as its flow saw it ("" when it
+     * succeeded or gave none). */
+    const char* info;
+    /** The values the item's step succeeded with (those of its last
+     * sub-step, as a next step would get them); zeroed if it failed.
+     * They belong to the result: a step may take one over by copying it
+     * and setting the record's type to NULL, so that the result's release
+     * skips it. */
+    FutoInArgs args;
+} FutoInBoundedOutcome;
+
+/** The outcomes of a futoin_parallel_bounded() step: futoin_bounded_result()
+ * reads them from the step's result. */
+typedef struct FutoInBoundedResult {
+    size_t count;                /**< the number of items */
+    size_t failed;               /**< how many of them failed (0 in FUTOIN_BOUNDED_FIRST_ERROR) */
+    FutoInBoundedOutcome* items; /**< count outcomes, in index order */
+} FutoInBoundedResult;
+
+/** Adds a step that runs count items, item(as, data, i) for every index
+ * i below count, with at most k of them running at once. Each item is a
+ * parallel branch of its own (its own flow and rootId); the items start
+ * in index order, k at first and then one each time a
+ * running item ends, so the branches, flows and frames in use are bounded
+ * by k rather than count, and the work is linear in count. Running items
+ * interleave step by step as parallel() branches do.
+ *
+ * The step succeeds with one value, the outcomes of all items in index
+ * order: futoin_bounded_result(args) in the next step (or whatever step
+ * gets the result, as a step with sub-steps passes its last sub-step's
+ * on). count 0 succeeds at once with no outcome. The outcomes are
+ * released exactly once: with the value, like any result value (right
+ * after the step that receives it returns); or, if the helper's step
+ * does not succeed (an error, a timeout or break around it, cancel, free),
+ * with the step, when it ends.
+ *
+ * mode: FUTOIN_BOUNDED_FIRST_ERROR or FUTOIN_BOUNDED_ALL_SETTLED. In both,
+ * break() or continue() out of an item leave the helper as they leave a
+ * parallel() (the other items are cancelled), and a cancel, a timeout
+ * around the helper or a root free() cancel the running items (their
+ * cancel handlers run) and start no other.
+ *
+ * Where and when: as add(): from a step or an error handler of as, on a
+ * root that is not running, or on the interface parallel() returns (the
+ * helper is then one branch of that parallel step). Misuse (item NULL, k
+ * 0, an unknown mode, a count whose outcome records cannot fit in memory,
+ * a call where add() is not allowed) fails the running step with
+ * InternalError naming it (a misuse report where no step runs); nothing
+ * is added. Objects of this library only: another implementation's
+ * object gets InternalError through its own handle_error() (docs/INTEROP.md).
+ * Out of memory: the outcome records are allocated when the step starts;
+ * if they cannot be had, the step fails with InternalError
+ * "futoin_parallel_bounded(): out of memory". The step's own record and
+ * the branches are engine bookkeeping: the process aborts with the
+ * message. as NULL: nothing happens. docs/SEMANTICS.md "Bounded parallel"
+ * has an example. */
+void futoin_parallel_bounded(FutoInAsyncSteps* as, size_t count, size_t k, FutoInBoundedItemFn item,
+        void* data, int mode);
+
+/** The outcomes in the result of a futoin_parallel_bounded() step: args'
+ * first value, if it is that result, else NULL. Valid while args is (in
+ * the receiving step's callback). */
+FutoInBoundedResult* futoin_bounded_result(const FutoInArgs* args);
+
+/** @} */
+
+/* ------------------------------------------------------------------------ */
 /** @name Control API (spec 2.2.3): on a root */
 /** @{ */
 
@@ -1679,6 +1772,8 @@ static inline FutoInAsyncSteps* futoin_trace_end_(FutoInAsyncSteps* as)
     FUTOIN_TRACE_CALL_((futoin_loop)((as), (f), (data), (label)))
 #define futoin_repeat(as, count, f, data, label)                                                   \
     FUTOIN_TRACE_CALL_((futoin_repeat)((as), (count), (f), (data), (label)))
+#define futoin_parallel_bounded(as, count, k, item, data, mode)                                    \
+    FUTOIN_TRACE_CALL_((futoin_parallel_bounded)((as), (count), (k), (item), (data), (mode)))
 #define futoin_foreach_array(as, base, count, elem_size, f, data, label)                           \
     FUTOIN_TRACE_CALL_((futoin_foreach_array)((as), (base), (count), (elem_size), (f), (data),     \
             (label)))

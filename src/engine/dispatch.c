@@ -342,6 +342,10 @@ static void yield_resume(void* data, uintptr_t depth)
 static void start_parallel(Flow* fl, Frame* f)
 {
     Parallel* p = futoin__step_ext(f->node);
+    if (FUTOIN_UNLIKELY(p->bounded)) {
+        futoin__bounded_start(fl, p);
+        return;
+    }
     Root* r = futoin__flow_root(fl);
     EngineCtx* ctx = futoin__root_ctx(r);
     /* The branch steps become branch flows, in the same words. */
@@ -357,24 +361,7 @@ static void start_parallel(Flow* fl, Frame* f)
         Step* s = queued;
         queued = s->next;
         s->next = NULL;
-        Flow* b = ctx->free_flows;
-        int fresh = 0;
-        if (b) {
-            ctx->free_flows = b->pool_next;
-        } else {
-            b = futoin__pool_get(&ctx->branch_mem);
-            fresh = 1;
-        }
-        flow_init(b, r, fresh);
-        b->is_branch = 1;
-        futoin__branch(b)->root = r;
-        if (fresh) {
-            futoin__branch(b)->code = futoin__no_code;
-        }
-        futoin__branch(b)->parent = fl;
-        futoin__branch(b)->par = p;
-        futoin__branch(b)->sib_next = NULL;
-        futoin__queue_step(b, &b->frames[0], s);
+        Flow* b = futoin__branch_new(ctx, r, fl, p, s);
         *tail = b;
         tail = &futoin__branch(b)->sib_next;
         ++p->pending;
@@ -410,6 +397,10 @@ void futoin__branch_unlink(Flow* fl)
 static void branch_done(Flow* fl)
 {
     Parallel* p = futoin__branch(fl)->par;
+    if (FUTOIN_UNLIKELY(p->bounded)) {
+        futoin__bounded_branch_done(fl);
+        return;
+    }
     Flow* parent = futoin__branch(fl)->parent;
     ArgsBox* res = fl->results;
     fl->results = NULL;

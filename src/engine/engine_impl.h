@@ -307,6 +307,20 @@ int futoin__frame_pop_slow(Flow* fl, int aborted);
  * if a cleanup aborted the flow. */
 int futoin__iteration_reset_slow(Flow* fl, Frame* f);
 
+/* ---- bounded.c: futoin_parallel_bounded() on the parallel machinery ---- */
+/* The bounded parallel step p on top of fl starts: its first items become
+ * branches (or, with no item, the step completes with an empty result). */
+void futoin__bounded_start(Flow* fl, Parallel* p);
+/* A branch of a bounded parallel finished with success: its results
+ * become its item's outcome, and the next item takes its place (or, after
+ * the last one, the step completes with the outcomes). Runs no user code. */
+void futoin__bounded_branch_done(Flow* fl);
+/* Releases a bounded parallel (started or not) and the outcomes it still
+ * holds: their cleanups are user code, run last. */
+void futoin__bounded_free(Parallel* p);
+/* copyFrom(): a bounded parallel with the same items, not started. */
+Parallel* futoin__bounded_copy(const Parallel* src, Flow* owner);
+
 /* ---- dispatch.c ---- */
 /* The loop callback that runs ready flows for one burst. */
 void futoin__dispatch(void* data);
@@ -437,6 +451,32 @@ static inline void flow_free_frames(Flow* fl)
     if (fl->frames != fl->inline_frames) {
         free(fl->frames);
     }
+}
+
+/* A branch flow of parallel p (its steps run in fl, whose parallel frame
+ * holds p) of root r, to run the step s: recycled from the pool or new.
+ * Not linked into p's list of branches, not queued: the caller does both. */
+static inline Flow* futoin__branch_new(EngineCtx* ctx, Root* r, Flow* fl, Parallel* p, Step* s)
+{
+    Flow* b = ctx->free_flows;
+    int fresh = 0;
+    if (b) {
+        ctx->free_flows = b->pool_next;
+    } else {
+        b = futoin__pool_get(&ctx->branch_mem);
+        fresh = 1;
+    }
+    flow_init(b, r, fresh);
+    b->is_branch = 1;
+    futoin__branch(b)->root = r;
+    if (fresh) {
+        futoin__branch(b)->code = futoin__no_code;
+    }
+    futoin__branch(b)->parent = fl;
+    futoin__branch(b)->par = p;
+    futoin__branch(b)->sib_next = NULL;
+    futoin__queue_step(b, &b->frames[0], s);
+    return b;
 }
 
 /* The dispatcher runs on the loop's next round, unless it is scheduled. */

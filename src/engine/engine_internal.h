@@ -227,8 +227,11 @@ struct Frame {
         Step* node;
         /* Level 0, which no step started: a root's unhandled-error
          * callback (Root.unhandled_data is its data), so that the root
-         * pays no field of its own for it. Unused in a branch. */
+         * pays no field of its own for it. */
         FutoInAsyncSteps_error_callback unhandled;
+        /* Level 0 of a branch of futoin_parallel_bounded(): the index of
+         * the item it runs (engine/bounded.c). Unused in other branches. */
+        size_t item;
     };
     uint8_t kind;
     uint8_t flags;
@@ -333,6 +336,10 @@ struct Parallel {
         };
     };
     uint8_t started;
+    /* The step of futoin_parallel_bounded(): this Parallel is the head of
+     * a Bounded (engine/bounded.c), malloc()ed rather than a step node,
+     * whose branches are made one item at a time as others end. */
+    uint8_t bounded;
 };
 
 struct ArgsBox {

@@ -57,6 +57,10 @@ static void loopspec_free(EngineCtx* ctx, LoopSpec* l)
 
 static void parallel_free(EngineCtx* ctx, Parallel* p)
 {
+    if (p->bounded) {
+        futoin__bounded_free(p); /* not a step node */
+        return;
+    }
     if (!p->started) {
         futoin__queue_free(ctx, p->b_head);
     }
@@ -118,6 +122,10 @@ static Step* step_copy_kind(EngineCtx* ctx, const Step* s, Flow* owner, const ch
         return NULL;
     case SK_PARALLEL: {
         const Parallel* src = ext;
+        if (src->bounded) {
+            ext = futoin__bounded_copy(src, owner);
+            break;
+        }
         Parallel* p = futoin__parallel_new(ctx, owner);
         for (const Step* b = src->b_head; b; b = b->next) {
             Step* c = futoin__step_copy(ctx, b, owner, err);
