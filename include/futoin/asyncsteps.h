@@ -329,7 +329,11 @@ static inline void* futoin_state(FutoInAsyncSteps* as, const char* name,
     }
     return as->api->stateVariable(as, data, name, allocate, cleanup);
 }
-/** The last error's info (or break/continue label); "" when none. */
+/** The info (or break/continue label) of the last error of the flow as: a
+ * parallel branch reads its own errors, and an error that escapes a branch
+ * brings its info to the flow holding the parallel step; "" when none
+ * (docs/SEMANTICS.md "Whose error a flow reads"). Valid until that flow's
+ * next error. */
 static inline const char* futoin_error_info(FutoInAsyncSteps* as)
 {
     const char* s = (const char*)as->api->stateVariable(as, 0, "error_info", 0, 0);
