@@ -634,13 +634,17 @@ static inline void* futoin_state(FutoInAsyncSteps* as, const char* name,
     return as->api->stateVariable(as, data, name, allocate, cleanup);
 }
 /**
- * @brief The root's error_info: the info of its last error, or the label of
- * a break/continue on its way.
- * @param as  a flow of the root
+ * @brief The error_info of the flow as: the info of its last error, or the
+ * label of a break/continue on its way.
+ *
+ * A parallel branch reads its own errors, and an error that escapes a
+ * branch brings its info to the flow holding the parallel step
+ * (docs/SEMANTICS.md "Whose error a flow reads").
+ * @param as  a flow (a root, a branch, or the interface parallel() returned)
  * @return the text, "" when none (never NULL)
  * @par Ownership
- * Borrowed from the root: valid until its next error or break/continue, or
- * until it is freed. Copy it to keep it.
+ * Borrowed from the flow: valid until that flow's next error or
+ * break/continue, or until the root is freed. Copy it to keep it.
  * @par Thread
  * The loop's thread.
  */

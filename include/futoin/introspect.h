@@ -199,7 +199,7 @@ typedef struct FutoInFlowInfo {
             timer_left_ms; /**< ms until that timeout (rounded up; 0: due), if timer_level is set */
     const char* wait_info; /**< the innermost futoin_set_wait_info() text of the flow, "" if none */
     const char* error_code; /**< the flow's current error code or break label, "" if none */
-    const char* error_info; /**< its root's error_info, "" if none */
+    const char* error_info; /**< the flow's own error_info, "" if none */
 } FutoInFlowInfo;
 
 /**
@@ -376,14 +376,16 @@ typedef struct FutoInTraceEntry {
 int futoin_tracing_enabled(void);
 
 /**
- * @brief The trace of the last error raised in the root of as: the chain of
- * steps from the root's outermost step to the one that failed (a parallel
- * branch's chain continues its parent's). Captured when the error is raised
- * (error(), an InternalError from misuse, a Timeout: then the step that
- * timed out is the last one), kept until the next error of the root or until
- * it is freed. Read it in an error handler or the unhandled-error callback.
- * Tracing build only: otherwise always 0.
- * @param as       a flow of this library (a root, or a branch: its root's trace)
+ * @brief The trace of the last error of the flow as: the chain of steps from
+ * the root's outermost step to the one that failed (a parallel branch's chain
+ * continues its parent's). Captured when the error is raised (error(), an
+ * InternalError from misuse, a Timeout: then the step that timed out is the
+ * last one) in the flow that raised it; an error that escapes a branch brings
+ * its trace to the flow holding the parallel step. Kept until the flow's next
+ * error, the end of a branch, or the root's free(). Read it in an error
+ * handler or the unhandled-error callback. Tracing build only: otherwise
+ * always 0.
+ * @param as       a flow of this library (a root, or a branch: its own trace)
  * @param entries  set to the first (outermost) entry, valid until the engine runs
  *                 again; NULL when the count is 0
  * @param total    if not NULL, set to the length of the whole chain, which is more

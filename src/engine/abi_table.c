@@ -141,7 +141,7 @@ static void* api_state_variable(FutoInAsyncSteps* as, void* data, const char* na
         futoin__misuse(fl, "stateVariable() with a NULL name");
         return NULL;
     }
-    return futoin__state_var(futoin__flow_root(fl), data, name, allocate, cleanup);
+    return futoin__state_var(fl, data, name, allocate, cleanup);
 }
 
 static void* api_stack(FutoInAsyncSteps* as, size_t size, void (*cleanup)(void*))

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The engine's per-loop context (EngineCtx: pools, ready queue, counters,
- * the misuse handler), the error code and error_info of a flow, argument
+ * the misuse handler), the error record (code and error_info) of a flow, argument
  * moves, and the misuse reporter.
  */
 #include "engine/engine_impl.h"
@@ -23,13 +23,15 @@ static void ctx_free(void* p)
         Flow* f = ctx->free_flows;
         ctx->free_flows = f->pool_next;
         flow_free_frames(f);
+#if FUTOIN_TRACING
+        futoin__trace_branch_free(f);
+#endif
     }
     while (ctx->free_roots) {
         Root* r = ctx->free_roots;
         ctx->free_roots = (Root*)r->main.pool_next;
         flow_free_frames(&r->main);
         if (r->ext) {
-            free(r->ext->info);
 #if FUTOIN_TRACING
             futoin__trace_free(r->ext);
 #endif
@@ -142,9 +144,10 @@ FutoInLoop* futoin_asyncsteps_loop(FutoInAsyncSteps* as)
     return fl ? fl->loop : NULL;
 }
 
-char futoin__no_code[1];
+/* Both halves of an empty error record (futoin__flow_code()). */
+char futoin__no_code[2];
 
-/* Where the flow's code buffer pointer lives (see futoin__flow_code());
+/* Where the flow's error record pointer lives (see futoin__flow_code());
  * a root's RootExt is made if it has none. */
 static char** flow_code_slot(Flow* fl)
 {
@@ -154,13 +157,19 @@ static char** flow_code_slot(Flow* fl)
     return &futoin__root_ext((Root*)fl)->code;
 }
 
-/* Releases the flow's code buffer: it reads as "" again. */
+/* A heap record keeps its capacity in the word before its text. */
+static size_t* heap_head(char* rec)
+{
+    return (size_t*)(void*)rec - 1;
+}
+
+/* Releases the flow's error record: code and info read as "" again. */
 void futoin__flow_code_release(Flow* fl)
 {
     char* code = futoin__flow_code(fl);
     if (code != futoin__no_code) {
         if (fl->code_heap) {
-            free(code);
+            free(heap_head(code));
         } else {
             futoin__pool_put(&futoin__flow_ctx(fl)->strs, code);
         }
@@ -169,30 +178,104 @@ void futoin__flow_code_release(Flow* fl)
     }
 }
 
-void futoin__flow_set_code(Flow* fl, const char* s)
+/* p points into the cap bytes at rec (compared as addresses: p may be
+ * any string). */
+static int points_into(const char* p, const char* rec, size_t cap)
 {
-    if (!s) {
-        s = "";
+    return (uintptr_t)p - (uintptr_t)rec < cap;
+}
+
+/* Writes "code\0info\0" at rec, which has room for it; either text may
+ * come out of rec itself (an error handler raising the code it was given,
+ * or keeping the info it read). The record stays where it is, so what a
+ * handler was given stays readable memory. */
+static void record_write(char* rec, size_t cap, const char* code, size_t lc, const char* info,
+        size_t li)
+{
+    int code_in = points_into(code, rec, cap);
+    int info_in = points_into(info, rec, cap);
+    if (!info_in) {
+        memmove(rec, code, lc + 1);
+        memcpy(rec + lc + 1, info, li + 1);
+    } else if (!code_in || code == rec) {
+        /* The info first: its new place starts after the code's. */
+        memmove(rec + lc + 1, info, li + 1);
+        if (code != rec) {
+            memcpy(rec, code, lc + 1);
+        }
+    } else {
+        /* Both from the record, the code not at its start: rare. */
+        char* tmp = futoin__xmalloc(lc + li + 2);
+        memcpy(tmp, code, lc + 1);
+        memcpy(tmp + lc + 1, info, li + 1);
+        memcpy(rec, tmp, lc + li + 2);
+        free(tmp);
     }
-    char* code = futoin__flow_code(fl);
-    if (s == code) {
-        return; /* re-raising the code we handed out */
+}
+
+void futoin__flow_set_error(Flow* fl, const char* code, const char* info)
+{
+    if (!code) {
+        code = "";
     }
-    size_t len = strlen(s);
-    if (len < FUTOIN_SMALL_STR && code != futoin__no_code && !fl->code_heap) {
-        memmove(code, s, len + 1);
+    if (!info) {
+        info = "";
+    }
+    char* rec = futoin__flow_code(fl);
+    size_t lc = strlen(code);
+    size_t li = *info ? strlen(info) : 0;
+    size_t need = lc + li + 2;
+    size_t cap = 0;
+    if (rec != futoin__no_code) {
+        cap = fl->code_heap ? *heap_head(rec) : FUTOIN_SMALL_STR;
+    }
+    if (need <= cap) {
+        if (!li) { /* the common error() without info: one copy */
+            memmove(rec, code, lc + 1);
+            rec[lc + 1] = 0;
+            return;
+        }
+        record_write(rec, cap, code, lc, info, li);
         return;
     }
-    if (len == 0 && code == futoin__no_code) {
-        return;
+    if (need == 2) {
+        return; /* both empty, and no record: nothing to hold */
     }
-    /* s may point into the old buffer: copy before releasing it. */
-    char* p = len < FUTOIN_SMALL_STR ? futoin__pool_get(&futoin__flow_ctx(fl)->strs)
-                                     : futoin__xmalloc(len + 1);
-    memcpy(p, s, len + 1);
+    /* A larger record; code and info may point into the old one: copy
+     * before releasing it. */
+    char* p;
+    int heap = need > FUTOIN_SMALL_STR;
+    if (heap) {
+        size_t ncap = 64;
+        while (ncap < need) {
+            ncap *= 2;
+        }
+        size_t* head = futoin__xmalloc(sizeof(size_t) + ncap);
+        *head = ncap;
+        p = (char*)(head + 1);
+    } else {
+        p = futoin__pool_get(&futoin__flow_ctx(fl)->strs);
+    }
+    memcpy(p, code, lc + 1);
+    memcpy(p + lc + 1, info, li + 1);
     futoin__flow_code_release(fl);
     *flow_code_slot(fl) = p;
-    fl->code_heap = len >= FUTOIN_SMALL_STR;
+    fl->code_heap = (uint8_t)heap;
+}
+
+void futoin__flow_take_error(Flow* dst, Flow* src)
+{
+    char** d = flow_code_slot(dst);
+    char** s = flow_code_slot(src);
+    char* rec = *d;
+    uint8_t heap = dst->code_heap;
+    *d = *s;
+    dst->code_heap = src->code_heap;
+    *s = rec;
+    src->code_heap = heap;
+#if FUTOIN_TRACING
+    futoin__trace_swap(dst, src);
+#endif
 }
 
 RootExt* futoin__root_ext_make(Root* r)
@@ -203,39 +286,11 @@ RootExt* futoin__root_ext_make(Root* r)
     return r->ext;
 }
 
-void futoin__set_info(Root* r, const char* info)
-{
-    if (!info || !*info) {
-        info_clear(r);
-        return;
-    }
-    RootExt* x = futoin__root_ext(r);
-    if (info == x->info) {
-        return;
-    }
-    size_t len = strlen(info);
-    if (len + 1 > x->info_cap) {
-        size_t cap = x->info_cap ? x->info_cap : 64;
-        while (cap < len + 1) {
-            cap *= 2;
-        }
-        /* info may point into the old buffer: copy before releasing it. */
-        char* p = futoin__xmalloc(cap);
-        memcpy(p, info, len + 1);
-        free(x->info);
-        x->info = p;
-        x->info_cap = cap;
-    } else {
-        memmove(x->info, info, len + 1);
-    }
-}
-
 /* The running step fails: the spec's InternalError. */
 static void fail_running_step(Flow* fl, const char* info)
 {
     futoin__trace_capture(fl, fl->depth);
-    futoin__flow_set_code(fl, FUTOIN_INTERNAL_ERROR);
-    futoin__set_info(futoin__flow_root(fl), info);
+    futoin__flow_set_error(fl, FUTOIN_INTERNAL_ERROR, info);
     ++futoin__flow_ctx(fl)->n_errors;
     fl->out = OUT_ERROR;
     fl->add_fr = NULL;
@@ -263,8 +318,7 @@ void futoin__misuse(Flow* fl, const char* fmt, ...)
         /* A call of the step that failed for memory cannot tell the step,
          * which goes on with calls that are misuse only because of it:
          * that failure stays the step's error. */
-        if (fl->out == OUT_ERROR
-                && strstr(futoin__root_info(futoin__flow_root(fl)), "out of memory") != NULL) {
+        if (fl->out == OUT_ERROR && strstr(futoin__flow_info(fl), "out of memory") != NULL) {
             return;
         }
         fail_running_step(fl, buf);

@@ -417,12 +417,13 @@ static void branch_done(Flow* fl)
 }
 
 /* Branch flow failed: the siblings are cancelled and the parallel step
- * fails in the parent flow with the same error (or break/continue). */
+ * fails in the parent flow with the same error (or break/continue): the
+ * parent takes the branch's error record, code and info (and trace). */
 static void branch_failed(Flow* fl)
 {
     Flow* parent = futoin__branch(fl)->parent;
     futoin__branch_unlink(fl);
-    futoin__flow_set_code(parent, futoin__flow_code(fl));
+    futoin__flow_take_error(parent, fl);
     parent->ctl = fl->ctl;
     uint32_t gen = futoin__flow_mark(parent);
     futoin__flow_release(fl);
@@ -609,7 +610,7 @@ void futoin__flow_failed(Flow* fl)
     Root* r = futoin__flow_root(fl);
     if (fl->ctl) {
         /* Cannot happen for a validated break: report it as misuse. */
-        futoin__flow_set_code(fl, FUTOIN_INTERNAL_ERROR);
+        futoin__flow_set_error(fl, FUTOIN_INTERNAL_ERROR, futoin__flow_info(fl));
         fl->ctl = CTL_NONE;
     }
     r->state = RS_FAILED;

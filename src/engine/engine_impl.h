@@ -159,9 +159,15 @@ static inline void futoin__trace_stamp(Step* s)
     s->line = futoin__trace_loc.line;
 }
 /* The error just raised in fl: its chain of frames, from frame `top` of fl
- * out to the root, becomes the root's trace. */
+ * out to the root, becomes fl's trace. */
 void futoin__trace_capture(Flow* fl, uint32_t top);
 void futoin__trace_free(RootExt* x);
+/* The traces of two flows change places (futoin__flow_take_error()). */
+void futoin__trace_swap(Flow* a, Flow* b);
+/* A recycled branch starts with no trace; a pooled one's buffer is freed
+ * with the loop. */
+void futoin__trace_branch_reset(Flow* fl);
+void futoin__trace_branch_free(Flow* fl);
 #else
 static inline void futoin__trace_stamp(Step* s)
 {
@@ -235,8 +241,13 @@ static inline void futoin__parallel_append(Parallel* p, Step* s)
 LoopSpec* futoin__loopspec_new(EngineCtx* ctx, const char* label, void* data, size_t count,
         void (*loop_fn)(FutoInAsyncSteps*, void*),
         void (*repeat_fn)(FutoInAsyncSteps*, void*, size_t));
-void futoin__flow_set_code(Flow* fl, const char* s);
-void futoin__set_info(Root* r, const char* info);
+/* The flow's error record becomes code and info (NULL: ""); either may
+ * point into the record itself. */
+void futoin__flow_set_error(Flow* fl, const char* code, const char* info);
+/* An error escaped the branch src into dst, the flow holding its parallel
+ * step: dst takes src's error record (and trace), src the one dst had,
+ * which goes with it. */
+void futoin__flow_take_error(Flow* dst, Flow* src);
 int futoin__find_loop(Flow* fl, const char* label);
 
 void futoin__flow_success(Flow* fl, FutoInArgs* args);
@@ -260,7 +271,7 @@ int futoin__flow_wait_info(Flow* fl, const char* what);
 void futoin__wait_info_block(void* value);
 
 /* engine/state_vars.c */
-void* futoin__state_var(Root* r, void* data, const char* name, void* (*allocate)(void*),
+void* futoin__state_var(Flow* fl, void* data, const char* name, void* (*allocate)(void*),
         void (*cleanup)(void*, void*));
 void futoin__state_copy(Root* dst, Root* src);
 void futoin__state_free(Root* r);
@@ -282,7 +293,7 @@ struct StackBlock {
 };
 
 /* ---- context.c ---- */
-/* Releases the flow's code buffer: it reads as "" again. */
+/* Releases the flow's error record: code and info read as "" again. */
 void futoin__flow_code_release(Flow* fl);
 /* An allocation the running step asked for failed: the step fails with
  * InternalError, error_info "<what>: out of memory". Outside a step there
@@ -379,13 +390,22 @@ static inline void flow_recycle(EngineCtx* ctx, Flow* f)
 }
 
 /* The last engine frame of r left the C stack: released branch flows are
- * recycled and a free() that came meanwhile is carried out. */
+ * recycled and a free() that came meanwhile is carried out. A branch's
+ * error record goes only now, so that what a callback of it read (the
+ * code its error handler was given, its error_info) stays readable until
+ * that callback returns, even if it cancelled the root. */
 static inline void recycle_zombies(Root* r)
 {
     RootExt* x = r->ext;
     while (x && x->zombies) {
         Flow* z = x->zombies;
         x->zombies = futoin__branch(z)->sib_next;
+        if (futoin__branch(z)->code != futoin__no_code) {
+            futoin__flow_code_release(z);
+        }
+#if FUTOIN_TRACING
+        futoin__trace_branch_reset(z);
+#endif
         flow_recycle(futoin__root_ctx(r), z);
     }
 }
@@ -442,7 +462,7 @@ static inline void flow_init(Flow* fl, Root* r, int fresh)
     if (fresh) {
         fl->code_heap = 0;
     }
-    /* A recycled branch released its code in futoin__flow_release(). */
+    /* A recycled branch released its error record in recycle_zombies(). */
     memset(&fl->frames[0], 0, sizeof(Frame));
 }
 
@@ -471,6 +491,9 @@ static inline Flow* futoin__branch_new(EngineCtx* ctx, Root* r, Flow* fl, Parall
     futoin__branch(b)->root = r;
     if (fresh) {
         futoin__branch(b)->code = futoin__no_code;
+#if FUTOIN_TRACING
+        futoin__branch(b)->trace = NULL;
+#endif
     }
     futoin__branch(b)->parent = fl;
     futoin__branch(b)->par = p;
@@ -578,14 +601,6 @@ static inline int iteration_reset(Flow* fl, Frame* f)
     }
     f->flags &= (uint8_t)~FR_WAIT;
     return 1;
-}
-
-/* Empties error_info: nothing to do while the root has no text. */
-static inline void info_clear(Root* r)
-{
-    if (r->ext && r->ext->info) {
-        r->ext->info[0] = 0;
-    }
 }
 
 /* Frames above level 0, queued steps or results: what aborting releases. */

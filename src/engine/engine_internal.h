@@ -30,6 +30,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "common/compiler.h"
 #include "common/list.h"
@@ -282,7 +283,7 @@ struct Flow {
     uint8_t out;
     uint8_t ctl;
     uint8_t in_rq;
-    uint8_t code_heap; /* the code buffer is malloc()ed, not a pooled small block */
+    uint8_t code_heap; /* the error record is malloc()ed, not a pooled small block */
     /* Where add() appends without further checks (NULL: ask
      * futoin__add_target_slow()): the frame of the running execute or error
      * callback until it completes, or level 0 of an idle root. */
@@ -300,14 +301,17 @@ struct Flow {
 };
 
 /* A parallel() branch: a flow with its root and its place among its
- * siblings. */
+ * siblings, and its own error record: what its handlers read is its own. */
 typedef struct Branch {
     Flow fl; /* first: a Branch is used as its Flow */
     Root* root;
-    char* code;     /* see futoin__flow_code() */
+    char* code;     /* its error record, see futoin__flow_code() */
     Flow* parent;   /* the flow holding the PARALLEL frame */
     Parallel* par;  /* the parallel it belongs to */
     Flow* sib_next; /* next live branch of the same parallel; zombie link */
+#if FUTOIN_TRACING
+    struct TraceBuf* trace; /* its last error's trace, see engine/trace.c */
+#endif
 } Branch;
 
 static inline Branch* futoin__branch(Flow* fl)
@@ -359,14 +363,13 @@ enum RootState { RS_IDLE = 0, RS_RUNNING, RS_DONE, RS_FAILED, RS_CANCELLED };
 
 typedef void (*RootDoneHook)(void* data, Root* root, const char* code, FutoInArgs* args);
 
-/* What only some roots use: the error code, error_info text, state
- * variables, released branch flows and a completion hook. Allocated on first use and kept
- * with the root when it is pooled, so a root that never needs them (most
- * parked or short-lived roots) pays one pointer. */
+/* What only some roots use: the main flow's error record (code and
+ * error_info), state variables, released branch flows and a completion
+ * hook. Allocated on first use and kept with the root when it is pooled,
+ * so a root that never needs them (most parked or short-lived roots) pays
+ * one pointer. */
 typedef struct RootExt {
-    char* code; /* the main flow's, see futoin__flow_code() */
-    char* info; /* error_info; NULL means "" */
-    size_t info_cap;
+    char* code; /* the main flow's error record, see futoin__flow_code() */
     StateVar* vars;
     uint32_t nvars;
     uint32_t cap_vars;
@@ -374,7 +377,7 @@ typedef struct RootExt {
     RootDoneHook done;
     void* done_data;
 #if FUTOIN_TRACING
-    struct TraceBuf* trace; /* the last error's trace, see engine/trace.c */
+    struct TraceBuf* trace; /* the main flow's last error's trace, see engine/trace.c */
 #endif
 } RootExt;
 
@@ -475,12 +478,17 @@ static inline Flow* futoin__live_branches(const Flow* fl)
     return p->started ? p->branches : NULL;
 }
 
-extern char futoin__no_code[1];
+extern char futoin__no_code[2];
 
-/* The flow's current error code or break/continue label: futoin__no_code
- * (empty) until the flow first needs one, then a buffer it keeps until it
- * ends. A branch holds it; a root's main flow keeps it in its RootExt, so a
- * root that never fails or breaks pays nothing for it. */
+/* The flow's error record: its current error code (or break/continue
+ * label), a NUL, its error_info, a NUL, in one buffer. futoin__no_code
+ * (both empty) until the flow first needs one, then a pooled block of
+ * FUTOIN_SMALL_STR bytes, or a heap block when longer (Flow.code_heap),
+ * which the flow keeps until it ends. A branch holds it; a root's main
+ * flow keeps it in its RootExt, so a root that never fails or breaks pays
+ * nothing for it. Every flow has its own: an error is recorded in the flow
+ * it is raised in, and reaches the parent flow only when it escapes a
+ * branch (the parent then takes the branch's record). */
 static inline char* futoin__flow_code(const Flow* fl)
 {
     if (fl->is_branch) {
@@ -490,9 +498,17 @@ static inline char* futoin__flow_code(const Flow* fl)
     return r->ext ? r->ext->code : futoin__no_code;
 }
 
+/* The flow's error_info: the second half of its error record. */
+static inline const char* futoin__flow_info(const Flow* fl)
+{
+    const char* code = futoin__flow_code(fl);
+    return code + strlen(code) + 1;
+}
+
+/* The root's error_info: its main flow's. */
 static inline const char* futoin__root_info(const Root* r)
 {
-    return r->ext && r->ext->info ? r->ext->info : "";
+    return futoin__flow_info(&r->main);
 }
 
 /* The seam for code that runs a root to its end and must hear of it (the

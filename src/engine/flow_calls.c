@@ -56,8 +56,7 @@ void futoin__flow_error(Flow* fl, const char* code, const char* info)
 {
     ++futoin__flow_ctx(fl)->n_errors;
     futoin__trace_capture(fl, fl->depth);
-    futoin__flow_set_code(fl, code);
-    futoin__set_info(futoin__flow_root(fl), info);
+    futoin__flow_set_error(fl, code, info);
     if (futoin__flow_in_step(fl)) {
         fl->out = OUT_ERROR;
         fl->ctl = CTL_NONE;
@@ -85,8 +84,7 @@ static void on_timeout(void* data, uintptr_t k)
     ++futoin__flow_ctx(fl)->n_timeouts;
     futoin__trace_capture(fl, (uint32_t)k);
     futoin__root_hold(r);
-    futoin__flow_set_code(fl, FUTOIN_TIMEOUT);
-    futoin__set_info(r, futoin__wait_info_of(fl, (uint32_t)k));
+    futoin__flow_set_error(fl, FUTOIN_TIMEOUT, futoin__wait_info_of(fl, (uint32_t)k));
     fl->ctl = CTL_NONE;
     futoin__rq_remove(fl);
     if (futoin__start_unwind(fl, (uint32_t)k, 0)) {
@@ -135,8 +133,7 @@ void futoin__flow_wait(Flow* fl)
 
 void futoin__flow_ctl(Flow* fl, uint8_t ctl, const char* label)
 {
-    futoin__flow_set_code(fl, label ? label : "");
-    futoin__set_info(futoin__flow_root(fl), label ? label : "");
+    futoin__flow_set_error(fl, label, label);
     fl->out = futoin__outcome_of_ctl(ctl);
     fl->add_fr = NULL;
 }

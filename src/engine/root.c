@@ -73,29 +73,44 @@ FutoInAsyncSteps* futoin_asyncsteps_new(FutoInLoop* loop)
     return &r->main.iface;
 }
 
+/* Empties the main flow's error_info, keeping its code. Out of line: only
+ * a root that had an error has a record to clear. */
+FUTOIN_NOINLINE static void info_clear_slow(Root* r)
+{
+    char* code = r->ext->code;
+    code[strlen(code) + 1] = 0;
+}
+
+static inline void info_clear(Root* r)
+{
+    if (r->ext && r->ext->code != futoin__no_code) {
+        info_clear_slow(r);
+    }
+}
+
 void futoin__root_execute(Flow* fl, void* data, FutoInAsyncSteps_error_callback unhandled)
 {
     Root* r = futoin__flow_root(fl);
     r->state = RS_RUNNING;
     fl->frames[0].unhandled = unhandled;
     r->unhandled_data = data;
-    info_clear(r);
     fl->pending = PD_NEXT;
     fl->out = OUT_NONE;
     fl->ctl = CTL_NONE;
     fl->add_fr = NULL;
     futoin__rq_push(fl);
+    info_clear(r); /* last: a tail call, when there is a record */
 }
 
-/* A branch flow is done with: its memory is recycled once no engine frame
- * of the root is on the C stack (a callback of it may still be running). */
+/* A branch flow is done with: its memory (and its error record) is
+ * recycled once no engine frame of the root is on the C stack (a callback
+ * of it may still be running, recycle_zombies()). */
 void futoin__flow_release(Flow* fl)
 {
     Root* r = futoin__flow_root(fl);
     futoin__rq_remove(fl);
     ++fl->gen;
     fl->add_fr = NULL;
-    futoin__flow_code_release(fl);
     fl->state = FS_DONE;
     RootExt* x = futoin__root_ext(r);
     futoin__branch(fl)->sib_next = x->zombies;
@@ -130,7 +145,7 @@ void futoin__root_cancel(Root* r)
 }
 
 /* What a destroyed root may hold beyond its frames: level 0's extras (an
- * idle root may have used stack()), an error code and the RootExt. */
+ * idle root may have used stack()), an error record and the RootExt. */
 static void root_release_extras(Root* r)
 {
     Flow* fl = &r->main;
@@ -141,7 +156,6 @@ static void root_release_extras(Root* r)
             futoin__state_free(r);
         }
         recycle_zombies(r);
-        info_clear(r);
 #if FUTOIN_TRACING
         futoin__trace_free(r->ext);
 #endif
@@ -194,6 +208,14 @@ void futoin__root_destroy(Root* r)
     root_destroy(r);
 }
 
+/* futoin__root_unhold() out of line: what it may release (branch flows
+ * and their error records) would otherwise cost the common free() of a
+ * finished root the saving of registers. */
+FUTOIN_NOINLINE static void root_unhold_cold(Root* r)
+{
+    futoin__root_unhold(r);
+}
+
 void futoin__root_free(Root* r)
 {
     if (r->free_pending) {
@@ -207,7 +229,7 @@ void futoin__root_free(Root* r)
     }
     futoin__root_hold(r);
     futoin__root_cancel(r); /* no-op if idle, finished or already cancelling */
-    futoin__root_unhold(r); /* destroys now, or when the outermost callback returns */
+    root_unhold_cold(r);    /* destroys now, or when the outermost callback returns */
 }
 
 void futoin_asyncsteps_free(FutoInAsyncSteps* root)

@@ -3,7 +3,8 @@
  * Root state variables (spec 1.7 and 2.7.2 stateVariable): named values
  * created on first use by the caller's allocator and released with the root.
  * A root has a handful of them, so a small array with linear search beats a
- * hash table here.
+ * hash table here. The read-only "error_info" is not the root's but the
+ * asking flow's: the second half of its error record (engine_internal.h).
  */
 #include "engine/engine_impl.h"
 
@@ -36,12 +37,14 @@ static StateVar* insert(Root* r, const char* name)
     return v;
 }
 
-void* futoin__state_var(Root* r, void* data, const char* name, void* (*allocate)(void*),
+void* futoin__state_var(Flow* fl, void* data, const char* name, void* (*allocate)(void*),
         void (*cleanup)(void*, void*))
 {
     if (strcmp(name, "error_info") == 0) {
-        return (char*)(uintptr_t)futoin__root_info(r);
+        /* The flow's own: a branch's handlers read their branch's error. */
+        return (char*)(uintptr_t)futoin__flow_info(fl);
     }
+    Root* r = futoin__flow_root(fl);
     if (strcmp(name, "last_exception") == 0) {
         return NULL; /* C has no exceptions */
     }
@@ -84,7 +87,7 @@ void futoin__state_copy(Root* dst, Root* src)
     for (uint32_t i = 0; src->ext && i < src->ext->nvars; ++i) {
         StateVar sv = src->ext->vars[i];
         if (sv.allocate && !find(dst, sv.name)) {
-            futoin__state_var(dst, sv.data, sv.name, sv.allocate, sv.cleanup);
+            futoin__state_var(&dst->main, sv.data, sv.name, sv.allocate, sv.cleanup);
         }
     }
     futoin__root_unhold(dst);

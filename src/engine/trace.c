@@ -8,8 +8,10 @@
  * futoin__trace_stamp()), and a frame keeps them with the step's callback
  * when the step starts. When an error is raised, futoin__trace_capture()
  * copies the chain of frames from the failing one out to the root into a
- * buffer of the root, so that error handlers and the unhandled-error
- * callback can read it after the failing frames are gone. Bounded work per
+ * buffer of the failing flow (as its error record, a branch's trace is its
+ * own; the flow holding the parallel takes it over when the error escapes
+ * the branch), so that error handlers and the unhandled-error callback can
+ * read it after the failing frames are gone. Bounded work per
  * error: at most FUTOIN_TRACE_MAX frames are copied (the innermost ones);
  * the rest of a deeper chain is only counted, one step per flow level.
  *
@@ -81,19 +83,56 @@ void futoin__trace_free(RootExt* x)
     x->trace = NULL;
 }
 
+/* Where fl's trace lives: in its Branch, or the root's RootExt for the
+ * main flow (made if make is set, else NULL when there is none). */
+static TraceBuf** trace_slot(Flow* fl, int make)
+{
+    if (fl->is_branch) {
+        return &futoin__branch(fl)->trace;
+    }
+    Root* r = futoin__flow_root(fl);
+    if (!r->ext && !make) {
+        return NULL;
+    }
+    return &futoin__root_ext(r)->trace;
+}
+
+void futoin__trace_swap(Flow* a, Flow* b)
+{
+    TraceBuf** sa = trace_slot(a, 1);
+    TraceBuf** sb = trace_slot(b, 1);
+    TraceBuf* t = *sa;
+    *sa = *sb;
+    *sb = t;
+}
+
+void futoin__trace_branch_reset(Flow* fl)
+{
+    TraceBuf* b = futoin__branch(fl)->trace;
+    if (b) {
+        b->n = 0;
+        b->total = 0;
+    }
+}
+
+void futoin__trace_branch_free(Flow* fl)
+{
+    free(futoin__branch(fl)->trace);
+    futoin__branch(fl)->trace = NULL;
+}
+
 /* Innermost first into b (reversed at the end): frames top..1 of fl, then
  * of each flow that holds the parallel step fl is a branch of. */
 void futoin__trace_capture(Flow* fl, uint32_t top)
 {
-    Root* r = futoin__flow_root(fl);
-    RootExt* x = futoin__root_ext(r);
-    TraceBuf* b = x->trace;
+    TraceBuf** slot = trace_slot(fl, 1);
+    TraceBuf* b = *slot;
     if (!b) {
         b = malloc(sizeof(*b));
         if (!b) {
             return; /* no trace rather than no error */
         }
-        x->trace = b;
+        *slot = b;
     }
     b->n = 0;
     b->total = 0;
@@ -130,8 +169,8 @@ size_t futoin_error_trace(FutoInAsyncSteps* as, const FutoInTraceEntry** entries
     if (!fl || !futoin__loop_on_thread(fl->loop)) {
         return 0;
     }
-    Root* r = futoin__flow_root(fl);
-    const TraceBuf* b = r->ext ? r->ext->trace : NULL;
+    TraceBuf** slot = trace_slot(fl, 0);
+    const TraceBuf* b = slot ? *slot : NULL;
     if (!b || b->n == 0) {
         return 0;
     }

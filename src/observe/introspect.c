@@ -329,7 +329,7 @@ void futoin__obs_flow_info_fill(Flow* fl, FutoInFlowInfo* out)
         }
     }
     fi.error_code = futoin__flow_code(fl);
-    fi.error_info = futoin__root_info(r);
+    fi.error_info = futoin__flow_info(fl);
     *out = fi;
 }
 

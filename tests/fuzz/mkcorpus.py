@@ -326,6 +326,15 @@ SEEDS = {
                               handler=eh(EH_ADD, kids=[step(term=SUCCESS, vals=["b2"])])), step()),
     "par_nested": one(par([par([step(), step(term=EXT_ERR, delay=2)]), step(term=FOREVER, cancel=True)]), step()),
     "par_empty": one(par([]), step()),
+    # error_info per flow (burst 1: A's external error is raised, then B
+    # fails and recovers before A's handler runs): A's handler reads A's
+    # info, not B's; an error escaping A brings A's info to the parallel's
+    "par_errors_own_info": one(par([step(eh(EH_RECOVER), term=EXT_ERR, imm=True, code=1),
+                                    step(eh(EH_RECOVER), term=ERROR, code=2)],
+                                   handler=eh(EH_PASS)), step(), burst=1),
+    "par_escaped_error_info": one(par([step(term=EXT_ERR, imm=True, code=1),
+                                       step(eh(EH_RECOVER), term=ERROR, code=2)],
+                                      handler=eh(EH_RECOVER)), step(), burst=1),
     "par_timeout_outer": one(step(timeout=5, kids=[par([step(term=FOREVER, cancel=True),
                                                         step(term=EXT_OK, delay=9)])],
                                   handler=eh(EH_RECOVER, vals=[1])), step()),

@@ -77,6 +77,7 @@ struct MFlow {
     FzArgs out;
     int pending_unwind;
     char code[CODE_LEN];
+    char info[INFO_LEN]; /* error_info is per flow (docs/SEMANTICS.md "Errors") */
     int ctl;
     int in_ready;
     MFlow* rnext;
@@ -132,7 +133,6 @@ typedef struct MSync {
 typedef struct MRoot {
     MFlow* main;
     int state;
-    char info[INFO_LEN];
 } MRoot;
 
 typedef struct M {
@@ -271,7 +271,8 @@ static void set_code(MFlow* fl, const char* code)
 
 static void set_info(M* m, MFlow* fl, const char* info)
 {
-    snprintf(m->roots[fl->root].info, INFO_LEN, "%s", info);
+    (void)m;
+    snprintf(fl->info, INFO_LEN, "%s", info);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -859,7 +860,9 @@ static void flow_failed(M* m, MFlow* fl)
         MFlow* parent = fl->parent;
         MFrame* pf = &parent->frames[fl->par_depth];
         branch_detach(fl);
+        /* The parent flow's handlers read the branch's code and info. */
         set_code(parent, fl->code);
+        set_info(m, parent, fl->info);
         parent->ctl = fl->ctl;
         unready(m, fl);
         abort_branches(m, pf);
@@ -879,7 +882,7 @@ static void flow_failed(M* m, MFlow* fl)
         tr(m, "misuse %s unhandled %s%s", rn, fl->code, "");
         return;
     }
-    tr(m, "unhandled %s %s %s", rn, fl->code, fz_info_col(fl->code, r->info));
+    tr(m, "unhandled %s %s %s", rn, fl->code, fz_info_col(fl->code, fl->info));
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1254,7 +1257,7 @@ static void unwind(M* m, MFlow* fl)
             f->eh_used = 1;
             char nm[16];
             name_of(f->node, nm);
-            tr(m, "eh %s %s %s", nm, fl->code, fz_info_col(fl->code, m->roots[fl->root].info));
+            tr(m, "eh %s %s %s", nm, fl->code, fz_info_col(fl->code, fl->info));
             char info[16];
             switch (eh->kind) {
             case FZ_EH_RECOVER:
@@ -1511,7 +1514,7 @@ int fz_model_run(const FzProg* p, FzStr* out)
     }
     for (int i = 0; i < p->nroots; ++i) {
         m.roots[i].state = RS_RUNNING;
-        m.roots[i].info[0] = 0;
+        m.roots[i].main->info[0] = 0;
         ready(&m, m.roots[i].main);
     }
     for (;;) {

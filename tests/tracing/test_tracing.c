@@ -235,6 +235,111 @@ static void test_branch_trace(void** state)
     futoin_asyncsteps_free(root);
 }
 
+/* ---- each branch reads its own trace; the root gets the one that
+ * escaped ---- */
+
+static FutoInAsyncSteps* g_parked[2];
+static Seen g_branch_eh[2];
+
+void park_a(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)data, (void)args;
+    g_parked[0] = as;
+    futoin_wait_external(as);
+}
+
+void park_b(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)data, (void)args;
+    g_parked[1] = as;
+    futoin_wait_external(as);
+}
+
+void branch_eh_a(FutoInAsyncSteps* as, void* data, const char* code)
+{
+    (void)data;
+    see(&g_branch_eh[0], as, code);
+    futoin_success(as);
+}
+
+void branch_eh_b(FutoInAsyncSteps* as, void* data, const char* code)
+{
+    (void)data;
+    see(&g_branch_eh[1], as, code); /* not handled: B fails the root */
+}
+
+void outer_a(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)data, (void)args;
+    futoin_add(as, park_a, branch_eh_a, NULL);
+}
+
+void two_parked(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)data, (void)args;
+    FutoInAsyncSteps* p = futoin_parallel(as, NULL, NULL);
+    futoin_add(p, outer_a, NULL, NULL);
+    futoin_add(p, park_b, branch_eh_b, NULL);
+}
+
+/* Both errors in one loop callback: no handler runs in between. */
+static void raise_both(void* data)
+{
+    (void)data;
+    futoin_error(g_parked[0], "EA", NULL);
+    futoin_error(g_parked[1], "EB", NULL);
+}
+
+static void test_branch_traces_own(void** state)
+{
+    (void)state;
+    reset_seen();
+    memset(g_branch_eh, 0, sizeof(g_branch_eh));
+    FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
+    futoin_add(root, two_parked, NULL, NULL);
+    futoin_execute(root, trace_unhandled, NULL);
+    futoin_loop_deferred(g_loop, 10, NULL, raise_both);
+    run();
+    /* A's handler: A's chain, though B's error was raised after it. */
+    Seen* a = &g_branch_eh[0];
+    assert_int_equal(a->calls, 1);
+    assert_string_equal(a->code, "EA");
+    assert_int_equal(a->n, 4);
+    assert_ptr_equal(a->e[0].callback, FN(two_parked));
+    assert_int_equal(a->e[1].kind, FUTOIN_FRAME_PARALLEL);
+    assert_ptr_equal(a->e[2].callback, FN(outer_a));
+    assert_ptr_equal(a->e[3].callback, FN(park_a));
+    /* B's handler and then the root's unhandled-error callback: B's. */
+    Seen* all[2] = { &g_branch_eh[1], &g_unhandled };
+    for (int i = 0; i < 2; ++i) {
+        Seen* b = all[i];
+        assert_int_equal(b->calls, 1);
+        assert_string_equal(b->code, "EB");
+        assert_int_equal(b->n, 3);
+        assert_ptr_equal(b->e[0].callback, FN(two_parked));
+        assert_int_equal(b->e[1].kind, FUTOIN_FRAME_PARALLEL);
+        assert_ptr_equal(b->e[2].callback, FN(park_b));
+    }
+    assert_non_null(strstr(g_unhandled.printed, " park_b ("));
+    assert_null(strstr(g_unhandled.printed, "park_a"));
+    /* The failed root keeps it. */
+    const FutoInTraceEntry* e = NULL;
+    assert_int_equal(futoin_error_trace(root, &e, NULL), 3);
+    assert_ptr_equal(e[2].callback, FN(park_b));
+    futoin_asyncsteps_free(root);
+    /* Recycled branch flows start without a trace. */
+    root = futoin_asyncsteps_new(g_loop);
+    g_parked[0] = g_parked[1] = NULL;
+    futoin_add(root, two_parked, NULL, NULL);
+    futoin_execute(root, trace_unhandled, NULL);
+    run(); /* until both branches are parked */
+    assert_non_null(g_parked[0]);
+    assert_non_null(g_parked[1]);
+    assert_int_equal(futoin_error_trace(g_parked[0], NULL, NULL), 0);
+    assert_int_equal(futoin_error_trace(g_parked[1], NULL, NULL), 0);
+    futoin_asyncsteps_free(root);
+}
+
 /* ---- a chain longer than FUTOIN_TRACE_MAX keeps its innermost steps ---- */
 
 enum { DEEP = 100 };
@@ -409,6 +514,7 @@ int main(void)
         ENV_TEST(test_error_three_levels_deep),
         ENV_TEST(test_timeout_trace),
         ENV_TEST(test_branch_trace),
+        ENV_TEST(test_branch_traces_own),
         ENV_TEST(test_long_chain),
         ENV_TEST(test_misuse_trace),
         ENV_TEST(test_frames_and_dump),
