@@ -279,8 +279,8 @@ void futoin__bounded_start(Flow* fl, Parallel* p)
         /* As a step of the flow that cannot have what it needs: its
          * error goes to the handlers around it. */
         futoin__trace_capture(fl, fl->depth);
-        futoin__flow_set_code(fl, FUTOIN_INTERNAL_ERROR);
-        futoin__set_info(r, "futoin_parallel_bounded(): out of memory");
+        futoin__flow_set_error(fl, FUTOIN_INTERNAL_ERROR,
+                "futoin_parallel_bounded(): out of memory");
         ++ctx->n_errors;
         fl->ctl = CTL_NONE;
         if (futoin__start_unwind(fl, fl->depth, 1)) {
