@@ -1493,13 +1493,34 @@ typedef struct FutoInBoundedResult {
  * "futoin_parallel_bounded(): out of memory". The step's own record and
  * the branches are engine bookkeeping: the process aborts with the
  * message. as NULL: nothing happens. docs/SEMANTICS.md "Bounded parallel"
- * has an example. */
+ * has an example.
+ * @param as     the flow to add the step to (or the interface parallel()
+ *               returned)
+ * @param count  the number of items
+ * @param k      at most this many items run at once (1 or more)
+ * @param item   adds the steps of item i on the item's own flow
+ * @param data   passed to every call of item
+ * @param mode   FUTOIN_BOUNDED_FIRST_ERROR or FUTOIN_BOUNDED_ALL_SETTLED
+ * @par Ownership
+ * data stays the caller's and must live until the step ends. The outcome
+ * records belong to the step's result value and are released with it.
+ * @par Thread
+ * The loop's thread, where add() may be called.
+ */
 void futoin_parallel_bounded(FutoInAsyncSteps* as, size_t count, size_t k, FutoInBoundedItemFn item,
         void* data, int mode);
 
-/** The outcomes in the result of a futoin_parallel_bounded() step: args'
- * first value, if it is that result, else NULL. Valid while args is (in
- * the receiving step's callback). */
+/** The outcomes in the result of a futoin_parallel_bounded() step.
+ * @param args  the arguments a step received
+ * @return args' first value if it is that result, else NULL (also for
+ *         args NULL)
+ * @par Ownership
+ * Borrowed from args: valid while args is (in the receiving step's
+ * callback). Copy what must outlive it, or take a value over as
+ * FutoInBoundedOutcome.args says.
+ * @par Thread
+ * The loop's thread.
+ */
 FutoInBoundedResult* futoin_bounded_result(const FutoInArgs* args);
 
 /** @} */
