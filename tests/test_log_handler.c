@@ -30,41 +30,23 @@
 #include <futoin/introspect.h>
 
 #include "fault_alloc.h"
+#include "log_capture.h"
 
 /* ---- a handler that keeps what it is given ---- */
 
-#define MAX_LINES 64
-
-typedef struct {
-    int n;
-    int kinds[MAX_LINES];
-    char lines[MAX_LINES][256];
-} Captured;
-
 static Captured g_cap;
-
-static void capture(void* data, int kind, const char* line)
-{
-    Captured* c = data;
-    if (c->n < MAX_LINES) {
-        c->kinds[c->n] = kind;
-        snprintf(c->lines[c->n], sizeof(c->lines[c->n]), "%s", line);
-    }
-    ++c->n;
-}
 
 static int setup(void** state)
 {
     (void)state;
-    memset(&g_cap, 0, sizeof(g_cap));
-    futoin_set_log_handler(capture, &g_cap, NULL);
+    log_capture_start(&g_cap);
     return 0;
 }
 
 static int teardown(void** state)
 {
     (void)state;
-    futoin_set_log_handler(NULL, NULL, NULL);
+    log_capture_stop();
     return 0;
 }
 
@@ -150,16 +132,16 @@ static void test_set_returns_previous(void** state)
     (void)state;
     int other = 0;
     void* pdata = (void*)&other;
-    assert_ptr_equal(futoin_set_log_handler(NULL, NULL, &pdata), capture);
+    assert_ptr_equal(futoin_set_log_handler(NULL, NULL, &pdata), log_capture);
     assert_ptr_equal(pdata, &g_cap);
     /* The default is reported as futoin_log_stderr with no data. */
     pdata = (void*)&other;
-    assert_ptr_equal(futoin_set_log_handler(capture, &other, &pdata), futoin_log_stderr);
+    assert_ptr_equal(futoin_set_log_handler(log_capture, &other, &pdata), futoin_log_stderr);
     assert_null(pdata);
     /* prev_data may be NULL. */
-    assert_ptr_equal(futoin_set_log_handler(capture, &g_cap, NULL), capture);
+    assert_ptr_equal(futoin_set_log_handler(log_capture, &g_cap, NULL), log_capture);
     pdata = NULL;
-    assert_ptr_equal(futoin_set_log_handler(futoin_log_stderr, NULL, &pdata), capture);
+    assert_ptr_equal(futoin_set_log_handler(futoin_log_stderr, NULL, &pdata), log_capture);
     assert_ptr_equal(pdata, &g_cap);
     /* Setting futoin_log_stderr itself is the same as NULL. */
     assert_ptr_equal(futoin_set_log_handler(NULL, &other, &pdata), futoin_log_stderr);
@@ -262,7 +244,7 @@ static void test_null_restores_stderr(void** state)
     (void)state;
     FutoInLoop* loop = futoin_loop_new_virtual();
     assert_non_null(loop);
-    assert_ptr_equal(futoin_set_log_handler(NULL, NULL, NULL), capture);
+    assert_ptr_equal(futoin_set_log_handler(NULL, NULL, NULL), log_capture);
     StderrCapture sc;
     stderr_capture_start(&sc);
     run_unhandled_error(loop);
@@ -306,7 +288,7 @@ static void step_waits(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 static void assert_dump_lines(const Captured* c)
 {
     assert_true(c->n >= 4);
-    assert_true(c->n <= MAX_LINES);
+    assert_true(c->n <= LOG_CAPTURE_MAX);
     for (int i = 0; i < c->n; ++i) {
         assert_int_equal(c->kinds[i], FUTOIN_LOG_DUMP);
         assert_null(strchr(c->lines[i], '\n'));

@@ -17,39 +17,21 @@
 #include <unistd.h>
 
 #include <futoin/uv.h>
-
-#define MAX_LINES 8
-
-typedef struct {
-    int n;
-    int kinds[MAX_LINES];
-    char lines[MAX_LINES][256];
-} Captured;
+#include "../log_capture.h"
 
 static Captured g_cap;
-
-static void capture(void* data, int kind, const char* line)
-{
-    Captured* c = data;
-    if (c->n < MAX_LINES) {
-        c->kinds[c->n] = kind;
-        snprintf(c->lines[c->n], sizeof(c->lines[c->n]), "%s", line);
-    }
-    ++c->n;
-}
 
 static int setup(void** state)
 {
     (void)state;
-    memset(&g_cap, 0, sizeof(g_cap));
-    futoin_set_log_handler(capture, &g_cap, NULL);
+    log_capture_start(&g_cap);
     return 0;
 }
 
 static int teardown(void** state)
 {
     (void)state;
-    futoin_set_log_handler(NULL, NULL, NULL);
+    log_capture_stop();
     return 0;
 }
 
