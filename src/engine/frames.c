@@ -19,8 +19,8 @@ void futoin__extras_grow(EngineCtx* ctx)
     }
     if ((n & (n - 1)) == 0) { /* 0, 1, 2, 4...: the array is full, double it */
         /* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers */
-        ctx->extras_chunks = futoin__xrealloc(ctx->extras_chunks,
-                sizeof(*ctx->extras_chunks) * (n ? 2 * n : 1));
+        size_t bytes = sizeof(*ctx->extras_chunks) * (n ? 2 * n : 1);
+        ctx->extras_chunks = futoin__xrealloc(ctx->extras_chunks, bytes);
     }
     FrameExtra* chunk = futoin__xmalloc(sizeof(FrameExtra) * FUTOIN_EXTRAS_CHUNK);
     ctx->extras_chunks[n] = chunk;
