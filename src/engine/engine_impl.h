@@ -295,6 +295,8 @@ void futoin__root_destroy(Root* r);
 /* A branch flow is done with: recycled once no engine frame of its root
  * is on the C stack. */
 void futoin__flow_release(Flow* fl);
+/* Frees every root still live on ctx's loop (futoin_loop_free()). */
+void futoin__roots_free_all(EngineCtx* ctx);
 
 /* ---- frames.c ---- */
 void futoin__extras_grow(EngineCtx* ctx);

@@ -210,6 +210,33 @@ void futoin__root_free(Root* r)
     futoin__root_unhold(r); /* destroys now, or when the outermost callback returns */
 }
 
+/* futoin_loop_free(): the roots still live on the loop (found in the
+ * root slabs, as introspection finds them) are freed as
+ * futoin_asyncsteps_free() would free them, so that what their steps own
+ * is released. That runs user code (cancel handlers, cleanups,
+ * destructors), which may make or execute other roots: passes go on until
+ * one finds none. */
+void futoin__roots_free_all(EngineCtx* ctx)
+{
+    const void* flow_api = &futoin__flow_api;
+    int found;
+    do {
+        found = 0;
+        for (void* slab = futoin__pool_first_slab(&ctx->root_mem); slab;
+                slab = futoin__pool_next_slab(slab)) {
+            for (size_t i = 0; i < ctx->root_mem.per_slab; ++i) {
+                void* e = futoin__pool_slab_elem(&ctx->root_mem, slab, i);
+                const void* first;
+                memcpy(&first, e, sizeof(first));
+                if (first == flow_api && !((Root*)e)->free_pending) {
+                    found = 1;
+                    futoin__root_free(e);
+                }
+            }
+        }
+    } while (found);
+}
+
 void futoin_asyncsteps_free(FutoInAsyncSteps* root)
 {
     if (root) {
