@@ -299,6 +299,33 @@ static inline void futoin_add(FutoInAsyncSteps* as, FutoInAsyncSteps_execute_cal
 {
     as->api->add(as, data, f, eh);
 }
+/** Releases the data of a step added with futoin_add_owned(). */
+typedef void (*FutoInDataDestroy)(void* data);
+/** Adds a step (f, optional error handler eh) like futoin_add(), whose data
+ * the step owns: destroy(data) is called exactly once, when the step is
+ * done with it (docs/SEMANTICS.md "Owned step data"):
+ *  - the step ran: once it has ended, completed or failed, with its
+ *    sub-steps, its error handler (and the steps that handler added),
+ *    its cancel handler and its futoin_stack() cleanups, all of which may
+ *    still use data; before the next step of the flow starts, and before
+ *    an error that goes on reaches the error handler of the step around it;
+ *  - the step never ran: when it is dropped (an earlier step failed, the
+ *    root was cancelled or freed, the loop was freed);
+ *  - the call is refused (misuse, reported as by futoin_add(): a NULL f,
+ *    a step that already completed, a running root from outside...):
+ *    before futoin_add_owned() returns.
+ * On the interface futoin_parallel() returns, the step is a branch. f may
+ * be called once at most; eh as by futoin_add(). destroy is user code like
+ * any callback: it may call back into the library (add steps, cancel or
+ * free the root). destroy NULL: futoin_add(). Costs no malloc on this
+ * library's objects (the record comes from the loop's pool of step
+ * nodes). On another implementation's object the step is wrapped, and its
+ * data destroyed when that engine destroys the step (its stack() cleanup)
+ * or, if the step never runs, when the root is freed (docs/INTEROP.md).
+ * Out of memory: as futoin_add() (on another implementation: InternalError
+ * "futoin_add_owned(): out of memory", and destroy runs). */
+void futoin_add_owned(FutoInAsyncSteps* as, FutoInAsyncSteps_execute_callback f,
+        FutoInAsyncSteps_error_callback eh, void* data, FutoInDataDestroy destroy);
 /** Adds a parallel step; add steps to the returned interface to make branches.
  * The returned interface is valid until the current callback returns (or,
  * on a root that has not started, until execute()). Out of memory: the
@@ -726,6 +753,8 @@ static inline FutoInAsyncSteps* futoin_trace_end_(FutoInAsyncSteps* as)
 #define FUTOIN_TRACE_CALL_(call)                                                                   \
     (futoin_trace_at(__FILE__, __LINE__), (call), futoin_trace_at(NULL, 0))
 #define futoin_add(as, f, eh, data) FUTOIN_TRACE_CALL_((futoin_add)((as), (f), (eh), (data)))
+#define futoin_add_owned(as, f, eh, data, destroy)                                                 \
+    FUTOIN_TRACE_CALL_((futoin_add_owned)((as), (f), (eh), (data), (destroy)))
 #define futoin_parallel(as, eh, data)                                                              \
     futoin_trace_end_((futoin_trace_at(__FILE__, __LINE__), (futoin_parallel)((as), (eh), (data))))
 #define futoin_add_sync(as, sync, f, eh, data)                                                     \

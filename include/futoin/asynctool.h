@@ -52,9 +52,10 @@ FutoInLoop* futoin_loop_new_virtual(void);
  * AsyncSteps roots still live on the loop are freed first, as
  * futoin_asyncsteps_free() frees them: a running root is cancelled (its
  * cancel handlers run), and the cleanups of what the roots hold (stack()
- * memory, values, state variables) run. That code may call the library,
- * on other roots of the loop too; roots it makes are freed as well. Call
- * it from outside the loop's callbacks. */
+ * memory, values, state variables, the data of futoin_add_owned() steps)
+ * run. That code may call the library, on other roots of the loop too;
+ * roots it makes are freed as well. Call it from outside the loop's
+ * callbacks. */
 void futoin_loop_free(FutoInLoop* loop);
 
 /** Queues cb(data) to run on the next round, after what is already queued.

@@ -44,6 +44,9 @@ void futoin__dispatch(void* data)
         }
     }
     --ctx->dispatching;
+    if (!ctx->dispatching) {
+        futoin__owners_flush_if_any(ctx); /* none are left once a burst ends */
+    }
     /* Counted per burst, not per step: the budget it used. */
     ctx->n_steps += (uint64_t)ctx->burst - ctx->budget;
     if (ctx->rq.head) {
@@ -167,6 +170,8 @@ static FUTOIN_ALWAYS_INLINE void exec_enter(Flow* fl, Frame* f)
 static FUTOIN_ALWAYS_INLINE int exec_leave(Flow* fl, uint32_t gen)
 {
     if (FUTOIN_UNLIKELY(!futoin__flow_survived(fl, gen))) {
+        /* The step's own data, if the abort kept it for after the call. */
+        futoin__owners_flush_if_any(futoin__flow_ctx(fl));
         return 0;
     }
     fl->cb = CB_NONE;

@@ -289,6 +289,25 @@ void futoin__flow_code_release(Flow* fl);
  * is nobody to tell: the process aborts with the message. */
 FUTOIN_COLD void futoin__step_out_of_memory(Flow* fl, const char* what);
 
+/* ---- owned_data.c ---- */
+/* The step that owned o (an SK_OWNED step's ext) is done with: o is
+ * released, unless it holds futoin_add_owned() data that the step's
+ * callback may still be using (defer: the flow's step or error handler is
+ * on the C stack, and the frame was just aborted under it), or other such
+ * data waits already (kept in order): then its destructor runs at
+ * futoin__owners_flush(). */
+void futoin__owner_end(EngineCtx* ctx, StepOwner* o, int defer);
+/* Runs the deferred destructors, oldest first: where a step or error
+ * handler whose flow was aborted under it has returned, and at the end of
+ * each dispatch. */
+void futoin__owners_flush(EngineCtx* ctx);
+static inline void futoin__owners_flush_if_any(EngineCtx* ctx)
+{
+    if (FUTOIN_UNLIKELY(ctx->owners_deferred != NULL)) {
+        futoin__owners_flush(ctx);
+    }
+}
+
 /* ---- root.c ---- */
 /* Destroys r now: nothing of it runs (Root.busy is 0). */
 void futoin__root_destroy(Root* r);

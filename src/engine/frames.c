@@ -193,6 +193,7 @@ int futoin__frame_pop_slow(Flow* fl, int aborted)
     }
     futoin__queue_free(ctx, f.q_head);
     Step* node = f.node;
+    Step* owned = NULL;
     switch (f.kind) {
     case SK_PARALLEL:
         /* Its branches are gone: see futoin__frame_pop_slow() and futoin__flow_unwind_to(). */
@@ -211,16 +212,27 @@ int futoin__frame_pop_slow(Flow* fl, int aborted)
         }
         break;
     }
+    case SK_OWNED:
+        owned = node; /* released last, below */
+        break;
     default:
         /* The rest own nothing a started step has not used up but their
-         * owner (SK_OWNED), loop label (SK_LOOP) or unused value. */
+         * loop label (SK_LOOP) or unused value. */
         if (node) {
             futoin__step_free(ctx, node);
         }
         break;
     }
-    /* Last: a cancel handler may still use the step's stack memory. */
+    /* Then: a cancel handler may still use the step's stack memory. */
     frame_extras_release(ctx, &f);
+    /* Last, the step's owner (futoin_add_owned(): the step's data, which
+     * its cancel handler and stack() cleanups may still use; so may its
+     * callback, if it is the one that aborted the flow). */
+    if (owned) {
+        StepOwner* o = futoin__step_ext(owned);
+        futoin__pool_put(&ctx->steps, owned);
+        futoin__owner_end(ctx, o, futoin__flow_in_step(fl));
+    }
     return futoin__flow_survived(fl, gen);
 }
 
