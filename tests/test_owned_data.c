@@ -483,7 +483,7 @@ static void test_parallel_branches(void** state)
     futoin_add(r, step_tag, NULL, "C");
     futoin_execute(r, no_unhandled, NULL);
     run();
-    assert_trace("A|B|dtor:A|S|dtor:B|C");
+    assert_trace("A|dtor:A|B|S|dtor:B|C");
     assert_int_equal(g_destroyed[0], 1);
     assert_int_equal(g_destroyed[1], 1);
     futoin_asyncsteps_free(r);
@@ -757,7 +757,7 @@ static void test_destructor_executes_other_root(void** state)
     futoin_add(r, step_tag, NULL, "B");
     futoin_execute(r, no_unhandled, NULL);
     run();
-    assert_trace("A|dtor:A|B|other");
+    assert_trace("A|dtor:A|other|B");
     futoin_asyncsteps_free(r);
     futoin_asyncsteps_free(other);
     assert_int_equal(g_misuse, 0);

@@ -458,8 +458,17 @@ static int start_frame(Flow* fl, FutoInAsyncSteps_execute_callback fn, void* dat
     Frame* f = &fl->frames[fl->depth];
     switch (f->kind) {
     case SK_PLAIN:
-    case SK_OWNED:
         return call_step(fl, f, CALL_EXEC, fn, data) ? exec_outcome(fl) : HANDLED;
+    case SK_OWNED:
+        if (!call_step(fl, f, CALL_EXEC, fn, data)) {
+            return HANDLED;
+        }
+        if (fl->out <= OUT_SUCCESS && !f->q_head && !f->flags) {
+            /* Completed, nothing left behind: popped at once, as advance()
+             * pops a plain step, the owner released last. */
+            return frame_pop_owned(fl, f) ? CONTINUE : HANDLED;
+        }
+        return exec_outcome(fl);
     case SK_LOOP: {
         LoopSpec* l = f->node;
         if (!l->loop_fn) {

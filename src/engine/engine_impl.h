@@ -357,6 +357,22 @@ static inline void frame_pop_plain(Flow* fl, Frame* f)
     --fl->depth;
 }
 
+/* Pops the top frame f of an owned step (SK_OWNED) that completed and
+ * holds nothing else (no extras, no queue): the node goes back to its
+ * pool, then the owner is released, which for futoin_add_owned() is user
+ * code. Returns 0 if that code aborted the flow or freed its root. */
+static inline int frame_pop_owned(Flow* fl, Frame* f)
+{
+    EngineCtx* ctx = futoin__flow_ctx(fl);
+    Step* node = f->node;
+    StepOwner* o = futoin__step_ext(node);
+    --fl->depth;
+    futoin__pool_put(&ctx->steps, node);
+    uint32_t gen = futoin__flow_mark(fl);
+    futoin__owner_end(ctx, o, 0);
+    return futoin__flow_survived(fl, gen);
+}
+
 /* The step on top of fl ends; see futoin__frame_pop_slow(). Inline for the common
  * case of a plain step that holds nothing to release. Returns 0 if user
  * code run meanwhile (a cleanup, a cancel handler, unlock()) aborted the

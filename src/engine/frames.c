@@ -161,6 +161,11 @@ static inline void popped_timer_stop(EngineCtx* ctx, const Frame* f)
 int futoin__frame_pop_slow(Flow* fl, int aborted)
 {
     EngineCtx* ctx = futoin__flow_ctx(fl);
+    if (!aborted && fl->frames[fl->depth].kind == SK_OWNED && !fl->frames[fl->depth].flags
+            && !fl->frames[fl->depth].q_head) {
+        /* An owned step that completed with sub-steps: its owner only. */
+        return frame_pop_owned(fl, &fl->frames[fl->depth]);
+    }
     if (!aborted && (fl->frames[fl->depth].flags & FR_EXTRAS)
             && fl->frames[fl->depth].kind == SK_PLAIN && !fl->frames[fl->depth].node
             && !fl->frames[fl->depth].q_head

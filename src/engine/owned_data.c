@@ -198,6 +198,18 @@ static void no_destroy(void* data)
 void futoin_add_owned(FutoInAsyncSteps* as, FutoInAsyncSteps_execute_callback f,
         FutoInAsyncSteps_error_callback eh, void* data, FutoInDataDestroy destroy)
 {
+    /* The common case first: a flow of ours. */
+    Flow* fl = as && as->api == &futoin__flow_api ? (Flow*)as : NULL;
+    if (fl && f && destroy) {
+        Frame* fr = futoin__add_target(fl, "futoin_add_owned");
+        if (FUTOIN_UNLIKELY(!fr)) {
+            destroy(data); /* refused (reported): the data is done with */
+            return;
+        }
+        EngineCtx* ctx = futoin__flow_ctx(fl);
+        futoin__add_step_at(fl, fr, SK_OWNED, data, f, eh, owned_data_new(ctx, data, destroy));
+        return;
+    }
     if (!destroy) {
         if (as && f) {
             as->api->add(as, data, f, eh); /* nothing to own: a plain add() */
@@ -213,21 +225,11 @@ void futoin_add_owned(FutoInAsyncSteps* as, FutoInAsyncSteps_execute_callback f,
         add_owned_branch((Parallel*)as, f, eh, data, destroy);
         return;
     }
-    Flow* fl = futoin__flow_of(as);
     if (!fl) {
         foreign_add_owned(as, f, eh, data, destroy);
         return;
     }
-    Frame* fr = NULL;
-    if (!f) {
-        futoin__misuse(fl, "futoin_add_owned() with a NULL execute callback");
-    } else {
-        fr = futoin__add_target(fl, "futoin_add_owned");
-    }
-    if (!fr) {
-        destroy(data); /* refused (reported): the data is done with */
-        return;
-    }
-    EngineCtx* ctx = futoin__flow_ctx(fl);
-    futoin__add_step_at(fl, fr, SK_OWNED, data, f, eh, owned_data_new(ctx, data, destroy));
+    /* Ours, without f. */
+    futoin__misuse(fl, "futoin_add_owned() with a NULL execute callback");
+    destroy(data);
 }
