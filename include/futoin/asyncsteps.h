@@ -662,6 +662,60 @@ static inline void futoin_cancel(FutoInAsyncSteps* root)
     root->api->cancel(root);
 }
 
+/** How a root's run ended (FutoInRootEnd.reason). */
+typedef enum FutoInEndReason {
+    /** Its last step completed. */
+    FUTOIN_END_SUCCESS = 0,
+    /** An error escaped every handler (after the unhandled-error callback). */
+    FUTOIN_END_ERROR = 1,
+    /** cancel() while it ran. */
+    FUTOIN_END_CANCELLED = 2,
+    /** free() while it ran, futoin_loop_free() included. */
+    FUTOIN_END_FREED = 3
+} FutoInEndReason;
+
+/** What the hook of futoin_set_on_end() is told about the run that ended.
+ * Valid during the call only: copy what is needed later. */
+typedef struct FutoInRootEnd {
+    /** How it ended. */
+    FutoInEndReason reason;
+    /** FUTOIN_END_ERROR: the error code; NULL otherwise. */
+    const char* code;
+    /** FUTOIN_END_ERROR: its error_info ("" if none); "" otherwise. */
+    const char* info;
+    /** FUTOIN_END_SUCCESS: the last step's result values (never NULL; all
+     * empty when there were none); NULL otherwise. The hook may take a
+     * value over: copy it and set its type to NULL here, and it is not
+     * cleaned up; the others are cleaned up after the hook returns. */
+    FutoInArgs* results;
+} FutoInRootEnd;
+
+/** The hook of futoin_set_on_end(): root is the root's handle, data the
+ * pointer given with the hook. */
+typedef void (*FutoInRootEndCallback)(FutoInAsyncSteps* root, void* data, const FutoInRootEnd* end);
+
+/** Sets root's end hook: cb(root, data, end) is called exactly once for each
+ * run of the root (from execute() to its end) that ends while the hook is
+ * set: when its last step completes (FUTOIN_END_SUCCESS, with the
+ * results), when an error escapes every handler (FUTOIN_END_ERROR, after
+ * the unhandled-error callback; a root with a hook does not report an
+ * unhandled error to the misuse handler), when it is cancelled
+ * (FUTOIN_END_CANCELLED) or freed (FUTOIN_END_FREED) while it runs, after
+ * the cancel handlers, cleanups and destructors of its steps have run. A
+ * root that is freed or cancelled while not running has no run to end. The
+ * hook stays set for the next runs, until replaced (cb NULL removes it) or
+ * the root is freed. From inside the hook the root may be freed
+ * (futoin_asyncsteps_free()), given steps and executed again (not after
+ * FUTOIN_END_FREED), or its hook changed; the hook is user code like any
+ * callback (docs/SEMANTICS.md "The end of a run"). On the loop thread
+ * only. Returns 0, or -1 with nothing set: root NULL, a parallel branch or
+ * a futoin_parallel() interface, a root whose free() was called (these
+ * three are reported as misuse), called from another thread, or a root of
+ * another implementation (the interface cannot tell its end,
+ * docs/INTEROP.md). Out of memory (the root's side record): the process
+ * aborts with the message. */
+int futoin_set_on_end(FutoInAsyncSteps* root, FutoInRootEndCallback cb, void* data);
+
 /** @} */
 
 /* ------------------------------------------------------------------------ */

@@ -53,9 +53,9 @@ FutoInLoop* futoin_loop_new_virtual(void);
  * futoin_asyncsteps_free() frees them: a running root is cancelled (its
  * cancel handlers run), and the cleanups of what the roots hold (stack()
  * memory, values, state variables, the data of futoin_add_owned() steps)
- * run. That code may call the library, on other roots of the loop too;
- * roots it makes are freed as well. Call it from outside the loop's
- * callbacks. */
+ * run, as do end hooks (futoin_set_on_end(): FUTOIN_END_FREED). That code
+ * may call the library, on other roots of the loop too; roots it makes are
+ * freed as well. Call it from outside the loop's callbacks. */
 void futoin_loop_free(FutoInLoop* loop);
 
 /** Queues cb(data) to run on the next round, after what is already queued.

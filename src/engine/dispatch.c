@@ -584,10 +584,19 @@ FUTOIN_NOINLINE static void root_finish_slow(Root* r, const char* code)
     fl->frames[0].q_head = NULL;
     fl->frames[0].flags &= (uint8_t)~FR_EXTRAS;
     fl->results = NULL;
+    /* The hooks hear of it while code and the results are still as they
+     * ended: the public one first (its user may look at the root before
+     * the internal user, a pool or promise(), lets it go). Either may
+     * free the root or execute it again. */
     RootDoneHook hook = futoin__root_done(r);
-    if (hook) { /* while code and the results are still as they ended */
+    void* hook_data = hook ? r->ext->done_data : NULL;
+    if (hook) {
         r->ext->done = NULL;
-        hook(r->ext->done_data, r, code, res ? &res->args : NULL);
+    }
+    futoin__root_report_end(r, code ? FUTOIN_END_ERROR : FUTOIN_END_SUCCESS, code,
+            res ? &res->args : NULL);
+    if (hook) {
+        hook(hook_data, r, code, res ? &res->args : NULL);
     }
     if (queued) {
         futoin__queue_free(ctx, queued);
@@ -599,13 +608,13 @@ FUTOIN_NOINLINE static void root_finish_slow(Root* r, const char* code)
 }
 
 /* Inline for a root that ends holding nothing: no queued step, results,
- * level-0 extras or completion hook. */
+ * level-0 extras or end hook. */
 static inline void root_finish(Root* r, const char* code)
 {
     Flow* fl = &r->main;
     fl->state = FS_DONE;
     if (fl->frames[0].q_head || (fl->frames[0].flags & FR_EXTRAS) || fl->results
-            || futoin__root_done(r)) {
+            || futoin__root_has_end_hook(r)) {
         root_finish_slow(r, code);
     }
 }
@@ -642,7 +651,10 @@ void futoin__flow_failed(Flow* fl)
     futoin__queue_free(futoin__root_ctx(r), queued);
     futoin__results_drop(fl);
     if (r->state != RS_FAILED) {
-        return; /* a cleanup just now executed the root again */
+        /* A cleanup just now executed the root again: the failed run has
+         * ended all the same, before the new one runs. */
+        futoin__root_report_end(r, FUTOIN_END_ERROR, futoin__flow_code(fl), NULL);
+        return;
     }
     if (r->free_pending) {
         /* A cleanup just now freed the root: nothing of it is called. */
@@ -659,7 +671,7 @@ void futoin__flow_failed(Flow* fl)
             return;
         }
         fl->cb = CB_NONE;
-    } else if (!futoin__root_done(r)) {
+    } else if (!futoin__root_has_end_hook(r)) { /* else the hook hears of it */
         char buf[200];
         snprintf(buf, sizeof(buf), "unhandled error %.64s (%.100s)", futoin__flow_code(fl),
                 futoin__root_info(r));

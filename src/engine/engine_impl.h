@@ -124,6 +124,13 @@ static inline RootDoneHook futoin__root_done(const Root* r)
     return r->ext ? r->ext->done : NULL;
 }
 
+/* Someone hears of the end of r's run: the internal completion hook or
+ * the public end hook (futoin_set_on_end()). */
+static inline int futoin__root_has_end_hook(const Root* r)
+{
+    return r->ext && (r->ext->done || r->ext->on_end);
+}
+
 EngineCtx* futoin__ctx_create(FutoInLoop* loop);
 /* The loop's engine context, created on first use. */
 static inline EngineCtx* futoin__ctx_get(FutoInLoop* loop)
@@ -314,6 +321,13 @@ void futoin__root_destroy(Root* r);
 /* A branch flow is done with: recycled once no engine frame of its root
  * is on the C stack. */
 void futoin__flow_release(Flow* fl);
+/* The run of r ended (reason): its end hook (futoin_set_on_end()), if it
+ * has one, is called, with code (FUTOIN_END_ERROR) and results
+ * (FUTOIN_END_SUCCESS; NULL: none). The hook is user code: the caller
+ * holds r (Root.busy) and touches it afterwards only as after any
+ * callback. */
+void futoin__root_report_end(Root* r, FutoInEndReason reason, const char* code,
+        FutoInArgs* results);
 /* Frees every root still live on ctx's loop (futoin_loop_free()). */
 void futoin__roots_free_all(EngineCtx* ctx);
 

@@ -358,7 +358,7 @@ enum RootState { RS_IDLE = 0, RS_RUNNING, RS_DONE, RS_FAILED, RS_CANCELLED };
 typedef void (*RootDoneHook)(void* data, Root* root, const char* code, FutoInArgs* args);
 
 /* What only some roots use: the error code, error_info text, state
- * variables, released branch flows and a completion hook. Allocated on first use and kept
+ * variables, released branch flows, a completion hook and the end hook. Allocated on first use and kept
  * with the root when it is pooled, so a root that never needs them (most
  * parked or short-lived roots) pays one pointer. */
 typedef struct RootExt {
@@ -371,6 +371,8 @@ typedef struct RootExt {
     Flow* zombies; /* released branch flows, recycled when busy drops to 0 */
     RootDoneHook done;
     void* done_data;
+    FutoInRootEndCallback on_end; /* futoin_set_on_end(): kept across runs */
+    void* on_end_data;
 #if FUTOIN_TRACING
     struct TraceBuf* trace; /* the last error's trace, see engine/trace.c */
 #endif
