@@ -44,9 +44,10 @@ void futoin__dispatch(void* data)
         }
     }
     --ctx->dispatching;
-    if (!ctx->dispatching) {
-        futoin__owners_flush_if_any(ctx); /* none are left once a burst ends */
-    }
+    /* Deferred destructors run where the callback that aborted its own
+     * flow returns (exec_leave(), futoin__flow_unwind()): none is left
+     * once a burst ends. */
+    assert(ctx->dispatching || !ctx->owners_deferred);
     /* Counted per burst, not per step: the budget it used. */
     ctx->n_steps += (uint64_t)ctx->burst - ctx->budget;
     if (ctx->rq.head) {

@@ -305,8 +305,9 @@ FUTOIN_COLD void futoin__step_out_of_memory(Flow* fl, const char* what);
  * futoin__owners_flush(). */
 void futoin__owner_end(EngineCtx* ctx, StepOwner* o, int defer);
 /* Runs the deferred destructors, oldest first: where a step or error
- * handler whose flow was aborted under it has returned, and at the end of
- * each dispatch. */
+ * handler whose flow was aborted under it has returned (an abort always
+ * moves the flow's gen, which that return checks), and when the loop is
+ * freed. */
 void futoin__owners_flush(EngineCtx* ctx);
 static inline void futoin__owners_flush_if_any(EngineCtx* ctx)
 {

@@ -161,11 +161,6 @@ static inline void popped_timer_stop(EngineCtx* ctx, const Frame* f)
 int futoin__frame_pop_slow(Flow* fl, int aborted)
 {
     EngineCtx* ctx = futoin__flow_ctx(fl);
-    if (!aborted && fl->frames[fl->depth].kind == SK_OWNED && !fl->frames[fl->depth].flags
-            && !fl->frames[fl->depth].q_head) {
-        /* An owned step that completed with sub-steps: its owner only. */
-        return frame_pop_owned(fl, &fl->frames[fl->depth]);
-    }
     if (!aborted && (fl->frames[fl->depth].flags & FR_EXTRAS)
             && fl->frames[fl->depth].kind == SK_PLAIN && !fl->frames[fl->depth].node
             && !fl->frames[fl->depth].q_head
@@ -179,6 +174,11 @@ int futoin__frame_pop_slow(Flow* fl, int aborted)
         }
         frame_extras_release(ctx, &f);
         return 1;
+    }
+    if (!aborted && fl->frames[fl->depth].kind == SK_OWNED && !fl->frames[fl->depth].flags
+            && !fl->frames[fl->depth].q_head) {
+        /* An owned step that completed with sub-steps: its owner only. */
+        return frame_pop_owned(fl, &fl->frames[fl->depth]);
     }
     uint32_t gen = futoin__flow_mark(fl);
     if (aborted && futoin__live_branches(fl)) {
@@ -198,7 +198,6 @@ int futoin__frame_pop_slow(Flow* fl, int aborted)
     }
     futoin__queue_free(ctx, f.q_head);
     Step* node = f.node;
-    Step* owned = NULL;
     switch (f.kind) {
     case SK_PARALLEL:
         /* Its branches are gone: see futoin__frame_pop_slow() and futoin__flow_unwind_to(). */
@@ -217,9 +216,18 @@ int futoin__frame_pop_slow(Flow* fl, int aborted)
         }
         break;
     }
-    case SK_OWNED:
-        owned = node; /* released last, below */
-        break;
+    case SK_OWNED: {
+        /* Its owner goes last, after the stack memory: the data of
+         * futoin_add_owned(), which the cancel handler and the stack()
+         * cleanups may still use, and so may the step's callback if it is
+         * the one that aborted the flow (it is on the C stack then). */
+        StepOwner* o = futoin__step_ext(node);
+        int defer = futoin__flow_in_step(fl);
+        futoin__pool_put(&ctx->steps, node);
+        frame_extras_release(ctx, &f);
+        futoin__owner_end(ctx, o, defer);
+        return futoin__flow_survived(fl, gen);
+    }
     default:
         /* The rest own nothing a started step has not used up but their
          * loop label (SK_LOOP) or unused value. */
@@ -228,16 +236,8 @@ int futoin__frame_pop_slow(Flow* fl, int aborted)
         }
         break;
     }
-    /* Then: a cancel handler may still use the step's stack memory. */
+    /* Last: a cancel handler may still use the step's stack memory. */
     frame_extras_release(ctx, &f);
-    /* Last, the step's owner (futoin_add_owned(): the step's data, which
-     * its cancel handler and stack() cleanups may still use; so may its
-     * callback, if it is the one that aborted the flow). */
-    if (owned) {
-        StepOwner* o = futoin__step_ext(owned);
-        futoin__pool_put(&ctx->steps, owned);
-        futoin__owner_end(ctx, o, futoin__flow_in_step(fl));
-    }
     return futoin__flow_survived(fl, gen);
 }
 
