@@ -299,31 +299,54 @@ static inline void futoin_add(FutoInAsyncSteps* as, FutoInAsyncSteps_execute_cal
 {
     as->api->add(as, data, f, eh);
 }
-/** Releases the data of a step added with futoin_add_owned(). */
+/**
+ * @brief Releases the data of a step added with futoin_add_owned().
+ * @param data  the step's data
+ */
 typedef void (*FutoInDataDestroy)(void* data);
-/** Adds a step (f, optional error handler eh) like futoin_add(), whose data
- * the step owns: destroy(data) is called exactly once, when the step is
- * done with it (docs/SEMANTICS.md "Owned step data"):
+/**
+ * @brief Adds a step like futoin_add() whose data the step owns:
+ * destroy(data) is called exactly once, when the step is done with it.
+ *
+ * When (docs/SEMANTICS.md "Owned step data"):
  *  - the step ran: once it has ended, completed or failed, with its
- *    sub-steps, its error handler (and the steps that handler added),
- *    its cancel handler and its futoin_stack() cleanups, all of which may
- *    still use data; before the next step of the flow starts, and before
- *    an error that goes on reaches the error handler of the step around it;
+ *    sub-steps, its error handler (and the steps that handler added), its
+ *    cancel handler and its futoin_stack() cleanups, all of which may still
+ *    use data; before the next step of the flow starts, and before an
+ *    error that goes on reaches the error handler of the step around it;
+ *  - the step's own callback or error handler cancels or frees the root
+ *    (directly or through what it calls): once that callback has returned,
+ *    since it may still use data;
  *  - the step never ran: when it is dropped (an earlier step failed, the
  *    root was cancelled or freed, the loop was freed);
  *  - the call is refused (misuse, reported as by futoin_add(): a NULL f,
- *    a step that already completed, a running root from outside...):
- *    before futoin_add_owned() returns.
- * On the interface futoin_parallel() returns, the step is a branch. f may
- * be called once at most; eh as by futoin_add(). destroy is user code like
- * any callback: it may call back into the library (add steps, cancel or
- * free the root). destroy NULL: futoin_add(). Costs no malloc on this
- * library's objects (the record comes from the loop's pool of step
- * nodes). On another implementation's object the step is wrapped, and its
- * data destroyed when that engine destroys the step (its stack() cleanup)
- * or, if the step never runs, when the root is freed (docs/INTEROP.md).
- * Out of memory: as futoin_add() (on another implementation: InternalError
- * "futoin_add_owned(): out of memory", and destroy runs). */
+ *    a step that already completed, a running root from outside its
+ *    steps...): before futoin_add_owned() returns.
+ *
+ * On the interface futoin_parallel() returns, the step is a branch.
+ * destroy is user code like any callback: it may call back into the
+ * library (add steps where adding is allowed, execute other roots, cancel
+ * or free its own root). No malloc on this library's objects: the record
+ * of the destructor comes from the loop's pool of step nodes. On another
+ * implementation's object the step is wrapped, and data is destroyed when
+ * that engine destroys the step (its stack() cleanup) or, if the step
+ * never runs, when the root is freed (docs/INTEROP.md).
+ * Traced like futoin_add() in a tracing build. Out of memory: as
+ * futoin_add() (on another implementation: InternalError
+ * "futoin_add_owned(): out of memory", and destroy runs).
+ * @param as       the flow the callback runs in, the idle root, or a
+ *                 futoin_parallel() interface
+ * @param f        the step's execute callback (NULL: misuse, InternalError)
+ * @param eh       the step's error handler, or NULL
+ * @param data     passed to f, eh and destroy
+ * @param destroy  releases data (NULL: futoin_add(), nothing is owned)
+ * @par Ownership
+ * data passes to the step on every call, refused ones included: the
+ * caller must not use or release it afterwards, other than from the
+ * step's own callbacks.
+ * @par Thread
+ * The loop's thread: where futoin_add() may be called.
+ */
 void futoin_add_owned(FutoInAsyncSteps* as, FutoInAsyncSteps_execute_callback f,
         FutoInAsyncSteps_error_callback eh, void* data, FutoInDataDestroy destroy);
 /** Adds a parallel step; add steps to the returned interface to make branches.
@@ -690,30 +713,50 @@ typedef struct FutoInRootEnd {
     FutoInArgs* results;
 } FutoInRootEnd;
 
-/** The hook of futoin_set_on_end(): root is the root's handle, data the
- * pointer given with the hook. */
+/**
+ * @brief The hook of futoin_set_on_end(), called once for each run of the
+ * root that ends.
+ * @param root  the root's handle
+ * @param data  the pointer given with the hook
+ * @param end   how the run ended (valid during the call only)
+ */
 typedef void (*FutoInRootEndCallback)(FutoInAsyncSteps* root, void* data, const FutoInRootEnd* end);
 
-/** Sets root's end hook: cb(root, data, end) is called exactly once for each
- * run of the root (from execute() to its end) that ends while the hook is
- * set: when its last step completes (FUTOIN_END_SUCCESS, with the
- * results), when an error escapes every handler (FUTOIN_END_ERROR, after
- * the unhandled-error callback; a root with a hook does not report an
- * unhandled error to the misuse handler), when it is cancelled
- * (FUTOIN_END_CANCELLED) or freed (FUTOIN_END_FREED) while it runs, after
- * the cancel handlers, cleanups and destructors of its steps have run. A
- * root that is freed or cancelled while not running has no run to end. The
- * hook stays set for the next runs, until replaced (cb NULL removes it) or
- * the root is freed. From inside the hook the root may be freed
+/**
+ * @brief Sets root's end hook: cb(root, data, end) is called exactly once
+ * for each run of the root (from execute() to its end) that ends while the
+ * hook is set.
+ *
+ * The reasons (docs/SEMANTICS.md "The end of a run"):
+ * FUTOIN_END_SUCCESS when its last step completes, with the results;
+ * FUTOIN_END_ERROR when an error escapes every handler, after the
+ * unhandled-error callback (a root with a hook does not report an
+ * unhandled error to the misuse handler); FUTOIN_END_CANCELLED or
+ * FUTOIN_END_FREED when it is cancelled or freed while it runs, once the
+ * cancel handlers, cleanups and destructors of its steps have run (but for
+ * the data of a step that cancelled or freed its own root: that goes once
+ * the step's callback has returned). A root that is freed or cancelled
+ * while not running has no run to end. The hook stays set for the next
+ * runs, until replaced (cb NULL removes it) or the root is freed. It is
+ * user code like any callback: from inside it the root may be freed
  * (futoin_asyncsteps_free()), given steps and executed again (not after
- * FUTOIN_END_FREED), or its hook changed; the hook is user code like any
- * callback (docs/SEMANTICS.md "The end of a run"). On the loop thread
- * only. Returns 0, or -1 with nothing set: root NULL, a parallel branch or
- * a futoin_parallel() interface, a root whose free() was called (these
- * three are reported as misuse), called from another thread, or a root of
- * another implementation (the interface cannot tell its end,
- * docs/INTEROP.md). Out of memory (the root's side record): the process
- * aborts with the message. */
+ * FUTOIN_END_FREED), or given another hook. Out of memory (the root's side
+ * record): the process aborts with the message.
+ * @param root  the root (not a branch, not a futoin_parallel() interface)
+ * @param cb    the hook, or NULL to remove it
+ * @param data  passed to cb
+ * @return 0, or -1 with nothing set: root NULL, a parallel branch or a
+ *         futoin_parallel() interface, a root whose free() was called
+ *         (these three are reported as misuse), a call from another
+ *         thread, or a root of another implementation (the interface cannot
+ *         tell its end, docs/INTEROP.md)
+ * @par Ownership
+ * data stays the caller's: keep it valid while the hook is set. The root
+ * stays the caller's too; the hook may free it.
+ * @par Thread
+ * The loop's thread, anywhere: in the root's own callbacks, in the hook,
+ * or outside them.
+ */
 int futoin_set_on_end(FutoInAsyncSteps* root, FutoInRootEndCallback cb, void* data);
 
 /** @} */

@@ -48,14 +48,24 @@ FutoInLoop* futoin_loop_new(void);
  * Out of memory: NULL. */
 FutoInLoop* futoin_loop_new_virtual(void);
 
-/** Frees the loop. Pending callbacks are dropped without being called.
- * AsyncSteps roots still live on the loop are freed first, as
- * futoin_asyncsteps_free() frees them: a running root is cancelled (its
- * cancel handlers run), and the cleanups of what the roots hold (stack()
- * memory, values, state variables, the data of futoin_add_owned() steps)
- * run, as do end hooks (futoin_set_on_end(): FUTOIN_END_FREED). That code
- * may call the library, on other roots of the loop too; roots it makes are
- * freed as well. Call it from outside the loop's callbacks. */
+/**
+ * @brief Frees the loop.
+ *
+ * Pending callbacks are dropped without being called. AsyncSteps roots
+ * still live on the loop are freed first, as futoin_asyncsteps_free() frees
+ * them: a running one is cancelled (its cancel handlers run, and its end
+ * hook, futoin_set_on_end(), hears FUTOIN_END_FREED), and the cleanups of
+ * what the roots hold (stack() memory, values, state variables, the data of
+ * futoin_add_owned() steps) run. That code may call the library, on other
+ * roots of the loop too; roots it makes are freed as well. Other objects
+ * that live on the loop must be freed before it: sync objects made for it
+ * (futoin_sync_free()), a backend built on it.
+ * @param loop  the loop (NULL: nothing happens)
+ * @par Ownership
+ * Releases the loop, the roots left on it and its pools.
+ * @par Thread
+ * The loop's thread, outside the loop's own callbacks.
+ */
 void futoin_loop_free(FutoInLoop* loop);
 
 /** Queues cb(data) to run on the next round, after what is already queued.
