@@ -315,6 +315,31 @@ static uint64_t run_eh(uint64_t n)
     return run_chain_of(n, st_noop, eh_unused, "add+eh: step count");
 }
 
+/* Chains of 100 steps with owned data (futoin_add_owned()): each step's
+ * destructor runs once, from the pooled record. */
+static uint64_t g_destroyed;
+
+static void owned_destroy(void* data)
+{
+    (void)data;
+    ++g_destroyed;
+}
+
+static uint64_t run_owned(uint64_t n)
+{
+    uint64_t before = g_cnt;
+    uint64_t destroyed = g_destroyed;
+    for (uint64_t c = 0; c < n; ++c) {
+        for (int k = 0; k < 100; ++k) {
+            futoin_add_owned(R, st_noop, NULL, &g_cnt, owned_destroy);
+        }
+        run_root();
+    }
+    bench_check(g_cnt - before == n * 100 && g_destroyed - destroyed == n * 100,
+            "owned100: step and destructor count");
+    return n * 100;
+}
+
 static uint64_t run_error(uint64_t n)
 {
     return run_chain_of(n, st_raise, eh_recover, "error+recover: recovery count");
@@ -673,6 +698,8 @@ static const BenchWorkload g_core[] = {
             "<=1.2F, 0 malloc", 0 },
     { "add+eh", "step", setup_loop_root, run_eh, teardown_loop_root, 20000, 2000, 0, 1, "0 malloc",
             0 },
+    { "owned100", "step", setup_loop_root, run_owned, teardown_loop_root, 20000, 2000, 0, 1,
+            "0 malloc", 0 },
     { "error+recover", "error", setup_loop_root, run_error, teardown_loop_root, 5000, 500, 0, 1,
             "0 malloc", 0 },
     { "repeat1000", "iter", setup_loop_root, run_repeat, teardown_loop_root, 2000, 200, 0.6, 1,

@@ -60,7 +60,7 @@ fi
 
 if [ "$1" = all ]; then
     set -- floor 1000000 11000000 simple 2000 12000 simple_abi 2000 12000 \
-        chain100 200 2200 add+eh 200 2200 error+recover 200 2200 \
+        chain100 200 2200 add+eh 200 2200 owned100 200 2200 error+recover 200 2200 \
         repeat1000 20 220 forEach1000 20 220 \
         parallel2 200 2200 parallel10 200 2200 parallel100 200 2200 \
         parked30k 100000 600000 setTimeout 200 2200 timer1M 20000 220000 \

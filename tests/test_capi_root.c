@@ -293,6 +293,73 @@ static void test_sched_entries(void** state)
     futoin_asyncsteps_free(root);
 }
 
+/* ---- roots left on a loop that is freed ---- */
+
+static FutoInLoop* g_freed_loop;
+
+static void left_stack_cleanup(void* value)
+{
+    tr("stack:%s", *(const char**)value);
+}
+
+static void step_left_waiting(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    const char** slot = futoin_stack(as, sizeof(*slot), left_stack_cleanup);
+    assert_non_null(slot);
+    *slot = data;
+    tr("%s", (const char*)data);
+    futoin_set_cancel(as, cancel_tag, data);
+}
+
+static void* left_var_alloc(void* data)
+{
+    return data;
+}
+
+static void left_var_cleanup(void* data, void* value)
+{
+    (void)value;
+    tr("var:%s", (const char*)data);
+}
+
+/* A cleanup that, while the loop is being freed, makes another root on it. */
+static void left_var_cleanup_makes_root(void* data, void* value)
+{
+    left_var_cleanup(data, value);
+    FutoInAsyncSteps* c = futoin_asyncsteps_new(g_freed_loop);
+    assert_non_null(c);
+    futoin_state(c, "v", left_var_alloc, left_var_cleanup, "C");
+    futoin_add(c, must_not_run, NULL, "C");
+}
+
+static void test_loop_free_frees_roots_left(void** state)
+{
+    (void)state;
+    OWN_ONLY("futoin_loop_free() frees the roots of our loop");
+    g_freed_loop = futoin_loop_new_virtual();
+    assert_non_null(g_freed_loop);
+    FutoInAsyncSteps* a = futoin_asyncsteps_new(g_freed_loop);
+    FutoInAsyncSteps* b = futoin_asyncsteps_new(g_freed_loop);
+    assert_non_null(a);
+    assert_non_null(b);
+    futoin_state(a, "v", left_var_alloc, left_var_cleanup, "A");
+    futoin_add(a, step_left_waiting, NULL, "A");
+    futoin_add(a, must_not_run, NULL, "A2");
+    futoin_execute(a, no_unhandled, NULL);
+    futoin_state(b, "v", left_var_alloc, left_var_cleanup_makes_root, "B");
+    futoin_add(b, must_not_run, NULL, "B");
+    futoin_loop_run(g_freed_loop);
+    assert_trace("A");
+    futoin_loop_free(g_freed_loop);
+    g_freed_loop = NULL;
+    /* The running root is cancelled, then its memory and variables go; the
+     * idle one's variable, and that of the root made meanwhile, too. */
+    assert_non_null(strstr(g_trace, "A|cancel:A|stack:A|var:A"));
+    assert_non_null(strstr(g_trace, "var:B"));
+    assert_non_null(strstr(g_trace, "var:C"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -301,6 +368,7 @@ int main(void)
         ENV_TEST(test_new_instance),
         ENV_TEST(test_sched_entries),
         ENV_TEST(test_reused_root_is_clean),
+        ENV_TEST(test_loop_free_frees_roots_left),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

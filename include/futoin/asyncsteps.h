@@ -565,6 +565,56 @@ static inline void futoin_add(FutoInAsyncSteps* as, FutoInAsyncSteps_execute_cal
     as->api->add(as, data, f, eh);
 }
 /**
+ * @brief Releases the data of a step added with futoin_add_owned().
+ * @param data  the step's data
+ */
+typedef void (*FutoInDataDestroy)(void* data);
+/**
+ * @brief Adds a step like futoin_add() whose data the step owns:
+ * destroy(data) is called exactly once, when the step is done with it.
+ *
+ * When (docs/SEMANTICS.md "Owned step data"):
+ *  - the step ran: once it has ended, completed or failed, with its
+ *    sub-steps, its error handler (and the steps that handler added), its
+ *    cancel handler and its futoin_stack() cleanups, all of which may still
+ *    use data; before the next step of the flow starts, and before an
+ *    error that goes on reaches the error handler of the step around it;
+ *  - the step's own callback or error handler cancels or frees the root
+ *    (directly or through what it calls): once that callback has returned,
+ *    since it may still use data;
+ *  - the step never ran: when it is dropped (an earlier step failed, the
+ *    root was cancelled or freed, the loop was freed);
+ *  - the call is refused (misuse, reported as by futoin_add(): a NULL f,
+ *    a step that already completed, a running root from outside its
+ *    steps...): before futoin_add_owned() returns.
+ *
+ * On the interface futoin_parallel() returns, the step is a branch.
+ * destroy is user code like any callback: it may call back into the
+ * library (add steps where adding is allowed, execute other roots, cancel
+ * or free its own root). No malloc on this library's objects: the record
+ * of the destructor comes from the loop's pool of step nodes. On another
+ * implementation's object the step is wrapped, and data is destroyed when
+ * that engine destroys the step (its stack() cleanup) or, if the step
+ * never runs, when the root is freed (docs/INTEROP.md).
+ * Traced like futoin_add() in a tracing build. Out of memory: as
+ * futoin_add() (on another implementation: InternalError
+ * "futoin_add_owned(): out of memory", and destroy runs).
+ * @param as       the flow the callback runs in, the idle root, or a
+ *                 futoin_parallel() interface
+ * @param f        the step's execute callback (NULL: misuse, InternalError)
+ * @param eh       the step's error handler, or NULL
+ * @param data     passed to f, eh and destroy
+ * @param destroy  releases data (NULL: futoin_add(), nothing is owned)
+ * @par Ownership
+ * data passes to the step on every call, refused ones included: the
+ * caller must not use or release it afterwards, other than from the
+ * step's own callbacks.
+ * @par Thread
+ * The loop's thread: where futoin_add() may be called.
+ */
+void futoin_add_owned(FutoInAsyncSteps* as, FutoInAsyncSteps_execute_callback f,
+        FutoInAsyncSteps_error_callback eh, void* data, FutoInDataDestroy destroy);
+/**
  * @brief Adds a parallel step (the spec's parallel()); steps added to the
  * returned interface become its branches.
  *
@@ -1578,6 +1628,80 @@ static inline void futoin_cancel(FutoInAsyncSteps* root)
     root->api->cancel(root);
 }
 
+/** How a root's run ended (FutoInRootEnd.reason). */
+typedef enum FutoInEndReason {
+    /** Its last step completed. */
+    FUTOIN_END_SUCCESS = 0,
+    /** An error escaped every handler (after the unhandled-error callback). */
+    FUTOIN_END_ERROR = 1,
+    /** cancel() while it ran. */
+    FUTOIN_END_CANCELLED = 2,
+    /** free() while it ran, futoin_loop_free() included. */
+    FUTOIN_END_FREED = 3
+} FutoInEndReason;
+
+/** What the hook of futoin_set_on_end() is told about the run that ended.
+ * Valid during the call only: copy what is needed later. */
+typedef struct FutoInRootEnd {
+    /** How it ended. */
+    FutoInEndReason reason;
+    /** FUTOIN_END_ERROR: the error code; NULL otherwise. */
+    const char* code;
+    /** FUTOIN_END_ERROR: its error_info ("" if none); "" otherwise. */
+    const char* info;
+    /** FUTOIN_END_SUCCESS: the last step's result values (never NULL; all
+     * empty when there were none); NULL otherwise. The hook may take a
+     * value over: copy it and set its type to NULL here, and it is not
+     * cleaned up; the others are cleaned up after the hook returns. */
+    FutoInArgs* results;
+} FutoInRootEnd;
+
+/**
+ * @brief The hook of futoin_set_on_end(), called once for each run of the
+ * root that ends.
+ * @param root  the root's handle
+ * @param data  the pointer given with the hook
+ * @param end   how the run ended (valid during the call only)
+ */
+typedef void (*FutoInRootEndCallback)(FutoInAsyncSteps* root, void* data, const FutoInRootEnd* end);
+
+/**
+ * @brief Sets root's end hook: cb(root, data, end) is called exactly once
+ * for each run of the root (from execute() to its end) that ends while the
+ * hook is set.
+ *
+ * The reasons (docs/SEMANTICS.md "The end of a run"):
+ * FUTOIN_END_SUCCESS when its last step completes, with the results;
+ * FUTOIN_END_ERROR when an error escapes every handler, after the
+ * unhandled-error callback (a root with a hook does not report an
+ * unhandled error to the misuse handler); FUTOIN_END_CANCELLED or
+ * FUTOIN_END_FREED when it is cancelled or freed while it runs, once the
+ * cancel handlers, cleanups and destructors of its steps have run (but for
+ * the data of a step that cancelled or freed its own root: that goes once
+ * the step's callback has returned). A root that is freed or cancelled
+ * while not running has no run to end. The hook stays set for the next
+ * runs, until replaced (cb NULL removes it) or the root is freed. It is
+ * user code like any callback: from inside it the root may be freed
+ * (futoin_asyncsteps_free()), given steps and executed again (not after
+ * FUTOIN_END_FREED), or given another hook. Out of memory (the root's side
+ * record): the process aborts with the message.
+ * @param root  the root (not a branch, not a futoin_parallel() interface)
+ * @param cb    the hook, or NULL to remove it
+ * @param data  passed to cb
+ * @return 0, or -1 with nothing set: root NULL, a parallel branch or a
+ *         futoin_parallel() interface, a root whose free() was called
+ *         (these three are reported as misuse), a call from another
+ *         thread, or a root of another implementation (the interface cannot
+ *         tell its end, docs/INTEROP.md)
+ * @par Ownership
+ * data stays the caller's: keep it valid while the hook is set. The root
+ * stays the caller's too; the hook may free it.
+ * @par Thread
+ * The loop's thread, anywhere: in the root's own callbacks, in the hook,
+ * or outside them.
+ */
+int futoin_set_on_end(FutoInAsyncSteps* root, FutoInRootEndCallback cb, void* data);
+
 /** @} */
 
 /* ------------------------------------------------------------------------ */
@@ -1786,6 +1910,8 @@ static inline FutoInAsyncSteps* futoin_trace_end_(FutoInAsyncSteps* as)
 #define FUTOIN_TRACE_CALL_(call)                                                                   \
     (futoin_trace_at(__FILE__, __LINE__), (call), futoin_trace_at(NULL, 0))
 #define futoin_add(as, f, eh, data) FUTOIN_TRACE_CALL_((futoin_add)((as), (f), (eh), (data)))
+#define futoin_add_owned(as, f, eh, data, destroy)                                                 \
+    FUTOIN_TRACE_CALL_((futoin_add_owned)((as), (f), (eh), (data), (destroy)))
 #define futoin_parallel(as, eh, data)                                                              \
     futoin_trace_end_((futoin_trace_at(__FILE__, __LINE__), (futoin_parallel)((as), (eh), (data))))
 #define futoin_add_sync(as, sync, f, eh, data)                                                     \

@@ -73,14 +73,20 @@ FutoInLoop* futoin_loop_new_virtual(void);
  *
  * Pending callbacks are dropped without being called; messages that other
  * threads queued and the loop did not run yet are dropped too, and the
- * values they carry are cleaned up once. What lives on the loop must be
- * freed before it: AsyncSteps roots (futoin_asyncsteps_free()), sync
- * objects made for it (futoin_sync_free()), a backend built on it.
+ * values they carry are cleaned up once. AsyncSteps roots still live on the
+ * loop are freed first, as futoin_asyncsteps_free() frees them: a running
+ * one is cancelled (its cancel handlers run, and its end hook,
+ * futoin_set_on_end(), hears FUTOIN_END_FREED), and the cleanups of what
+ * the roots hold (stack() memory, values, state variables, the data of
+ * futoin_add_owned() steps) run. That code may call the library, on other
+ * roots of the loop too; roots it makes are freed as well. Other objects
+ * that live on the loop must be freed before it: sync objects made for it
+ * (futoin_sync_free()), a backend built on it.
  * @param loop  the loop (NULL: nothing happens)
  * @par Ownership
- * Releases the loop, its wake-up descriptor and its pools. No other thread
- * may call into it afterwards: stop and join the threads that post to it
- * first.
+ * Releases the loop, the roots left on it, its wake-up descriptor and its
+ * pools. No other thread may call into it afterwards: stop and join the
+ * threads that post to it first.
  * @par Thread
  * The loop's thread, outside the loop's own callbacks (not while
  * futoin_loop_run() or futoin_loop_iterate() runs).

@@ -164,8 +164,12 @@ static const char* owned_wait_name(const Flow* fl)
         return "a lock() of a sync object";
     case SK_YIELD:
         return "relinquish()";
-    case SK_OWNED:
-        return "await() or futoin_add_work()";
+    case SK_OWNED: {
+        const StepOwner* o = futoin__step_ext(fl->frames[fl->depth].node);
+        return futoin__owner_is(o, OWNER_AWAIT)   ? "await()"
+                : futoin__owner_is(o, OWNER_WORK) ? "futoin_add_work()"
+                                                  : "library code";
+    }
     default:
         return "library code (an I/O step)";
     }

@@ -19,6 +19,8 @@
 static void ctx_free(void* p)
 {
     EngineCtx* ctx = p;
+    futoin__roots_free_all(ctx);
+    futoin__owners_flush_if_any(ctx);
     while (ctx->free_flows) {
         Flow* f = ctx->free_flows;
         ctx->free_flows = f->pool_next;

@@ -44,6 +44,10 @@ void futoin__dispatch(void* data)
         }
     }
     --ctx->dispatching;
+    /* Deferred destructors run where the callback that aborted its own
+     * flow returns (exec_leave(), futoin__flow_unwind()): none is left
+     * once a burst ends. */
+    assert(ctx->dispatching || !ctx->owners_deferred);
     /* Counted per burst, not per step: the budget it used. */
     ctx->n_steps += (uint64_t)ctx->burst - ctx->budget;
     if (ctx->rq.head) {
@@ -167,6 +171,8 @@ static FUTOIN_ALWAYS_INLINE void exec_enter(Flow* fl, Frame* f)
 static FUTOIN_ALWAYS_INLINE int exec_leave(Flow* fl, uint32_t gen)
 {
     if (FUTOIN_UNLIKELY(!futoin__flow_survived(fl, gen))) {
+        /* The step's own data, if the abort kept it for after the call. */
+        futoin__owners_flush_if_any(futoin__flow_ctx(fl));
         return 0;
     }
     fl->cb = CB_NONE;
@@ -445,8 +451,17 @@ static int start_frame(Flow* fl, FutoInAsyncSteps_execute_callback fn, void* dat
     Frame* f = &fl->frames[fl->depth];
     switch (f->kind) {
     case SK_PLAIN:
-    case SK_OWNED:
         return call_step(fl, f, CALL_EXEC, fn, data) ? exec_outcome(fl) : HANDLED;
+    case SK_OWNED:
+        if (!call_step(fl, f, CALL_EXEC, fn, data)) {
+            return HANDLED;
+        }
+        if (fl->out <= OUT_SUCCESS && !f->q_head && !f->flags) {
+            /* Completed, nothing left behind: popped at once, as advance()
+             * pops a plain step, the owner released last. */
+            return frame_pop_owned(fl, f) ? CONTINUE : HANDLED;
+        }
+        return exec_outcome(fl);
     case SK_LOOP: {
         LoopSpec* l = f->node;
         if (!l->loop_fn) {
@@ -562,10 +577,19 @@ FUTOIN_NOINLINE static void root_finish_slow(Root* r, const char* code)
     fl->frames[0].q_head = NULL;
     fl->frames[0].flags &= (uint8_t)~FR_EXTRAS;
     fl->results = NULL;
+    /* The hooks hear of it while code and the results are still as they
+     * ended: the public one first (its user may look at the root before
+     * the internal user, a pool or promise(), lets it go). Either may
+     * free the root or execute it again. */
     RootDoneHook hook = futoin__root_done(r);
-    if (hook) { /* while code and the results are still as they ended */
+    void* hook_data = hook ? r->ext->done_data : NULL;
+    if (hook) {
         r->ext->done = NULL;
-        hook(r->ext->done_data, r, code, res ? &res->args : NULL);
+    }
+    futoin__root_report_end(r, code ? FUTOIN_END_ERROR : FUTOIN_END_SUCCESS, code,
+            res ? &res->args : NULL);
+    if (hook) {
+        hook(hook_data, r, code, res ? &res->args : NULL);
     }
     if (queued) {
         futoin__queue_free(ctx, queued);
@@ -577,13 +601,13 @@ FUTOIN_NOINLINE static void root_finish_slow(Root* r, const char* code)
 }
 
 /* Inline for a root that ends holding nothing: no queued step, results,
- * level-0 extras or completion hook. */
+ * level-0 extras or end hook. */
 static inline void root_finish(Root* r, const char* code)
 {
     Flow* fl = &r->main;
     fl->state = FS_DONE;
     if (fl->frames[0].q_head || (fl->frames[0].flags & FR_EXTRAS) || fl->results
-            || futoin__root_done(r)) {
+            || futoin__root_has_end_hook(r)) {
         root_finish_slow(r, code);
     }
 }
@@ -620,7 +644,10 @@ void futoin__flow_failed(Flow* fl)
     futoin__queue_free(futoin__root_ctx(r), queued);
     futoin__results_drop(fl);
     if (r->state != RS_FAILED) {
-        return; /* a cleanup just now executed the root again */
+        /* A cleanup just now executed the root again: the failed run has
+         * ended all the same, before the new one runs. */
+        futoin__root_report_end(r, FUTOIN_END_ERROR, futoin__flow_code(fl), NULL);
+        return;
     }
     if (r->free_pending) {
         /* A cleanup just now freed the root: nothing of it is called. */
@@ -637,7 +664,7 @@ void futoin__flow_failed(Flow* fl)
             return;
         }
         fl->cb = CB_NONE;
-    } else if (!futoin__root_done(r)) {
+    } else if (!futoin__root_has_end_hook(r)) { /* else the hook hears of it */
         char buf[200];
         snprintf(buf, sizeof(buf), "unhandled error %.64s (%.100s)", futoin__flow_code(fl),
                 futoin__root_info(r));

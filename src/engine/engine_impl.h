@@ -124,6 +124,13 @@ static inline RootDoneHook futoin__root_done(const Root* r)
     return r->ext ? r->ext->done : NULL;
 }
 
+/* Someone hears of the end of r's run: the internal completion hook or
+ * the public end hook (futoin_set_on_end()). */
+static inline int futoin__root_has_end_hook(const Root* r)
+{
+    return r->ext && (r->ext->done || r->ext->on_end);
+}
+
 EngineCtx* futoin__ctx_create(FutoInLoop* loop);
 /* The loop's engine context, created on first use. */
 static inline EngineCtx* futoin__ctx_get(FutoInLoop* loop)
@@ -300,12 +307,41 @@ void futoin__flow_code_release(Flow* fl);
  * is nobody to tell: the process aborts with the message. */
 FUTOIN_COLD void futoin__step_out_of_memory(Flow* fl, const char* what);
 
+/* ---- owned_data.c ---- */
+/* The step that owned o (an SK_OWNED step's ext) is done with: o is
+ * released, unless it holds futoin_add_owned() data that the step's
+ * callback may still be using (defer: the flow's step or error handler is
+ * on the C stack, and the frame was just aborted under it), or other such
+ * data waits already (kept in order): then its destructor runs at
+ * futoin__owners_flush(). */
+void futoin__owner_end(EngineCtx* ctx, StepOwner* o, int defer);
+/* Runs the deferred destructors, oldest first: where a step or error
+ * handler whose flow was aborted under it has returned (an abort always
+ * moves the flow's gen, which that return checks), and when the loop is
+ * freed. */
+void futoin__owners_flush(EngineCtx* ctx);
+static inline void futoin__owners_flush_if_any(EngineCtx* ctx)
+{
+    if (FUTOIN_UNLIKELY(ctx->owners_deferred != NULL)) {
+        futoin__owners_flush(ctx);
+    }
+}
+
 /* ---- root.c ---- */
 /* Destroys r now: nothing of it runs (Root.busy is 0). */
 void futoin__root_destroy(Root* r);
 /* A branch flow is done with: recycled once no engine frame of its root
  * is on the C stack. */
 void futoin__flow_release(Flow* fl);
+/* The run of r ended (reason): its end hook (futoin_set_on_end()), if it
+ * has one, is called, with code (FUTOIN_END_ERROR) and results
+ * (FUTOIN_END_SUCCESS; NULL: none). The hook is user code: the caller
+ * holds r (Root.busy) and touches it afterwards only as after any
+ * callback. */
+void futoin__root_report_end(Root* r, FutoInEndReason reason, const char* code,
+        FutoInArgs* results);
+/* Frees every root still live on ctx's loop (futoin_loop_free()). */
+void futoin__roots_free_all(EngineCtx* ctx);
 
 /* ---- frames.c ---- */
 void futoin__extras_grow(EngineCtx* ctx);
@@ -359,6 +395,22 @@ static inline void frame_pop_plain(Flow* fl, Frame* f)
         futoin__pool_put(&futoin__flow_ctx(fl)->steps, f->node);
     }
     --fl->depth;
+}
+
+/* Pops the top frame f of an owned step (SK_OWNED) that completed and
+ * holds nothing else (no extras, no queue): the node goes back to its
+ * pool, then the owner is released, which for futoin_add_owned() is user
+ * code. Returns 0 if that code aborted the flow or freed its root. */
+static inline int frame_pop_owned(Flow* fl, Frame* f)
+{
+    EngineCtx* ctx = futoin__flow_ctx(fl);
+    Step* node = f->node;
+    StepOwner* o = futoin__step_ext(node);
+    --fl->depth;
+    futoin__pool_put(&ctx->steps, node);
+    uint32_t gen = futoin__flow_mark(fl);
+    futoin__owner_end(ctx, o, 0);
+    return futoin__flow_survived(fl, gen);
 }
 
 /* The step on top of fl ends; see futoin__frame_pop_slow(). Inline for the common

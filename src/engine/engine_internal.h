@@ -57,17 +57,22 @@ enum StepKind {
     SK_SYNC,     /* ext: FutoInSync*; f/eh/data are the critical section's */
     SK_VALUE,    /* ext: ArgsBox* or NULL: successStep() */
     SK_YIELD,    /* relinquish(): one trip through the loop */
-    SK_OWNED     /* a plain step whose ext (StepOwner*) is released with it */
+    SK_OWNED     /* a plain step whose ext (StepOwner*) is released with it:
+                  * await, work, futoin_add_owned() */
 };
 
 /* Lets C API helpers tie an object's lifetime to a step: release() runs
- * exactly once, when the step is dropped unstarted or its frame ends. */
+ * exactly once, when the step is dropped unstarted or its frame ends (the
+ * last thing the frame releases: after its error handler, its cancel
+ * handler and its stack() cleanups). It is user code for OWNER_DATA (the
+ * destructor of futoin_add_owned()): the step's node is back in its pool
+ * and the frame off the stack when it runs. */
 typedef struct StepOwner {
     void (*release)(struct StepOwner* self);
     int kind; /* an OwnerKind: what introspection calls the step */
 } StepOwner;
 
-typedef enum OwnerKind { OWNER_STEP = 0, OWNER_AWAIT, OWNER_WORK } OwnerKind;
+typedef enum OwnerKind { OWNER_STEP = 0, OWNER_AWAIT, OWNER_WORK, OWNER_DATA } OwnerKind;
 
 static inline int futoin__owner_is(const StepOwner* o, OwnerKind kind)
 {
@@ -364,10 +369,10 @@ enum RootState { RS_IDLE = 0, RS_RUNNING, RS_DONE, RS_FAILED, RS_CANCELLED };
 typedef void (*RootDoneHook)(void* data, Root* root, const char* code, FutoInArgs* args);
 
 /* What only some roots use: the main flow's error record (code and
- * error_info), state variables, released branch flows and a completion
- * hook. Allocated on first use and kept with the root when it is pooled,
- * so a root that never needs them (most parked or short-lived roots) pays
- * one pointer. */
+ * error_info), state variables, released branch flows, a completion hook
+ * and the end hook. Allocated on first use and kept with the root when it
+ * is pooled, so a root that never needs them (most parked or short-lived
+ * roots) pays one pointer. */
 typedef struct RootExt {
     char* code; /* the main flow's error record, see futoin__flow_code() */
     StateVar* vars;
@@ -376,6 +381,8 @@ typedef struct RootExt {
     Flow* zombies; /* released branch flows, recycled when busy drops to 0 */
     RootDoneHook done;
     void* done_data;
+    FutoInRootEndCallback on_end; /* futoin_set_on_end(): kept across runs */
+    void* on_end_data;
 #if FUTOIN_TRACING
     struct TraceBuf* trace; /* the main flow's last error's trace, see engine/trace.c */
 #endif
@@ -420,6 +427,10 @@ struct EngineCtx {
     uint32_t dispatching; /* nesting depth of the dispatcher */
     FutoInMisuseHandler misuse;
     void* misuse_data;
+    /* Destructors of futoin_add_owned() data whose step was aborted under
+     * its own running callback: run once that callback has returned
+     * (engine/owned_data.c). Newest first; NULL: none. */
+    StepOwner* owners_deferred;
     /* Counters (futoin_loop_counters(), include/futoin/introspect.h),
      * bumped only where the engine does more work anyway: a root handed
      * out or pooled, a dispatch burst (the budget it used), an error, a

@@ -174,6 +174,11 @@ int futoin__frame_pop_slow(Flow* fl, int aborted)
         frame_extras_release(ctx, &f);
         return 1;
     }
+    if (!aborted && fl->frames[fl->depth].kind == SK_OWNED && !fl->frames[fl->depth].flags
+            && !fl->frames[fl->depth].q_head) {
+        /* An owned step that completed with sub-steps: its owner only. */
+        return frame_pop_owned(fl, &fl->frames[fl->depth]);
+    }
     uint32_t gen = futoin__flow_mark(fl);
     if (aborted && futoin__live_branches(fl)) {
         /* Every caller has already aborted them (futoin__flow_unwind_to()); were
@@ -210,9 +215,21 @@ int futoin__frame_pop_slow(Flow* fl, int aborted)
         }
         break;
     }
+    case SK_OWNED: {
+        /* Its owner goes last, after the stack memory: the data of
+         * futoin_add_owned(), which the cancel handler and the stack()
+         * cleanups may still use, and so may the step's callback if it is
+         * the one that aborted the flow (it is on the C stack then). */
+        StepOwner* o = futoin__step_ext(node);
+        int defer = futoin__flow_in_step(fl);
+        futoin__pool_put(&ctx->steps, node);
+        frame_extras_release(ctx, &f);
+        futoin__owner_end(ctx, o, defer);
+        return futoin__flow_survived(fl, gen);
+    }
     default:
         /* The rest own nothing a started step has not used up but their
-         * owner (SK_OWNED), loop label (SK_LOOP) or unused value. */
+         * loop label (SK_LOOP) or unused value. */
         if (node) {
             futoin__step_free(ctx, node);
         }

@@ -129,6 +129,60 @@ void futoin__root_on_done(Root* r, RootDoneHook hook, void* data)
     x->done_data = hook ? data : NULL;
 }
 
+void futoin__root_report_end(Root* r, FutoInEndReason reason, const char* code, FutoInArgs* results)
+{
+    RootExt* x = r->ext;
+    if (!x || !x->on_end) {
+        return;
+    }
+    FutoInArgs none;
+    FutoInRootEnd end;
+    memset(&end, 0, sizeof(end));
+    end.reason = reason;
+    end.info = "";
+    if (reason == FUTOIN_END_ERROR) {
+        end.code = code ? code : "";
+        end.info = futoin__root_info(r);
+    } else if (reason == FUTOIN_END_SUCCESS) {
+        if (!results) {
+            memset(&none, 0, sizeof(none));
+            results = &none;
+        }
+        end.results = results;
+    }
+    futoin__root_hold(r);
+    x->on_end(&r->main.iface, x->on_end_data, &end);
+    futoin__root_unhold(r);
+}
+
+int futoin_set_on_end(FutoInAsyncSteps* root, FutoInRootEndCallback cb, void* data)
+{
+    /* A parallel() interface gives its flow: refused below. */
+    Flow* fl = futoin__flow_of(root);
+    if (!fl || !futoin__loop_on_thread(fl->loop)) {
+        return -1; /* NULL, another implementation's root, or another thread */
+    }
+    if (root->api == &futoin__par_api) {
+        futoin__misuse(fl, "futoin_set_on_end() on a parallel() interface: only a root has an end");
+        return -1;
+    }
+    Root* r = futoin__flow_root(fl);
+    if (fl->is_branch) {
+        futoin__misuse(fl, "futoin_set_on_end() on a parallel branch: only a root has an end");
+        return -1;
+    }
+    if (r->free_pending) {
+        futoin__misuse(fl, "futoin_set_on_end() on an instance that was freed: ignored");
+        return -1;
+    }
+    if (cb || r->ext) {
+        RootExt* x = futoin__root_ext(r);
+        x->on_end = cb;
+        x->on_end_data = cb ? data : NULL;
+    }
+    return 0;
+}
+
 void futoin__root_cancel(Root* r)
 {
     if (r->cancelling || r->state != RS_RUNNING) {
@@ -141,6 +195,9 @@ void futoin__root_cancel(Root* r)
     frame_extras_release(futoin__root_ctx(r), &r->main.frames[0]);
     r->state = RS_CANCELLED;
     r->cancelling = 0;
+    /* Everything of the run is released: its end is told last. */
+    futoin__root_report_end(r, r->free_pending ? FUTOIN_END_FREED : FUTOIN_END_CANCELLED, NULL,
+            NULL);
     futoin__root_unhold(r);
 }
 
@@ -161,6 +218,8 @@ static void root_release_extras(Root* r)
 #endif
         r->ext->done = NULL;
         r->ext->done_data = NULL;
+        r->ext->on_end = NULL; /* the hook was the handle's: not the next root's */
+        r->ext->on_end_data = NULL;
     }
 }
 
@@ -230,6 +289,33 @@ void futoin__root_free(Root* r)
     futoin__root_hold(r);
     futoin__root_cancel(r); /* no-op if idle, finished or already cancelling */
     root_unhold_cold(r);    /* destroys now, or when the outermost callback returns */
+}
+
+/* futoin_loop_free(): the roots still live on the loop (found in the
+ * root slabs, as introspection finds them) are freed as
+ * futoin_asyncsteps_free() would free them, so that what their steps own
+ * is released. That runs user code (cancel handlers, cleanups,
+ * destructors), which may make or execute other roots: passes go on until
+ * one finds none. */
+void futoin__roots_free_all(EngineCtx* ctx)
+{
+    const void* flow_api = &futoin__flow_api;
+    int found;
+    do {
+        found = 0;
+        for (void* slab = futoin__pool_first_slab(&ctx->root_mem); slab;
+                slab = futoin__pool_next_slab(slab)) {
+            for (size_t i = 0; i < ctx->root_mem.per_slab; ++i) {
+                void* e = futoin__pool_slab_elem(&ctx->root_mem, slab, i);
+                const void* first;
+                memcpy(&first, e, sizeof(first));
+                if (first == flow_api && !((Root*)e)->free_pending) {
+                    found = 1;
+                    futoin__root_free(e);
+                }
+            }
+        }
+    } while (found);
 }
 
 void futoin_asyncsteps_free(FutoInAsyncSteps* root)

@@ -90,8 +90,11 @@ void futoin__step_free(EngineCtx* ctx, Step* s)
         }
         break;
     case SK_OWNED:
-        ((StepOwner*)ext)->release(ext);
-        break;
+        /* The node first: release() may be user code (futoin_add_owned()),
+         * which may add steps or free the root. */
+        futoin__pool_put(&ctx->steps, s);
+        futoin__owner_end(ctx, ext, 0);
+        return;
     default:
         break;
     }
@@ -118,7 +121,7 @@ static Step* step_copy_kind(EngineCtx* ctx, const Step* s, Flow* owner, const ch
     void* ext = futoin__step_ext(s);
     switch (futoin__step_kind(s)) {
     case SK_OWNED:
-        *err = "copyFrom(): an await() step cannot be copied";
+        *err = "copyFrom(): an owned step (await(), futoin_add_work(), futoin_add_owned()) cannot be copied";
         return NULL;
     case SK_PARALLEL: {
         const Parallel* src = ext;

@@ -68,10 +68,12 @@ static FutoInFrameKind frame_kind(const Frame* f)
         return FUTOIN_FRAME_VALUE;
     case SK_YIELD:
         return FUTOIN_FRAME_YIELD;
-    case SK_OWNED:
-        return f->node && futoin__owner_is(futoin__step_ext(f->node), OWNER_AWAIT)
-                ? FUTOIN_FRAME_AWAIT
-                : FUTOIN_FRAME_WORK;
+    case SK_OWNED: {
+        const StepOwner* o = f->node ? futoin__step_ext(f->node) : NULL;
+        return futoin__owner_is(o, OWNER_AWAIT)   ? FUTOIN_FRAME_AWAIT
+                : futoin__owner_is(o, OWNER_WORK) ? FUTOIN_FRAME_WORK
+                                                  : FUTOIN_FRAME_STEP;
+    }
     default:
         return FUTOIN_FRAME_STEP;
     }

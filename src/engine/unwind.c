@@ -117,6 +117,7 @@ void futoin__flow_unwind(Flow* fl)
             fl->add_fr = f;
             eh(&fl->iface, f->node->data, futoin__flow_code(fl));
             if (!futoin__flow_survived(fl, gen)) {
+                futoin__owners_flush_if_any(futoin__flow_ctx(fl));
                 return;
             }
             fl->cb = CB_NONE;

@@ -507,6 +507,45 @@ static void test_untraced_add(void** state)
     futoin_asyncsteps_free(root);
 }
 
+/* ---- a step with owned data is a step in the trace ---- */
+
+static unsigned g_owned_line;
+static int g_owned_destroyed;
+
+void owned_outer(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)data, (void)args;
+    futoin_add(as, level3, NULL, NULL);
+}
+
+static void owned_destroy(void* data)
+{
+    (void)data;
+    ++g_owned_destroyed;
+}
+
+static void test_owned_step_trace(void** state)
+{
+    (void)state;
+    reset_seen();
+    g_owned_destroyed = 0;
+    FutoInAsyncSteps* root = futoin_asyncsteps_new(g_loop);
+    /* clang-format off */
+    g_owned_line = __LINE__; futoin_add_owned(root, owned_outer, NULL, &g_owned_line, owned_destroy);
+    /* clang-format on */
+    futoin_execute(root, trace_unhandled, NULL);
+    run();
+    assert_int_equal(g_unhandled.n, 2);
+    assert_int_equal(g_unhandled.e[0].kind, FUTOIN_FRAME_STEP);
+    assert_ptr_equal(g_unhandled.e[0].callback, FN(owned_outer));
+    assert_int_equal(g_unhandled.e[0].line, g_owned_line);
+    assert_true(ends_with(g_unhandled.e[0].file, "test_tracing.c"));
+    assert_ptr_equal(g_unhandled.e[1].callback, FN(level3));
+    assert_int_equal(g_owned_destroyed, 1);
+    futoin_asyncsteps_free(root);
+    assert_int_equal(g_owned_destroyed, 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -520,6 +559,7 @@ int main(void)
         ENV_TEST(test_frames_and_dump),
         ENV_TEST(test_tail_steps_kept),
         ENV_TEST(test_untraced_add),
+        ENV_TEST(test_owned_step_trace),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
