@@ -94,7 +94,8 @@
  *   InternalError misuse (NULL arguments, not on a FutoInUv loop, ...)
  * error_info is "<uv_err_name>: <operation and context>", e.g.
  * "ECONNREFUSED: connect 127.0.0.1:1", "EOF: read: connection closed by
- * peer", "ENOENT: open /x".
+ * peer", "ENOENT: open /x". The libuv error number itself (UV_ECONNREFUSED,
+ * UV_EOF, UV_ENOENT, ...) is futoin_uv_errno() in the error handlers.
  *
  * What a Timeout interrupted: every step that waits for libuv describes
  * its wait with futoin_set_wait_info(), so the error_info of a Timeout (of
@@ -259,6 +260,46 @@ FutoInUv* futoin_uv_of(FutoInAsyncSteps* as);
  * libuv callbacks run inside the call.
  */
 int futoin_uv_run(FutoInUv* uv);
+
+/* ------------------------------------------------------------------------ */
+/* Error numbers                                                             */
+
+/**
+ * @brief The libuv error number of the error a flow is handling.
+ *
+ * Every error the backend raises carries, beside its code and its
+ * error_info "<uv_err_name>: ...", the libuv error number that the name
+ * stands for: UV_ECONNREFUSED, UV_ECONNRESET, UV_EOF, UV_ENOENT,
+ * UV_EAI_NONAME, ... (negative, as libuv returns them; uv_err_name() and
+ * uv_strerror() describe them). Argument errors (InternalError "EINVAL:
+ * ...") carry UV_EINVAL, and out of memory in a step of the backend
+ * (InternalError "...: out of memory") UV_ENOMEM.
+ *
+ * Call it in an error handler, or in the unhandled-error callback of
+ * futoin_execute(), with the handle it receives. The number belongs to the
+ * flow's error, like its code and error_info, so each parallel branch reads
+ * its own even when several fail in the same libuv iteration. It answers
+ * while the flow's error is the backend's failure:
+ *   - in the flow whose backend step failed (a root's main flow or a
+ *     branch), while the error unwinds through that flow's handlers;
+ *   - in the flows the error escapes into from a failed branch (the flow of
+ *     the parallel step, and outwards, up to 32 nested parallel steps),
+ *     while it unwinds through theirs;
+ * until the flow starts another step (a handler that recovered, or added
+ * steps) or a handler raises an error of its own: another code, or another
+ * error_info (futoin_error(as, code, futoin_error_info(as)) passes the
+ * failure on and keeps the number).
+ *
+ * Anything else reads 0: an error the backend did not raise (a Timeout of
+ * futoin_set_timeout(), whose error_info names the operation it
+ * interrupted; an InternalError of misuse; an error of the program's own), a
+ * flow without an error, a flow of another implementation, NULL, a call
+ * from another thread, and an error noted when memory ran out. Nothing is kept for a step that succeeds; the notes go
+ * with their root.
+ * @param as the flow (the handle an error handler receives)
+ * @return the UV_E* number (negative), or 0
+ */
+int futoin_uv_errno(FutoInAsyncSteps* as);
 
 /* ------------------------------------------------------------------------ */
 /* Result values                                                             */

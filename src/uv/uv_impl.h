@@ -99,6 +99,18 @@ struct FutoInUvServer {
 /* uv_loop.c */
 FutoInUv* futoin__uv_require(FutoInAsyncSteps* as, const char* what);
 
+/* Raises error(code, info) on as and notes err beside it for
+ * futoin_uv_errno() (uv_errno.c). Every error of the backend goes through
+ * it or futoin__uv_note_error(). */
+void futoin__uv_error(FutoInAsyncSteps* as, const char* code, int err, const char* info);
+/* Notes err as the number of the error (code, info) just raised on as,
+ * if it took: a failure path only, nothing is kept for a success. */
+void futoin__uv_note_error(FutoInAsyncSteps* as, const char* code, int err, const char* info);
+/* For how many flows around a failing branch (the flows of the parallel
+ * steps it is nested in, innermost first) an error's number is kept,
+ * beside the failing flow itself. */
+#define FUTOIN_UV_ERRNO_LEVELS 32
+
 /* Fails the step (inside its callback or from a libuv callback) with code
  * and the info "<uv_err_name(err)>: <what>". */
 void futoin__uv_fail(FutoInAsyncSteps* as, const char* code, int err, const char* what);
