@@ -1136,6 +1136,58 @@ void futoin_uv_file_write(FutoInAsyncSteps* as, const char* path, const void* da
  */
 void futoin_uv_sleep(FutoInAsyncSteps* as, uint32_t ms);
 
+/* ------------------------------------------------------------------------ */
+/* Signals                                                                   */
+
+/** The most signals one futoin_uv_signal_wait() step waits for. */
+#define FUTOIN_UV_SIGNALS_MAX 32u
+
+/**
+ * @brief Step: waits until one of a set of signals arrives.
+ *
+ * When the step starts it watches each signal of the set with a uv_signal_t
+ * of its own, and it succeeds with the number of the first of them that
+ * libuv delivers: arg0 = the signal number (FTN_TYPE_INT32), e.g. SIGINT.
+ * Then, and when the step ends any other way (futoin_set_timeout() on the
+ * step that adds it, root cancel, a failing sibling branch, break or
+ * continue), every watcher of the step is stopped and closed at once:
+ * nothing reaches the step afterwards, and their memory is released by
+ * libuv's close callbacks (futoin_uv_free() finds no handle of it open).
+ * A Timeout's error_info names the wait: "signal SIGINT SIGTERM".
+ *
+ * What libuv does with signals (uv_signal_start()), and so what a program
+ * gets:
+ *   - while a watcher of a signal exists anywhere in the process, libuv's
+ *     own handler is installed for it, and every watcher of that signal,
+ *     on every loop, gets each delivery: several steps that wait for the
+ *     same signal all succeed with it;
+ *   - when the last watcher of a signal stops, libuv puts back the
+ *     default disposition (SIG_DFL, not the handler the program had): a
+ *     signal that arrives while no step (and no uv_signal_t of the
+ *     program) waits for it takes its default action, and SIGINT, SIGTERM,
+ *     SIGHUP, SIGUSR1 or SIGUSR2 end the process. To catch a signal for the
+ *     whole life of a program, keep a step waiting for it all along (a root
+ *     of its own, as examples/uv/tcp_echo_server.c does for SIGINT and
+ *     SIGTERM), or keep a uv_signal_t of your own started;
+ *   - signals are not queued for a step: deliveries that come together
+ *     (libuv hands them over on its next iteration) end the step once,
+ *     with the first; another signal of the set that arrives with it is
+ *     not kept for a later step;
+ *   - a signal blocked in every thread (pthread_sigmask()) is not
+ *     delivered until it is unblocked.
+ * @param as      the flow
+ * @param signals the signal numbers (copied now; duplicates are harmless)
+ * @param count   1..FUTOIN_UV_SIGNALS_MAX
+ *
+ * Errors: InternalError "EINVAL: futoin_uv_signal_wait: ..." (with
+ * futoin_uv_errno() UV_EINVAL) for signals NULL, a count out of range or a
+ * number outside 1..64, refused when the step is added, and for a signal
+ * that cannot be watched (SIGKILL, SIGSTOP, a number the platform lacks:
+ * "EINVAL: signal SIGKILL") when it starts; CommError when libuv cannot
+ * watch a signal for want of resources ("EMFILE: signal SIGINT").
+ */
+void futoin_uv_signal_wait(FutoInAsyncSteps* as, const int* signals, size_t count);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

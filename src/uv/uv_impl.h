@@ -160,6 +160,12 @@ FutoInBinaryValue futoin__uv_bytes_value(const char* data, size_t n, int as_stri
 /* Takes ownership of a malloc()ed buffer of n bytes followed by a NUL. */
 FutoInBinaryValue futoin__uv_bytes_adopt(char* data, size_t n, int as_string);
 
+/* ---- signals: uv_signal.c ---- */
+
+/* The largest signal number futoin_uv_signal_wait() accepts (Linux has
+ * 64; libuv refuses what the platform lacks when the step starts). */
+#define FUTOIN_UV_SIGNAL_NUMBER_MAX 64
+
 /* ---- name lookups: uv_lookup.c ---- */
 
 /* Receives a lookup's outcome on the loop thread: status 0 and res (the
