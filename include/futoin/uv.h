@@ -294,10 +294,16 @@ int futoin_uv_run(FutoInUv* uv);
  * futoin_set_timeout(), whose error_info names the operation it
  * interrupted; an InternalError of misuse; an error of the program's own), a
  * flow without an error, a flow of another implementation, NULL, a call
- * from another thread, and an error noted when memory ran out. Nothing is kept for a step that succeeds; the notes go
- * with their root.
+ * from another thread, and an error noted when memory ran out. Nothing is
+ * kept for a step that succeeds; the notes go with their root.
  * @param as the flow (the handle an error handler receives)
  * @return the UV_E* number (negative), or 0
+ * @par Ownership
+ * Nothing passes: the notes are the backend's, kept in a state variable of
+ * the root and released with it.
+ * @par Thread
+ * The loop's thread: in an error handler or unhandled-error callback of the
+ * flow as (elsewhere too, but only there is the error being handled).
  */
 int futoin_uv_errno(FutoInAsyncSteps* as);
 
@@ -1185,6 +1191,14 @@ void futoin_uv_sleep(FutoInAsyncSteps* as, uint32_t ms);
  * that cannot be watched (SIGKILL, SIGSTOP, a number the platform lacks:
  * "EINVAL: signal SIGKILL") when it starts; CommError when libuv cannot
  * watch a signal for want of resources ("EMFILE: signal SIGINT").
+ * @par Ownership
+ * signals is copied when the step is added. The watchers are the step's,
+ * closed when it ends; the result is a plain value.
+ * @par Thread
+ * The backend's loop thread, where futoin_add() is allowed: inside an
+ * execute callback or error handler of the flow as, or on a root that was
+ * not executed yet. The signal may come to any thread of the process: libuv
+ * hands it to the loop thread.
  */
 void futoin_uv_signal_wait(FutoInAsyncSteps* as, const int* signals, size_t count);
 
