@@ -12,7 +12,10 @@
 #      abi/*.symbols (scripts/check-abi.sh);
 #   2. pkg-config: tests/consumer/core_app.c and uv_app.c (the latter on both
 #      libraries) compiled with -std=c11 -Werror and linked to the shared
-#      libraries, then with `pkg-config --static` to the static ones; run;
+#      libraries, then with `pkg-config --static` to the static ones, then
+#      fully static (cc -static with `pkg-config --static --libs`, libc and
+#      libuv included: on Debian, libuv's archive is libuv_a.a) where the C
+#      library has a static variant; run;
 #   3. find_package: tests/consumer/ configured with CMAKE_PREFIX_PATH=PREFIX
 #      (and a request for major version 1, which must be refused);
 #   4. add_subdirectory: tests/consumer/ configured with the source tree
@@ -236,6 +239,50 @@ if [ $HAVE_UV = 1 ]; then
     run "$PC_DIR/uv_app_static"
     check_shared "$PC_DIR/uv_app" uv
     check_static "$PC_DIR/uv_app_static"
+fi
+
+# check_fully_static EXE: no program interpreter, no shared library at all.
+check_fully_static() {
+    local exe=$1
+    if readelf -l "$exe" | grep -q 'Requesting program interpreter'; then
+        fail "$exe (cc -static) has a program interpreter"
+    fi
+    if readelf -d "$exe" 2>/dev/null | grep -q '(NEEDED)'; then
+        fail "$exe (cc -static) needs shared libraries: $(readelf -d "$exe" | grep '(NEEDED)')"
+    fi
+    echo "fully static: $(basename "$exe"): no interpreter, no shared library"
+}
+
+# link_fully_static EXE SOURCE MODULE [FLAGS...]: cc -static with the
+# module's `pkg-config --static --libs`, as given (no file names swapped
+# in): -static alone makes the linker take every archive. The C library's
+# warnings about getaddrinfo() and friends in static programs are kept in
+# a log shown on failure.
+link_fully_static() {
+    local exe=$1 src=$2 module=$3
+    shift 3
+    # shellcheck disable=SC2046
+    "$CC" "${CFLAGS_CHECK[@]}" "$@" -static -o "$exe" "$src" \
+        $(pkg-config --cflags "$module") $(pkg-config --static --libs "$module") \
+        >"$exe.log" 2>&1 || { cat "$exe.log"; fail "cc -static with pkg-config --static --libs $module"; }
+}
+
+step "pkg-config --static, fully static (cc -static)"
+echo 'int main(void) { return 0; }' >"$PC_DIR/probe.c"
+if "$CC" -static -o "$PC_DIR/probe" "$PC_DIR/probe.c" >/dev/null 2>&1; then
+    echo "pkg-config --static --libs futoin_asyncsteps: $(pkg-config --static --libs futoin_asyncsteps)"
+    link_fully_static "$PC_DIR/core_app_full_static" "$CONSUMER_DIR/core_app.c" futoin_asyncsteps
+    run "$PC_DIR/core_app_full_static"
+    check_fully_static "$PC_DIR/core_app_full_static"
+    if [ $HAVE_UV = 1 ]; then
+        echo "pkg-config --static --libs futoin_asyncsteps_uv: $(pkg-config --static --libs futoin_asyncsteps_uv)"
+        link_fully_static "$PC_DIR/uv_app_full_static" "$CONSUMER_DIR/uv_app.c" \
+            futoin_asyncsteps_uv -pthread
+        run "$PC_DIR/uv_app_full_static"
+        check_fully_static "$PC_DIR/uv_app_full_static"
+    fi
+else
+    echo "skipped: $CC cannot link a static program here (no static C library)"
 fi
 
 # ---- 3. find_package -------------------------------------------------------

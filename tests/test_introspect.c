@@ -1043,6 +1043,121 @@ static void test_deep_walk(void** state)
     assert_true(dp.ok);
 }
 
+/* ---- steps_started: a flow's own count of started steps ------------- */
+
+typedef struct StepCount {
+    uint32_t seen[8];
+    int n;
+    FutoInAsyncSteps* waiter;
+    uint32_t branch_seen[2][2]; /* each branch's count in its two steps */
+    int branch_n[2];
+} StepCount;
+
+static uint32_t steps_of(FutoInAsyncSteps* as)
+{
+    FutoInFlowInfo fi;
+    memset(&fi, 0, sizeof(fi));
+    assert_int_equal(futoin_flow_info(as, &fi, sizeof(fi)), 0);
+    return fi.steps_started;
+}
+
+static void sc_note(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    StepCount* c = data;
+    c->seen[c->n++] = steps_of(as);
+}
+
+static void sc_wait(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    StepCount* c = data;
+    c->seen[c->n++] = steps_of(as);
+    c->waiter = as;
+    futoin_wait_external(as);
+}
+
+static void sc_fail(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    sc_note(as, data, args);
+    futoin_error(as, "Boom", NULL);
+}
+
+static void sc_eh(FutoInAsyncSteps* as, void* data, const char* code)
+{
+    (void)code;
+    StepCount* c = data;
+    c->seen[c->n++] = steps_of(as); /* an error handler starts no step */
+    futoin_success(as);
+}
+
+typedef struct BranchCount {
+    StepCount* c;
+    int i;
+} BranchCount;
+
+static void sc_branch_step(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    BranchCount* b = data;
+    b->c->branch_seen[b->i][b->c->branch_n[b->i]++] = steps_of(as);
+}
+
+static void sc_branch(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    sc_branch_step(as, data, args);
+    futoin_add(as, sc_branch_step, NULL, data);
+}
+
+static void sc_parallel(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    static BranchCount b[2];
+    b[0].c = b[1].c = data;
+    b[0].i = 0;
+    b[1].i = 1;
+    FutoInAsyncSteps* p = futoin_parallel(as, NULL, NULL);
+    futoin_add(p, sc_branch, NULL, &b[0]);
+    futoin_add(p, sc_branch, NULL, &b[1]);
+}
+
+static void test_flow_steps_started(void** state)
+{
+    (void)state;
+    FutoInLoop* loop = futoin_loop_new_virtual();
+    StepCount c;
+    memset(&c, 0, sizeof(c));
+    FutoInAsyncSteps* root = new_root(loop);
+    futoin_add(root, sc_note, NULL, &c);
+    futoin_add(root, sc_wait, NULL, &c);
+    futoin_add(root, sc_fail, sc_eh, &c);
+    futoin_add(root, sc_parallel, NULL, &c);
+    futoin_add(root, sc_note, NULL, &c);
+    uint32_t before = steps_of(root);
+    futoin_execute(root, on_unhandled, NULL);
+    futoin_loop_run(loop);
+    /* Parked in sc_wait: the count is the one its step saw, from outside too. */
+    assert_int_equal(c.n, 2);
+    assert_int_equal(c.seen[0], before + 1);
+    assert_int_equal(c.seen[1], before + 2);
+    assert_int_equal(steps_of(root), c.seen[1]);
+    futoin_success(c.waiter);
+    futoin_loop_run(loop);
+    /* sc_fail, its handler (no new step), sc_parallel, the last step. */
+    assert_int_equal(c.n, 5);
+    assert_int_equal(c.seen[2], before + 3);
+    assert_int_equal(c.seen[3], c.seen[2]);
+    /* Each branch counts its own steps (a sub-step is a step too)... */
+    for (int i = 0; i < 2; ++i) {
+        assert_int_equal(c.branch_n[i], 2);
+        assert_int_equal(c.branch_seen[i][1], c.branch_seen[i][0] + 1);
+    }
+    /* ...and the root's count is its own: sc_parallel, then the last step. */
+    assert_int_equal(c.seen[4], before + 5);
+    futoin_asyncsteps_free(root);
+    futoin_loop_free(loop);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1053,6 +1168,7 @@ int main(void)
         cmocka_unit_test(test_cross_thread_request),
         cmocka_unit_test(test_signal),
         cmocka_unit_test(test_deep_walk),
+        cmocka_unit_test(test_flow_steps_started),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

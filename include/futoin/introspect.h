@@ -200,6 +200,13 @@ typedef struct FutoInFlowInfo {
     const char* wait_info; /**< the innermost futoin_set_wait_info() text of the flow, "" if none */
     const char* error_code; /**< the flow's current error code or break label, "" if none */
     const char* error_info; /**< the flow's own error_info, "" if none */
+    /** Step callbacks started on the flow so far, modulo 2^32: execute
+     * callbacks, loop iterations and lock() of sync steps (not error,
+     * cancel or unhandled-error callbacks). It stays put while a step
+     * waits and while an error unwinds through the handlers, and changes
+     * as soon as the flow starts another step: two readings that differ
+     * mean the flow moved on in between. */
+    uint32_t steps_started;
 } FutoInFlowInfo;
 
 /**

@@ -94,7 +94,8 @@
  *   InternalError misuse (NULL arguments, not on a FutoInUv loop, ...)
  * error_info is "<uv_err_name>: <operation and context>", e.g.
  * "ECONNREFUSED: connect 127.0.0.1:1", "EOF: read: connection closed by
- * peer", "ENOENT: open /x".
+ * peer", "ENOENT: open /x". The libuv error number itself (UV_ECONNREFUSED,
+ * UV_EOF, UV_ENOENT, ...) is futoin_uv_errno() in the error handlers.
  *
  * What a Timeout interrupted: every step that waits for libuv describes
  * its wait with futoin_set_wait_info(), so the error_info of a Timeout (of
@@ -259,6 +260,52 @@ FutoInUv* futoin_uv_of(FutoInAsyncSteps* as);
  * libuv callbacks run inside the call.
  */
 int futoin_uv_run(FutoInUv* uv);
+
+/* ------------------------------------------------------------------------ */
+/* Error numbers                                                             */
+
+/**
+ * @brief The libuv error number of the error a flow is handling.
+ *
+ * Every error the backend raises carries, beside its code and its
+ * error_info "<uv_err_name>: ...", the libuv error number that the name
+ * stands for: UV_ECONNREFUSED, UV_ECONNRESET, UV_EOF, UV_ENOENT,
+ * UV_EAI_NONAME, ... (negative, as libuv returns them; uv_err_name() and
+ * uv_strerror() describe them). Argument errors (InternalError "EINVAL:
+ * ...") carry UV_EINVAL, and out of memory in a step of the backend
+ * (InternalError "...: out of memory") UV_ENOMEM.
+ *
+ * Call it in an error handler, or in the unhandled-error callback of
+ * futoin_execute(), with the handle it receives. The number belongs to the
+ * flow's error, like its code and error_info, so each parallel branch reads
+ * its own even when several fail in the same libuv iteration. It answers
+ * while the flow's error is the backend's failure:
+ *   - in the flow whose backend step failed (a root's main flow or a
+ *     branch), while the error unwinds through that flow's handlers;
+ *   - in the flows the error escapes into from a failed branch (the flow of
+ *     the parallel step, and outwards, up to 32 nested parallel steps),
+ *     while it unwinds through theirs;
+ * until the flow starts another step (a handler that recovered, or added
+ * steps) or a handler raises an error of its own: another code, or another
+ * error_info (futoin_error(as, code, futoin_error_info(as)) passes the
+ * failure on and keeps the number).
+ *
+ * Anything else reads 0: an error the backend did not raise (a Timeout of
+ * futoin_set_timeout(), whose error_info names the operation it
+ * interrupted; an InternalError of misuse; an error of the program's own), a
+ * flow without an error, a flow of another implementation, NULL, a call
+ * from another thread, and an error noted when memory ran out. Nothing is
+ * kept for a step that succeeds; the notes go with their root.
+ * @param as the flow (the handle an error handler receives)
+ * @return the UV_E* number (negative), or 0
+ * @par Ownership
+ * Nothing passes: the notes are the backend's, kept in a state variable of
+ * the root and released with it.
+ * @par Thread
+ * The loop's thread: in an error handler or unhandled-error callback of the
+ * flow as (elsewhere too, but only there is the error being handled).
+ */
+int futoin_uv_errno(FutoInAsyncSteps* as);
 
 /* ------------------------------------------------------------------------ */
 /* Result values                                                             */
@@ -1094,6 +1141,66 @@ void futoin_uv_file_write(FutoInAsyncSteps* as, const char* path, const void* da
  * not executed yet.
  */
 void futoin_uv_sleep(FutoInAsyncSteps* as, uint32_t ms);
+
+/* ------------------------------------------------------------------------ */
+/* Signals                                                                   */
+
+/** The most signals one futoin_uv_signal_wait() step waits for. */
+#define FUTOIN_UV_SIGNALS_MAX 32u
+
+/**
+ * @brief Step: waits until one of a set of signals arrives.
+ *
+ * When the step starts it watches each signal of the set with a uv_signal_t
+ * of its own, and it succeeds with the number of the first of them that
+ * libuv delivers: arg0 = the signal number (FTN_TYPE_INT32), e.g. SIGINT.
+ * Then, and when the step ends any other way (futoin_set_timeout() on the
+ * step that adds it, root cancel, a failing sibling branch, break or
+ * continue), every watcher of the step is stopped and closed at once:
+ * nothing reaches the step afterwards, and their memory is released by
+ * libuv's close callbacks (futoin_uv_free() finds no handle of it open).
+ * A Timeout's error_info names the wait: "signal SIGINT SIGTERM".
+ *
+ * What libuv does with signals (uv_signal_start()), and so what a program
+ * gets:
+ *   - while a watcher of a signal exists anywhere in the process, libuv's
+ *     own handler is installed for it, and every watcher of that signal,
+ *     on every loop, gets each delivery: several steps that wait for the
+ *     same signal all succeed with it;
+ *   - when the last watcher of a signal stops, libuv puts back the
+ *     default disposition (SIG_DFL, not the handler the program had): a
+ *     signal that arrives while no step (and no uv_signal_t of the
+ *     program) waits for it takes its default action, and SIGINT, SIGTERM,
+ *     SIGHUP, SIGUSR1 or SIGUSR2 end the process. To catch a signal for the
+ *     whole life of a program, keep a step waiting for it all along (a root
+ *     of its own, as examples/uv/tcp_echo_server.c does for SIGINT and
+ *     SIGTERM), or keep a uv_signal_t of your own started;
+ *   - signals are not queued for a step: deliveries that come together
+ *     (libuv hands them over on its next iteration) end the step once,
+ *     with the first; another signal of the set that arrives with it is
+ *     not kept for a later step;
+ *   - a signal blocked in every thread (pthread_sigmask()) is not
+ *     delivered until it is unblocked.
+ * @param as      the flow
+ * @param signals the signal numbers (copied now; duplicates are harmless)
+ * @param count   1..FUTOIN_UV_SIGNALS_MAX
+ *
+ * Errors: InternalError "EINVAL: futoin_uv_signal_wait: ..." (with
+ * futoin_uv_errno() UV_EINVAL) for signals NULL, a count out of range or a
+ * number outside 1..64, refused when the step is added, and for a signal
+ * that cannot be watched (SIGKILL, SIGSTOP, a number the platform lacks:
+ * "EINVAL: signal SIGKILL") when it starts; CommError when libuv cannot
+ * watch a signal for want of resources ("EMFILE: signal SIGINT").
+ * @par Ownership
+ * signals is copied when the step is added. The watchers are the step's,
+ * closed when it ends; the result is a plain value.
+ * @par Thread
+ * The backend's loop thread, where futoin_add() is allowed: inside an
+ * execute callback or error handler of the flow as, or on a root that was
+ * not executed yet. The signal may come to any thread of the process: libuv
+ * hands it to the loop thread.
+ */
+void futoin_uv_signal_wait(FutoInAsyncSteps* as, const int* signals, size_t count);
 
 #ifdef __cplusplus
 } /* extern "C" */

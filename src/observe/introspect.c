@@ -330,6 +330,7 @@ void futoin__obs_flow_info_fill(Flow* fl, FutoInFlowInfo* out)
     }
     fi.error_code = futoin__flow_code(fl);
     fi.error_info = futoin__flow_info(fl);
+    fi.steps_started = atomic_load_explicit(&fl->xepoch, memory_order_relaxed);
     *out = fi;
 }
 

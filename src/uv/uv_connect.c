@@ -162,7 +162,7 @@ static void connect_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* ar
     size_t hlen = strlen(host);
     ConnectOp* op = calloc(1, sizeof(*op) + hlen + 1);
     if (!op) {
-        futoin_error(as, FUTOIN_INTERNAL_ERROR, "connect: out of memory");
+        futoin__uv_error(as, FUTOIN_INTERNAL_ERROR, UV_ENOMEM, "connect: out of memory");
         return;
     }
     op->as = as;

@@ -119,7 +119,7 @@ static void resolve_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* ar
     size_t hlen = strlen(host);
     ResolveOp* op = malloc(sizeof(*op) + hlen + 1);
     if (!op) {
-        futoin_error(as, FUTOIN_INTERNAL_ERROR, "resolve: out of memory");
+        futoin__uv_error(as, FUTOIN_INTERNAL_ERROR, UV_ENOMEM, "resolve: out of memory");
         return;
     }
     memcpy(op->host, host, hlen + 1);

@@ -348,7 +348,7 @@ static void file_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
     (void)args;
     FileParams* p = data;
     if (p->oom) {
-        futoin_error(as, FUTOIN_INTERNAL_ERROR, "file write: out of memory");
+        futoin__uv_error(as, FUTOIN_INTERNAL_ERROR, UV_ENOMEM, "file write: out of memory");
         return;
     }
     FutoInUv* uv = futoin__uv_require(as, p->writing ? "file write" : "file read");
@@ -358,7 +358,7 @@ static void file_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
     size_t plen = strlen(p->path);
     FileOp* op = calloc(1, sizeof(*op) + plen + 1);
     if (!op) {
-        futoin_error(as, FUTOIN_INTERNAL_ERROR, "file: out of memory");
+        futoin__uv_error(as, FUTOIN_INTERNAL_ERROR, UV_ENOMEM, "file: out of memory");
         return;
     }
     memcpy(op->path, p->path, plen + 1);

@@ -99,6 +99,18 @@ struct FutoInUvServer {
 /* uv_loop.c */
 FutoInUv* futoin__uv_require(FutoInAsyncSteps* as, const char* what);
 
+/* Raises error(code, info) on as and notes err beside it for
+ * futoin_uv_errno() (uv_errno.c). Every error of the backend goes through
+ * it or futoin__uv_note_error(). */
+void futoin__uv_error(FutoInAsyncSteps* as, const char* code, int err, const char* info);
+/* Notes err as the number of the error (code, info) just raised on as,
+ * if it took: a failure path only, nothing is kept for a success. */
+void futoin__uv_note_error(FutoInAsyncSteps* as, const char* code, int err, const char* info);
+/* For how many flows around a failing branch (the flows of the parallel
+ * steps it is nested in, innermost first) an error's number is kept,
+ * beside the failing flow itself. */
+#define FUTOIN_UV_ERRNO_LEVELS 32
+
 /* Fails the step (inside its callback or from a libuv callback) with code
  * and the info "<uv_err_name(err)>: <what>". */
 void futoin__uv_fail(FutoInAsyncSteps* as, const char* code, int err, const char* what);
@@ -147,6 +159,12 @@ void futoin__uv_add_failf(FutoInAsyncSteps* as, const char* fmt, ...)
 FutoInBinaryValue futoin__uv_bytes_value(const char* data, size_t n, int as_string);
 /* Takes ownership of a malloc()ed buffer of n bytes followed by a NUL. */
 FutoInBinaryValue futoin__uv_bytes_adopt(char* data, size_t n, int as_string);
+
+/* ---- signals: uv_signal.c ---- */
+
+/* The largest signal number futoin_uv_signal_wait() accepts (Linux has
+ * 64; libuv refuses what the platform lacks when the step starts). */
+#define FUTOIN_UV_SIGNAL_NUMBER_MAX 64
 
 /* ---- name lookups: uv_lookup.c ---- */
 

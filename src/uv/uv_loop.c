@@ -292,7 +292,7 @@ FutoInUv* futoin__uv_require(FutoInAsyncSteps* as, const char* what)
     if (!u) {
         char info[128];
         snprintf(info, sizeof(info), "%s: the AsyncSteps loop is not driven by a FutoInUv", what);
-        futoin_error(as, FUTOIN_INTERNAL_ERROR, info);
+        futoin__uv_error(as, FUTOIN_INTERNAL_ERROR, UV_EINVAL, info);
     }
     return u;
 }
@@ -311,11 +311,17 @@ static const char* fail_text(char* buf, size_t size, const char* code, int err, 
     return code;
 }
 
+void futoin__uv_error(FutoInAsyncSteps* as, const char* code, int err, const char* info)
+{
+    futoin_error(as, code, info);
+    futoin__uv_note_error(as, code, err, info);
+}
+
 void futoin__uv_fail(FutoInAsyncSteps* as, const char* code, int err, const char* what)
 {
     char info[256];
     code = fail_text(info, sizeof(info), code, err, what);
-    futoin_error(as, code, info);
+    futoin__uv_error(as, code, err, info);
 }
 
 void futoin__uv_fail_owned(FutoInAsyncSteps* as, const void* key, const char* code, int err,
@@ -323,7 +329,9 @@ void futoin__uv_fail_owned(FutoInAsyncSteps* as, const void* key, const char* co
 {
     char info[256];
     code = fail_text(info, sizeof(info), code, err, what);
-    futoin_owned_error(as, key, code, info);
+    if (futoin_owned_error(as, key, code, info) == 0) {
+        futoin__uv_note_error(as, code, err, info);
+    }
 }
 
 void futoin__uv_failf_owned(FutoInAsyncSteps* as, const void* key, const char* code, int err,
@@ -363,10 +371,18 @@ void futoin__uv_wait_info(FutoInAsyncSteps* as, const char* op, const char* obje
     futoin_set_wait_info(as, info);
 }
 
+/* The steps that fail at once: an argument refused (EINVAL), or the
+ * parameters of a step that could not be allocated (ENOMEM). */
 static void fail_step(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    futoin_error(as, FUTOIN_INTERNAL_ERROR, (const char*)data);
+    futoin__uv_error(as, FUTOIN_INTERNAL_ERROR, UV_EINVAL, (const char*)data);
+}
+
+static void fail_step_nomem(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    futoin__uv_error(as, FUTOIN_INTERNAL_ERROR, UV_ENOMEM, (const char*)data);
 }
 
 void futoin__uv_add_fail(FutoInAsyncSteps* as, const char* what)
@@ -408,7 +424,8 @@ void* futoin__uv_add_step(FutoInAsyncSteps* as, FutoInAsyncSteps_execute_callbac
     }
     void* p = futoin_stack(as, size, cleanup);
     if (!p) {
-        futoin__uv_add_fail(as, what);
+        /* what is a string literal of the caller. */
+        futoin_add(as, fail_step_nomem, NULL, (void*)(uintptr_t)what);
         return NULL;
     }
     futoin_add(as, f, NULL, p);
@@ -496,13 +513,13 @@ static void sleep_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* args
      * handler (which stops the timer): the timer never sees it freed. */
     SleepWait* w = futoin_stack(as, sizeof(*w), NULL);
     if (!w) {
-        futoin_error(as, FUTOIN_INTERNAL_ERROR, "sleep: out of memory");
+        futoin__uv_error(as, FUTOIN_INTERNAL_ERROR, UV_ENOMEM, "sleep: out of memory");
         return;
     }
     w->as = as;
     w->h = as->api->sched_deferred(as, ms, w, sleep_done);
     if (!as->api->sched_is_valid(as, &w->h)) {
-        futoin_error(as, FUTOIN_INTERNAL_ERROR, "sleep: out of memory");
+        futoin__uv_error(as, FUTOIN_INTERNAL_ERROR, UV_ENOMEM, "sleep: out of memory");
         return;
     }
     futoin_wait_owned(as, sleep_cancel, w);

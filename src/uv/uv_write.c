@@ -88,7 +88,7 @@ static void write_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* args
     int copy = p->data == p->bytes;
     WriteOp* op = malloc(sizeof(*op) + (copy ? rest : 0));
     if (!op) {
-        futoin_error(as, FUTOIN_INTERNAL_ERROR, "write: out of memory");
+        futoin__uv_error(as, FUTOIN_INTERNAL_ERROR, UV_ENOMEM, "write: out of memory");
         return;
     }
     op->req.data = op;
@@ -200,7 +200,7 @@ static void shutdown_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* a
     }
     ShutdownOp* op = malloc(sizeof(*op));
     if (!op) {
-        futoin_error(as, FUTOIN_INTERNAL_ERROR, "shutdown: out of memory");
+        futoin__uv_error(as, FUTOIN_INTERNAL_ERROR, UV_ENOMEM, "shutdown: out of memory");
         return;
     }
     op->req.data = op;
