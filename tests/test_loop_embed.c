@@ -559,6 +559,12 @@ static void* burst_thread(void* arg)
     return NULL;
 }
 
+static void* stop_thread(void* arg)
+{
+    futoin_loop_stop(arg);
+    return NULL;
+}
+
 /* Queues b->n messages from another thread while the loop thread waits,
  * under a hold that the last of them releases. */
 static void burst_post(Burst* b)
@@ -612,6 +618,13 @@ static void test_drain_bound_empties_queue(void** state)
         assert_int_equal(b.ran, b.n - 1);
         assert_int_equal(futoin_loop_next_delay(loop), -1);
     }
+    /* A drain cut short by a stop that was the queue's last message. */
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, stop_thread, loop), 0);
+    pthread_join(th, NULL);
+    int64_t plan = -2;
+    int more = futoin_loop_iterate(loop, &plan);
+    assert_false(more && plan < 0);
     outer_destroy(&o);
     futoin_loop_free(loop);
 }
