@@ -271,6 +271,13 @@ uint64_t futoin_loop_now(const FutoInLoop* loop);
  * (futoin_set_misuse_handler(), with as NULL). The inner round would run
  * the timeout and cancel handler of a step whose callback is still on the
  * stack.
+ *
+ * A C++ exception (or a forced unwind) that a callback lets escape passes
+ * through to the caller of the call that ran it; the loop reports it once
+ * to the misuse handler and is abandoned: every later futoin_loop_iterate(),
+ * futoin_loop_run(), futoin_loop_run_next() and futoin_loop_advance() is
+ * refused with a message naming the cause (docs/SEMANTICS.md "Exceptions
+ * and longjmp"). Only freeing is left to do.
  * @param loop           the loop
  * @param next_delay_ms  if not NULL, receives the plan for the caller's
  *                       sleep: 0 when immediates are pending, the ms until
@@ -278,7 +285,7 @@ uint64_t futoin_loop_now(const FutoInLoop* loop);
  *                       it as the timeout of another program's poll())
  * @return 1 if work remains (callbacks, queued messages or holds), 0 if the
  *         loop is empty, -1 when refused (called from inside a callback of
- *         the same loop)
+ *         the same loop, or the loop is abandoned)
  * @par Ownership
  * Nothing passes to the caller; the callbacks that run release what they own.
  * @par Thread
@@ -292,8 +299,9 @@ int futoin_loop_iterate(FutoInLoop* loop, int64_t* next_delay_ms);
  *
  * When nothing is runnable the real clock sleeps in the kernel until the
  * next timer or a cross-thread wake-up (no busy waiting); the virtual clock
- * jumps to the next timer. Called from inside a callback of the same loop
- * it is refused like futoin_loop_iterate() (nothing runs, a misuse report).
+ * jumps to the next timer. Called from inside a callback of the same loop,
+ * or on a loop that a callback left by an exception, it is refused like
+ * futoin_loop_iterate() (nothing runs, a misuse report).
  * @param loop  the loop
  * @par Ownership
  * Nothing passes to the caller; the callbacks that run release what they own.

@@ -586,26 +586,96 @@ size_t futoin_loop_pending(const FutoInLoop* loop)
     return loop ? loop->live_immediates + futoin__timer_heap_size(&loop->timers) : 0;
 }
 
+static void report_misuse(FutoInLoop* loop, const char* info)
+{
+    if (loop->misuse_hook) {
+        loop->misuse_hook(loop, info);
+    } else {
+        futoin__log_misuse(info);
+    }
+}
+
 /* A loop callback asked to run the loop again: refused with a report,
  * since the inner round would run timers and handlers of the very step
- * whose callback is still on the C stack. Returns 1 if it was. */
+ * whose callback is still on the C stack. An abandoned loop (below)
+ * refuses every run. Returns 1 if it was refused. */
 static int refuse_nested(FutoInLoop* loop, const char* what)
 {
     if (!FUTOIN_UNLIKELY(loop->round_depth)) {
         return 0;
     }
-    char buf[200];
-    snprintf(buf, sizeof(buf),
-            "%s() called from inside a callback of the same loop: refused "
-            "(the loop is already running that callback)",
-            what);
-    if (loop->misuse_hook) {
-        loop->misuse_hook(loop, buf);
+    char buf[300];
+    if (loop->abandoned) {
+        snprintf(buf, sizeof(buf),
+                "%s() refused: a callback of this loop was left by an exception or a "
+                "forced unwind, and the loop is abandoned (free it; docs/SEMANTICS.md "
+                "\"Exceptions and longjmp\")",
+                what);
     } else {
-        futoin__log_misuse(buf);
+        snprintf(buf, sizeof(buf),
+                "%s() called from inside a callback of the same loop: refused "
+                "(the loop is already running that callback)",
+                what);
     }
+    report_misuse(loop, buf);
     return 1;
 }
+
+/* ---- callbacks left by an exception ----
+ * C callbacks must not throw, but a C++ callback can let an exception
+ * escape (or a thread be cancelled inside one: glibc's pthread_cancel()
+ * unwinds too). The exception then passes through the loop's C frames and
+ * leaves the round half done: a step marked running, the engine's
+ * dispatcher mid-batch. C cannot catch it, and the state cannot be
+ * repaired; what must not happen is silence, with every later run
+ * refused as "nested" or every root stuck. The library is built with
+ * -fexceptions where the compiler has it, so the cleanup of a DriveGuard
+ * runs as the exception passes the call that drives the loop: it reports
+ * once and marks the loop abandoned. The round's depth is left counted,
+ * so the only cost on the normal path is the guard's flag. */
+typedef struct DriveGuard {
+    FutoInLoop* loop;
+    const char* what;
+    int returned;
+} DriveGuard;
+
+static FUTOIN_COLD void drive_abandoned(DriveGuard* g)
+{
+    FutoInLoop* loop = g->loop;
+    if (loop->abandoned) {
+        return;
+    }
+    loop->abandoned = 1;
+    if (loop->round_depth == 0) {
+        loop->round_depth = 1;
+    }
+    char buf[300];
+    snprintf(buf, sizeof(buf),
+            "a callback run by %s() was left by an exception or a forced unwind "
+            "(a C++ throw, pthread_cancel()): the loop is abandoned and refuses to "
+            "run again; C callbacks must not throw (docs/SEMANTICS.md \"Exceptions "
+            "and longjmp\")",
+            g->what);
+    report_misuse(loop, buf);
+}
+
+static inline void drive_guard_end(DriveGuard* g)
+{
+    if (FUTOIN_UNLIKELY(!g->returned)) {
+        drive_abandoned(g);
+    }
+}
+
+#if defined(__GNUC__) || defined(__clang__)
+#define DRIVE_GUARD(g, lp, name)                                                                   \
+    DriveGuard g __attribute__((cleanup(drive_guard_end))) = { (lp), (name), 0 }
+#else
+#define DRIVE_GUARD(g, lp, name)                                                                   \
+    DriveGuard g = { (lp), (name), 0 };                                                            \
+    (void)g
+#endif
+/* Every normal return of a guarded function passes here first. */
+#define DRIVE_RETURNED(g) ((g).returned = 1)
 
 int futoin_loop_iterate(FutoInLoop* loop, int64_t* next_delay)
 {
@@ -615,9 +685,11 @@ int futoin_loop_iterate(FutoInLoop* loop, int64_t* next_delay)
         }
         return -1;
     }
+    DRIVE_GUARD(guard, loop, "futoin_loop_iterate");
     /* A stop requested outside run() must not cut a later round short. */
     loop->stop_requested = 0;
     run_round(loop);
+    DRIVE_RETURNED(guard);
     loop->stop_requested = 0;
     /* The embedder waits on the fd or for the hook until the next call. */
     embed_arm(loop);
@@ -632,12 +704,14 @@ void futoin_loop_run(FutoInLoop* loop)
     if (refuse_nested(loop, "futoin_loop_run")) {
         return;
     }
+    DRIVE_GUARD(guard, loop, "futoin_loop_run");
     loop->stop_requested = 0;
     while (!run_round(loop) && has_work(loop)) {
         if (loop->live_immediates == 0) {
             idle_wait(loop);
         }
     }
+    DRIVE_RETURNED(guard);
     loop->stop_requested = 0;
     embed_arm(loop);
 }
@@ -665,9 +739,11 @@ int futoin_loop_run_next(FutoInLoop* loop)
     if (!loop->is_virtual || refuse_nested(loop, "futoin_loop_run_next")) {
         return -1;
     }
+    DRIVE_GUARD(guard, loop, "futoin_loop_run_next");
     ++loop->round_depth;
     int ran = run_one_virtual(loop, UINT64_MAX);
     --loop->round_depth;
+    DRIVE_RETURNED(guard);
     return ran;
 }
 
@@ -676,6 +752,7 @@ void futoin_loop_advance(FutoInLoop* loop, uint64_t ms)
     if (!loop->is_virtual || refuse_nested(loop, "futoin_loop_advance")) {
         return;
     }
+    DRIVE_GUARD(guard, loop, "futoin_loop_advance");
     ++loop->round_depth;
     uint64_t target = add_saturating(loop->now_ns, ms_to_ns(ms));
     while (run_one_virtual(loop, target)) {
@@ -684,6 +761,7 @@ void futoin_loop_advance(FutoInLoop* loop, uint64_t ms)
         loop->now_ns = target;
     }
     --loop->round_depth;
+    DRIVE_RETURNED(guard);
 }
 
 /* ---- clock & thread queries ---- */

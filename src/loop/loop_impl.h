@@ -139,6 +139,10 @@ struct FutoInLoop {
      * needs it: rounds that only run immediates cost no clock read. */
     uint8_t clock_fresh;
     uint8_t is_virtual;
+    /* A callback left a round by an exception or a forced unwind: the
+     * round's depth stays counted, so the loop refuses to run again (see
+     * "Callbacks left by an exception" in loop.c). */
+    uint8_t abandoned;
     /* ---- end of the hot part ---- */
 
     uint64_t now_ns;
