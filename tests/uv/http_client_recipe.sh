@@ -167,7 +167,9 @@ expect_err refused "attempt 3 failed: ConnectError ECONNREFUSED, no attempts lef
 a1=$(attempt_ms refused 1)
 a2=$(attempt_ms refused 2)
 a3=$(attempt_ms refused 3)
-[ -n "$a1" ] && [ -n "$a2" ] && [ -n "$a3" ] || fail "refused: an attempt is missing"
+if [ -z "$a1" ] || [ -z "$a2" ] || [ -z "$a3" ]; then
+    fail "refused: an attempt is missing"
+fi
 # libuv's timers count from the loop's cached time, which may lag behind the
 # clock the client prints by a little: 10 % of slack.
 at_least "back-off before attempt 2" $((a2 - a1)) $((B * 9 / 10))
@@ -194,6 +196,9 @@ expect_err never "attempt 2 failed: Timeout, no attempts left$"
 f1=$(sed -n 's/^http_client: \([0-9]*\) ms: .*: attempt 1 failed: .*/\1/p' "$WORK/never.err")
 a1=$(attempt_ms never 1)
 a2=$(attempt_ms never 2)
+if [ -z "$f1" ] || [ -z "$a1" ] || [ -z "$a2" ]; then
+    fail "never: an attempt or its failure is missing"
+fi
 at_least "attempt 1 until its Timeout" $((f1 - a1)) $((TO * 9 / 10))
 at_least "attempt 2 after attempt 1" $((a2 - a1)) $(((TO + B) * 9 / 10))
 expect_max 1 # attempt 1's connection was closed before attempt 2
