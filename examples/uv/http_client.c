@@ -1,31 +1,54 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * An HTTP/1.1 client built from AsyncSteps on the libuv backend: every URL
- * is fetched in parallel, each attempt under its own timeout, failed
- * attempts are retried with an exponential back-off from the error handler,
- * and the results are collected "all settled": each branch recovers its own
- * error, so one failure never cancels the other requests.
+ * An HTTP/1.1 client built from AsyncSteps on the libuv backend, the recipe
+ * of docs/RECIPES.md "A client: bounded parallel requests, timeouts and
+ * retries": the URLs are fetched at most N at a time, each attempt under its
+ * own timeout, a failed attempt is retried after an exponential back-off
+ * when its error is one that a later try can cure, and the results are
+ * collected "all settled": one URL failing neither cancels nor holds up the
+ * others.
  *
- *   http_client [-t timeout_ms] [-a attempts] [-b backoff_ms] URL...
+ *   http_client [-c N] [-t timeout_ms] [-a attempts] [-b backoff_ms] [-v] URL...
  *
  * URL: http://host[:port][/path] (host: a name, an IPv4 address or [IPv6]).
- * -t: timeout of one attempt, connect to last body byte (2000 ms);
- * -a: attempts per URL (3); -b: delay before the first retry (100 ms),
- * doubled before each further one (at most 5000 ms). Retried: Timeout,
- * ConnectError, CommError (a response cut short included) and 503 answers;
- * a response that breaks HTTP/1.1 framing is a ProtocolError, not retried
- * (the rules: http_response.h). Prints one line per URL (status
- * and body size, or the last error and its error_info, which names the
- * operation and the peer that timed out), then a summary. Exit status 0
- * when every URL got an HTTP answer that is not 5xx, 1 otherwise, 2 on a
- * usage error.
+ * -c: at most N requests at once (4); -t: timeout of one attempt, connect to
+ * last body byte (2000 ms); -a: attempts per URL (3); -b: delay before the
+ * second attempt (100 ms), doubled before each further one (at most
+ * 5000 ms); -v: a line on stderr for each attempt that starts and each one
+ * that fails, with the milliseconds since the start and the retry decision.
  *
- * The connection is owned by a step: the step that receives the stream from
- * futoin_uv_tcp_connect() takes a reference and keeps it in a stack() block
- * whose cleanup drops it. The stream then lives exactly as long as that
- * step and its sub-steps (write, read the response), however they end:
- * success, an error, the attempt's timeout, or the root being cancelled.
- * No other code releases it.
+ * What is retried (retryable()):
+ *   - Timeout: the attempt took longer than -t;
+ *   - HttpUnavailable: a 503 answer, the server asks to come back later
+ *     (on the last attempt the 503 is the answer);
+ *   - a response cut short: the server closed before its end (CommError
+ *     "EOF: ...");
+ *   - an error of the backend whose libuv number (futoin_uv_errno()) says
+ *     that the next try may work: UV_ECONNREFUSED (nothing listens, yet),
+ *     UV_ECONNRESET, UV_ECONNABORTED and UV_EPIPE (the peer dropped the
+ *     connection), UV_ETIMEDOUT (the system's own connect timeout),
+ *     UV_EAI_AGAIN (the resolver failed for now).
+ * Anything else ends the URL at once: a name that does not exist
+ * (UV_EAI_NONAME), any other libuv error, a ProtocolError (a response that
+ * breaks HTTP/1.1 framing, the rules: http_response.h; the same server
+ * would send the same bytes again). The numbers decide, not the text of
+ * error_info, which is for people (it starts with the number's name:
+ * "ECONNREFUSED: connect 127.0.0.1:1").
+ *
+ * Prints one line per URL, in command line order (status and body size, or
+ * the error and its error_info, which names the operation and the peer,
+ * and the number of attempts), then a summary. Exit status 0 when every URL
+ * got an HTTP answer that is not 5xx, 1 otherwise, 2 on a usage error.
+ *
+ * Who owns what. A URL's record (Req: the request, the attempts so far,
+ * the answer) is made from the command line and lives for the whole run.
+ * An attempt's state (Attempt: the response parser, with its 16 KiB line
+ * buffer, and the connection) is allocated when the attempt starts and owned
+ * by the attempt's step (futoin_add_owned()): attempt_free() releases the
+ * connection and frees it exactly once when that step ends, whichever way
+ * (an answer, an error, its timeout, the root cancelled or freed), before
+ * the back-off of the next attempt. So at most N of them exist, however
+ * many URLs there are.
  */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
@@ -37,108 +60,116 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "http_response.h"
 
 #define MAX_BODY (64u * 1024u * 1024u)
 #define MAX_BACKOFF_MS 5000u
-/* The error code of an answer that is worth retrying (503). */
+#define MAX_CONCURRENCY 10000u
+/* The error code of a 503 answer that is worth retrying. */
 #define HTTP_UNAVAILABLE "HttpUnavailable"
-/* The error code of a response that breaks HTTP/1.1 framing: not retried,
- * the same server would send the same bytes again. */
+/* The error code of a response that breaks HTTP/1.1 framing. */
 #define HTTP_PROTOCOL_ERROR "ProtocolError"
 
 typedef struct Options {
+    uint32_t concurrency;
     uint32_t timeout_ms;
     uint32_t attempts;
     uint32_t backoff_ms;
+    int verbose;
 } Options;
 
+typedef struct Client Client;
+
+/* A URL and what became of it. */
 typedef struct Req {
-    const Options* opt;
+    Client* cl;
     const char* url;
     char host[256];
     unsigned port;
     char request[2048];
     size_t request_len;
-    uint32_t attempts;
-    int settled;
-    /* The outcome: an HTTP status, or an error code and its info. */
+    uint32_t attempts; /* started so far */
+    /* The answer, once one came (status 0 until then). */
     int status;
     char reason[64];
     uint64_t body_len;
-    char code[32];
-    char info[256];
-    /* The info of an error this client raises itself: error_info is a
-     * state of the root, shared by the parallel branches, so another
-     * branch failing in the same loop round could overwrite it. */
-    char own_info[160];
-    /* The stream of the attempt in progress: borrowed from the owning
-     * step's stack block, valid while that step runs. */
-    FutoInUvStream* s;
-    HttpResponse resp; /* the response of the attempt in progress */
 } Req;
 
-/* ------------------------------------------------------------------------ */
-/* A stream owned by a step                                                  */
+struct Client {
+    const Options* opt;
+    Req* reqs;
+    int n;
+    int failed;
+    struct timespec start;
+};
 
-typedef struct StreamHold {
-    FutoInUvStream* s;
-} StreamHold;
+/* One attempt, owned by its step. */
+typedef struct Attempt {
+    Req* r;
+    FutoInUvStream* s; /* the connection, once there is one */
+    HttpResponse resp;
+} Attempt;
 
-/* Runs when the owning step ends, whichever way: the reference goes, the
- * connection closes. */
-static void hold_cleanup(void* p)
+/* The destructor of an attempt's step: runs once, when the step ends. */
+static void attempt_free(void* data)
 {
-    futoin_uv_stream_release(((StreamHold*)p)->s);
+    Attempt* a = data;
+    futoin_uv_stream_release(a->s); /* the connection closes (NULL: none) */
+    free(a);
+}
+
+/* For -v: the milliseconds since the start. */
+static unsigned long long elapsed_ms(const Client* cl)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (unsigned long long)(now.tv_sec - cl->start.tv_sec) * 1000u
+            + (unsigned long long)((now.tv_nsec - cl->start.tv_nsec) / 1000000);
 }
 
 /* ------------------------------------------------------------------------ */
-/* One attempt: connect, exchange                                            */
+/* One attempt: connect, request, response                                   */
 
-/* The response is complete: the outcome of the request. */
-static void settle_response(Req* r)
+/* The response is complete: the URL's answer. */
+static void answered(Attempt* a)
 {
-    r->status = r->resp.status;
-    snprintf(r->reason, sizeof(r->reason), "%s", r->resp.reason);
-    r->body_len = r->resp.body_len;
-    r->code[0] = '\0';
-    r->info[0] = '\0';
-    r->settled = 1;
+    Req* r = a->r;
+    r->status = a->resp.status;
+    snprintf(r->reason, sizeof(r->reason), "%s", a->resp.reason);
+    r->body_len = a->resp.body_len;
 }
 
 static void response_piece(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
-    Req* r = data;
+    Attempt* a = data;
     size_t len = 0;
     const char* p = futoin_uv_arg_bytes(args, 0, &len);
     /* Bytes after a complete response are dropped: the request asked for
      * "Connection: close". */
-    http_response_feed(&r->resp, p ? p : "", len);
-    if (r->resp.state == HR_ERROR) {
-        snprintf(r->own_info, sizeof(r->own_info), "%s", r->resp.error);
-        futoin_error(as, HTTP_PROTOCOL_ERROR, r->own_info);
+    http_response_feed(&a->resp, p ? p : "", len);
+    if (a->resp.state == HR_ERROR) {
+        futoin_error(as, HTTP_PROTOCOL_ERROR, a->resp.error); /* copied */
         return;
     }
-    if (r->resp.head_complete && r->resp.status == 503 && r->attempts < r->opt->attempts) {
-        /* The server asks to come back later: retried like an error. */
-        snprintf(r->own_info, sizeof(r->own_info), "503 Service Unavailable");
-        futoin_error(as, HTTP_UNAVAILABLE, r->own_info);
+    if (a->resp.head_complete && a->resp.status == 503
+            && a->r->attempts < a->r->cl->opt->attempts) {
+        futoin_error(as, HTTP_UNAVAILABLE, "503 Service Unavailable");
         return;
     }
-    if (r->resp.state == HR_DONE) {
-        settle_response(r);
-        futoin_break(as, NULL);
+    if (a->resp.state == HR_DONE) {
+        answered(a);
+        futoin_break(as, NULL); /* out of the read loop: the attempt succeeds */
     }
 }
 
 static void response_iter(FutoInAsyncSteps* as, void* data)
 {
-    Req* r = data;
-    futoin_uv_read_some(as, r->s, 65536);
-    futoin_add(as, response_piece, NULL, r);
+    Attempt* a = data;
+    futoin_uv_read_some(as, a->s, 65536);
+    futoin_add(as, response_piece, NULL, a);
 }
 
 static void read_response(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
@@ -148,127 +179,170 @@ static void read_response(FutoInAsyncSteps* as, void* data, const FutoInArgs* ar
 }
 
 /* The server closed: the end of a body without a length, or a response cut
- * short (a CommError like a reset: retried). */
+ * short. Any other error goes on as it is, its libuv number with it. */
 static void read_response_eh(FutoInAsyncSteps* as, void* data, const char* code)
 {
-    Req* r = data;
-    if (strcmp(code, FUTOIN_COMM_ERROR) != 0 || strncmp(futoin_error_info(as), "EOF:", 4) != 0) {
+    (void)code;
+    Attempt* a = data;
+    if (futoin_uv_errno(as) != UV_EOF) {
         return;
     }
-    http_response_eof(&r->resp);
-    if (r->resp.state == HR_DONE) {
-        settle_response(r);
+    http_response_eof(&a->resp);
+    if (a->resp.state == HR_DONE) {
+        answered(a);
         futoin_success(as);
         return;
     }
-    snprintf(r->own_info, sizeof(r->own_info), "EOF: %s", r->resp.error);
-    futoin_error(as, FUTOIN_COMM_ERROR, r->own_info);
+    char info[160];
+    snprintf(info, sizeof(info), "EOF: %s", a->resp.error);
+    futoin_error(as, FUTOIN_COMM_ERROR, info); /* a->resp.truncated is set */
 }
 
-/* The step that owns the connection for the rest of the attempt. */
 static void exchange(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
-    Req* r = data;
-    StreamHold* h = futoin_stack(as, sizeof(*h), hold_cleanup);
-    if (!h) {
-        futoin_error(as, FUTOIN_INTERNAL_ERROR, "out of memory");
-        return; /* the stream goes with the connect step's value */
-    }
-    h->s = futoin_uv_stream_ref(futoin_uv_arg_stream(args, 0));
-    r->s = h->s;
-    futoin_uv_write(as, r->s, r->request, r->request_len);
-    http_response_init(&r->resp, MAX_BODY, NULL, NULL);
-    futoin_add(as, read_response, read_response_eh, r);
+    Attempt* a = data;
+    /* The attempt takes its own reference: the connect step's value holds
+     * one only until this step returns. attempt_free() drops it. */
+    a->s = futoin_uv_stream_ref(futoin_uv_arg_stream(args, 0));
+    futoin_uv_write(as, a->s, a->r->request, a->r->request_len);
+    futoin_add(as, read_response, read_response_eh, a);
 }
 
 static void attempt(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    Req* r = data;
+    Attempt* a = data;
     /* One timeout for the whole attempt: connect, request, response. */
-    futoin_set_timeout(as, r->opt->timeout_ms);
-    futoin_uv_tcp_connect(as, r->host, r->port);
-    futoin_add(as, exchange, NULL, r);
+    futoin_set_timeout(as, a->r->cl->opt->timeout_ms);
+    futoin_uv_tcp_connect(as, a->r->host, a->r->port);
+    futoin_add(as, exchange, NULL, a);
 }
 
-/* A failed attempt: remember why; retry after a back-off (the sleep step
- * replaces the failed one, and the loop goes on), or settle with the error. */
+/* The delay before attempt number done + 1 (done >= 1). */
+static uint32_t backoff_ms(const Options* opt, uint32_t done)
+{
+    uint32_t shift = done - 1 < 16 ? done - 1 : 16;
+    uint64_t delay = (uint64_t)opt->backoff_ms << shift;
+    return delay < MAX_BACKOFF_MS ? (uint32_t)delay : MAX_BACKOFF_MS;
+}
+
+/* Whether a later attempt may succeed where this one failed with code. */
+static int retryable(FutoInAsyncSteps* as, const Attempt* a, const char* code)
+{
+    if (strcmp(code, FUTOIN_TIMEOUT) == 0 || strcmp(code, HTTP_UNAVAILABLE) == 0) {
+        return 1;
+    }
+    if (a->resp.state == HR_ERROR) {
+        return a->resp.truncated; /* cut short: yes; a ProtocolError: no */
+    }
+    switch (futoin_uv_errno(as)) {
+    case UV_ECONNREFUSED:
+    case UV_ECONNRESET:
+    case UV_ECONNABORTED:
+    case UV_EPIPE:
+    case UV_ETIMEDOUT:
+    case UV_EAI_AGAIN:
+        return 1;
+    default:
+        return 0; /* UV_EAI_NONAME and the others; 0: not the backend's */
+    }
+}
+
+/* A failed attempt: recover, so that the retry loop goes on to the next
+ * attempt, or let the error go on: it ends the URL's item, and the item's
+ * outcome is that error. */
 static void attempt_eh(FutoInAsyncSteps* as, void* data, const char* code)
 {
+    Attempt* a = data;
+    Req* r = a->r;
+    const Options* opt = r->cl->opt;
+    int retry = retryable(as, a, code);
+    int again = retry && r->attempts < opt->attempts;
+    if (opt->verbose) {
+        int err = futoin_uv_errno(as);
+        char decision[48];
+        if (again) {
+            snprintf(decision, sizeof(decision), "retry in %u ms", backoff_ms(opt, r->attempts));
+        } else {
+            snprintf(decision, sizeof(decision), "%s", retry ? "no attempts left" : "not retried");
+        }
+        fprintf(stderr, "http_client: %llu ms: %s: attempt %u failed: %s%s%s, %s\n",
+                elapsed_ms(r->cl), r->url, r->attempts, code, err ? " " : "",
+                err ? uv_err_name(err) : "", decision);
+    }
+    if (again) {
+        futoin_success(as);
+    }
+}
+
+static void start_attempt(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
     Req* r = data;
-    snprintf(r->code, sizeof(r->code), "%s", code);
-    snprintf(r->info, sizeof(r->info), "%s", r->own_info[0] ? r->own_info : futoin_error_info(as));
-    r->own_info[0] = '\0';
-    r->s = NULL;
-    int retryable = strcmp(code, FUTOIN_TIMEOUT) == 0 || strcmp(code, FUTOIN_CONNECT_ERROR) == 0
-            || strcmp(code, FUTOIN_COMM_ERROR) == 0 || strcmp(code, HTTP_UNAVAILABLE) == 0;
-    if (retryable && r->attempts < r->opt->attempts) {
-        uint64_t delay = (uint64_t)r->opt->backoff_ms
-                << (r->attempts - 1 < 16 ? r->attempts - 1 : 16);
-        futoin_uv_sleep(as, (uint32_t)(delay < MAX_BACKOFF_MS ? delay : MAX_BACKOFF_MS));
+    Attempt* a = calloc(1, sizeof(*a));
+    if (!a) {
+        futoin_error(as, FUTOIN_INTERNAL_ERROR, "out of memory");
         return;
     }
-    r->settled = 1;
-    futoin_success(as); /* all settled: this branch ends with its error noted */
+    a->r = r;
+    http_response_init(&a->resp, MAX_BODY, NULL, NULL);
+    ++r->attempts;
+    if (r->cl->opt->verbose) {
+        fprintf(stderr, "http_client: %llu ms: %s: attempt %u\n", elapsed_ms(r->cl), r->url,
+                r->attempts);
+    }
+    futoin_add_owned(as, attempt, attempt_eh, a, attempt_free);
 }
 
 static void retry_iteration(FutoInAsyncSteps* as, void* data)
 {
     Req* r = data;
-    if (r->settled) {
-        futoin_break(as, NULL);
+    if (r->status) {
+        futoin_break(as, NULL); /* answered */
         return;
     }
-    ++r->attempts;
-    futoin_add(as, attempt, attempt_eh, r);
+    if (r->attempts > 0) {
+        futoin_uv_sleep(as, backoff_ms(r->cl->opt, r->attempts));
+    }
+    futoin_add(as, start_attempt, NULL, r);
 }
 
-static void branch(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+/* Item i of the bounded parallel step: URL i, every attempt it takes. */
+static void fetch_item(FutoInAsyncSteps* as, void* data, size_t i)
 {
-    (void)args;
-    futoin_add_loop(as, retry_iteration, data, NULL);
+    Client* cl = data;
+    futoin_add_loop(as, retry_iteration, &cl->reqs[i], NULL);
 }
 
 /* ------------------------------------------------------------------------ */
-/* All URLs in parallel, all settled                                         */
-
-typedef struct Client {
-    Req* reqs;
-    int n;
-    int failed;
-} Client;
-
-static void fetch_all(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
-{
-    (void)args;
-    Client* cl = data;
-    FutoInAsyncSteps* p = futoin_parallel(as, NULL, NULL);
-    for (int i = 0; i < cl->n; ++i) {
-        futoin_add(p, branch, NULL, &cl->reqs[i]);
-    }
-}
+/* The outcomes                                                              */
 
 static void report(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
-    (void)as;
-    (void)args;
     Client* cl = data;
+    const FutoInBoundedResult* res = futoin_bounded_result(args);
+    if (!res) {
+        futoin_error(as, FUTOIN_INTERNAL_ERROR, "no outcomes");
+        return;
+    }
     int ok = 0;
-    for (int i = 0; i < cl->n; ++i) {
-        Req* r = &cl->reqs[i];
-        if (r->code[0]) {
-            printf("%d. %s -> %s: %s (%u attempt%s)\n", i + 1, r->url, r->code, r->info,
-                    r->attempts, r->attempts == 1 ? "" : "s");
+    for (size_t i = 0; i < res->count; ++i) {
+        const FutoInBoundedOutcome* o = &res->items[i];
+        const Req* r = &cl->reqs[i];
+        const char* s = r->attempts == 1 ? "" : "s";
+        if (o->code) {
+            /* The error that ended the item: the last attempt's. */
+            printf("%zu. %s -> %s: %s (%u attempt%s)\n", i + 1, r->url, o->code, o->info,
+                    r->attempts, s);
+            ++cl->failed;
+            continue;
+        }
+        printf("%zu. %s -> %d %s, %llu bytes (%u attempt%s)\n", i + 1, r->url, r->status, r->reason,
+                (unsigned long long)r->body_len, r->attempts, s);
+        if (r->status >= 500) {
             ++cl->failed;
         } else {
-            printf("%d. %s -> %d %s, %llu bytes (%u attempt%s)\n", i + 1, r->url, r->status,
-                    r->reason, (unsigned long long)r->body_len, r->attempts,
-                    r->attempts == 1 ? "" : "s");
-            if (r->status >= 500) {
-                ++cl->failed;
-            } else {
-                ++ok;
-            }
+            ++ok;
         }
     }
     printf("all settled: %d answered, %d failed\n", ok, cl->failed);
@@ -277,7 +351,8 @@ static void report(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 static void on_unhandled(FutoInAsyncSteps* as, void* data, const char* code)
 {
     Client* cl = data;
-    /* Not expected: every branch recovers its own errors. */
+    /* Not expected: the items' errors are their outcomes. Out of memory
+     * for the outcomes would come here. */
     fprintf(stderr, "http_client: unhandled %s: %s\n", code, futoin_error_info(as));
     cl->failed = cl->n ? cl->n : 1;
 }
@@ -366,20 +441,25 @@ static int parse_u32(const char* text, uint32_t min, uint32_t* out)
 static void usage(const char* argv0)
 {
     fprintf(stderr,
-            "usage: %s [-t timeout_ms] [-a attempts] [-b backoff_ms] URL...\n"
+            "usage: %s [-c N] [-t timeout_ms] [-a attempts] [-b backoff_ms] [-v] URL...\n"
             "  URL: http://host[:port][/path]\n"
-            "  -t: per attempt, 1..4294967295 (2000); -a: 1..100 (3);\n"
-            "  -b: first retry delay, doubled each time up to 5000 (100)\n",
+            "  -c: requests at once, 1..10000 (4); -t: per attempt, 1..4294967295 (2000);\n"
+            "  -a: attempts per URL, 1..100 (3);\n"
+            "  -b: first retry delay, doubled each time up to 5000 (100);\n"
+            "  -v: each attempt and its failure on stderr\n",
             argv0);
 }
 
 int main(int argc, char** argv)
 {
-    Options opt = { 2000u, 3u, 100u };
+    Options opt = { 4u, 2000u, 3u, 100u, 0 };
     int c;
-    while ((c = getopt(argc, argv, "t:a:b:h")) != -1) {
+    while ((c = getopt(argc, argv, "c:t:a:b:vh")) != -1) {
         int bad = 0;
         switch (c) {
+        case 'c':
+            bad = parse_u32(optarg, 1, &opt.concurrency) || opt.concurrency > MAX_CONCURRENCY;
+            break;
         case 't':
             bad = parse_u32(optarg, 1, &opt.timeout_ms);
             break;
@@ -388,6 +468,9 @@ int main(int argc, char** argv)
             break;
         case 'b':
             bad = parse_u32(optarg, 0, &opt.backoff_ms);
+            break;
+        case 'v':
+            opt.verbose = 1;
             break;
         default:
             bad = 1;
@@ -405,13 +488,14 @@ int main(int argc, char** argv)
     }
     Client cl;
     memset(&cl, 0, sizeof(cl));
+    cl.opt = &opt;
     cl.n = n;
     cl.reqs = calloc((size_t)n, sizeof(Req));
     if (!cl.reqs) {
         return 1;
     }
     for (int i = 0; i < n; ++i) {
-        cl.reqs[i].opt = &opt;
+        cl.reqs[i].cl = &cl;
         if (parse_url(&cl.reqs[i], argv[optind + i]) != 0) {
             fprintf(stderr, "%s: invalid URL '%s'\n", argv[0], argv[optind + i]);
             usage(argv[0]);
@@ -425,8 +509,11 @@ int main(int argc, char** argv)
         free(cl.reqs);
         return 1;
     }
+    clock_gettime(CLOCK_MONOTONIC, &cl.start);
     FutoInAsyncSteps* root = futoin_asyncsteps_new(futoin_uv_loop(uv));
-    futoin_add(root, fetch_all, NULL, &cl);
+    /* Every URL, at most -c at once; report gets every outcome. */
+    futoin_parallel_bounded(root, (size_t)n, opt.concurrency, fetch_item, &cl,
+            FUTOIN_BOUNDED_ALL_SETTLED);
     futoin_add(root, report, NULL, &cl);
     futoin_execute(root, on_unhandled, &cl);
     futoin_uv_run(uv);
