@@ -27,6 +27,7 @@ namespace {
 
 std::vector<std::string> g_lines;
 int g_ran = 0;
+int g_destroyed = 0;
 
 void capture(void*, int kind, const char* line)
 {
@@ -39,6 +40,7 @@ int setup(void**)
 {
     g_lines.clear();
     g_ran = 0;
+    g_destroyed = 0;
     futoin_set_log_handler(capture, nullptr, nullptr);
     return 0;
 }
@@ -72,6 +74,11 @@ void step_counts(FutoInAsyncSteps*, void*, const FutoInArgs*)
 void eh_must_not_run(FutoInAsyncSteps*, void*, const char*)
 {
     fail_msg("the error handler of a step left by an exception ran");
+}
+
+void count_destroy(void*)
+{
+    ++g_destroyed;
 }
 
 void cb_throws(void*)
@@ -123,6 +130,32 @@ void test_step_throws(void**)
     futoin_asyncsteps_free(b);
     futoin_asyncsteps_free(a);
     futoin_loop_free(loop);
+}
+
+// The loop freed with roots still on it: the roots that were not in the
+// middle of a callback are released as ever, owned data included.
+void test_loop_free_after_exception(void**)
+{
+    FutoInLoop* loop = futoin_loop_new();
+    FutoInAsyncSteps* a = futoin_asyncsteps_new(loop);
+    FutoInAsyncSteps* b = futoin_asyncsteps_new(loop);
+    FutoInAsyncSteps* c = futoin_asyncsteps_new(loop);
+    futoin_add(a, step_throws, nullptr, nullptr);
+    futoin_add_owned(b, step_counts, nullptr, nullptr, count_destroy);
+    futoin_add_owned(c, step_counts, nullptr, nullptr, count_destroy); // never executed
+    futoin_execute(a, nullptr, nullptr);
+    futoin_execute(b, nullptr, nullptr);
+    bool caught = false;
+    try {
+        futoin_loop_run(loop);
+    } catch (const std::exception&) {
+        caught = true;
+    }
+    assert_true(caught);
+    assert_int_equal(g_destroyed, 0);
+    futoin_loop_free(loop);
+    assert_int_equal(g_destroyed, 2);
+    assert_int_equal(count_lines("left by an exception"), 1);
 }
 
 // A loop callback throws on a virtual loop, through futoin_loop_advance():
@@ -194,6 +227,7 @@ int main()
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_step_throws, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_loop_free_after_exception, setup, teardown),
         cmocka_unit_test_setup_teardown(test_loop_callback_throws_virtual, setup, teardown),
         cmocka_unit_test_setup_teardown(test_iterate_callback_throws, setup, teardown),
         cmocka_unit_test_setup_teardown(test_nested_run_is_not_an_exception, setup, teardown),
