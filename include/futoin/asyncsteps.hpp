@@ -674,9 +674,42 @@ namespace detail {
     template <class D>
     struct ArgConv<D, std::enable_if_t<std::is_integral_v<D> && !std::is_same_v<D, bool>>> {
         static constexpr const char* name = integer_name<D>();
+        /* The flags of the C type of D's size and sign: the fast path. */
+        static constexpr int exact = std::is_signed_v<D>
+                ? (sizeof(D) == 1                ? FTN_TYPE_INT8
+                                : sizeof(D) == 2 ? FTN_TYPE_INT16
+                                : sizeof(D) == 4 ? FTN_TYPE_INT32
+                                                 : FTN_TYPE_INT64)
+                : (sizeof(D) == 1                ? FTN_TYPE_UINT8
+                                : sizeof(D) == 2 ? FTN_TYPE_UINT16
+                                : sizeof(D) == 4 ? FTN_TYPE_UINT32
+                                                 : FTN_TYPE_UINT64);
+        static D exact_of(const FutoInBinaryValue& v) noexcept
+        {
+            if constexpr (exact == FTN_TYPE_INT8) {
+                return static_cast<D>(v.i8);
+            } else if constexpr (exact == FTN_TYPE_INT16) {
+                return static_cast<D>(v.i16);
+            } else if constexpr (exact == FTN_TYPE_INT32) {
+                return static_cast<D>(v.i32);
+            } else if constexpr (exact == FTN_TYPE_INT64) {
+                return static_cast<D>(v.i64);
+            } else if constexpr (exact == FTN_TYPE_UINT8) {
+                return static_cast<D>(v.u8);
+            } else if constexpr (exact == FTN_TYPE_UINT16) {
+                return static_cast<D>(v.u16);
+            } else if constexpr (exact == FTN_TYPE_UINT32) {
+                return static_cast<D>(v.u32);
+            } else {
+                return static_cast<D>(v.u64);
+            }
+        }
         static Match match(const FutoInBinaryValue& v) noexcept
         {
             const int f = flags_of(v);
+            if (f == exact) {
+                return Match::ok;
+            }
             if (!is_integer_flags(f)) {
                 return Match::wrong_type;
             }
@@ -699,8 +732,12 @@ namespace detail {
         }
         static D get(const FutoInBinaryValue& v) noexcept
         {
-            return is_unsigned_flags(flags_of(v)) ? static_cast<D>(unsigned_of(v))
-                                                  : static_cast<D>(signed_of(v));
+            const int f = flags_of(v);
+            if (f == exact) {
+                return exact_of(v);
+            }
+            return is_unsigned_flags(f) ? static_cast<D>(unsigned_of(v))
+                                        : static_cast<D>(signed_of(v));
         }
     };
     template <class D> struct ArgConv<D, std::enable_if_t<std::is_floating_point_v<D>>> {
