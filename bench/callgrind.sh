@@ -10,6 +10,8 @@
 #                                         floor's instructions per record
 #   ANNOTATE=1 bench/callgrind.sh ...     also the top functions (self cost)
 #                                         of the larger run
+#   bench/callgrind.sh cxx                the C++ layer (futoin_bench_cxx) against
+#                                         the same steps through the C API
 #   BENCH_TRACING=1 bench/callgrind.sh ... the tracing build (FUTOIN_TRACING)
 # Builds build-bench/ (or build-bench-tracing/) first (through run.sh).
 set -e
@@ -56,6 +58,15 @@ if [ $# -eq 0 ]; then
     report chain100/step 20000 220000 "$i1" "$i2"
     annotate
     exit 0
+fi
+
+if [ "$1" = cxx ]; then
+    # futoin_bench_cxx (bench/bench_cxx.cpp), built beside futoin_bench when
+    # a C++ compiler is found; N = chains of 100 steps.
+    cmake --build "$(dirname "$bin")/.." --target futoin_bench_cxx -j2 >/dev/null
+    bin="$(dirname "$bin")/futoin_bench_cxx"
+    set -- c_chain100 200 2200 cxx_chain100 200 2200 c_typed100 200 2200 \
+        cxx_typed100 200 2200 cxx_pooled100 200 2200
 fi
 
 if [ "$1" = all ]; then

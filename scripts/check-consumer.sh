@@ -101,7 +101,7 @@ echo "check-consumer: prefix $PREFIX: version $VERSION, libdir $LIBDIR, libuv ba
 step "installed files"
 CMAKE_DIR="$LIBDIR/cmake/futoin_asyncsteps"
 expected=("$INCDIR/futoin/version.h")
-for h in "$SRC_DIR"/include/futoin/*.h; do
+for h in "$SRC_DIR"/include/futoin/*.h "$SRC_DIR"/include/futoin/*.hpp; do
     name=$(basename "$h")
     if [ "$name" = uv.h ] && [ $HAVE_UV = 0 ]; then
         [ ! -e "$INCDIR/futoin/uv.h" ] || fail "futoin/uv.h is installed without the libuv backend"

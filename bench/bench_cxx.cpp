@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: MIT */
+// futoin_bench_cxx: the C++ layer (futoin/asyncsteps.hpp) against the same
+// work written with the C API, for instruction counts under callgrind
+// (bench/callgrind.sh cxx). Each workload runs chains of 100 top-level
+// steps on one reused root of a real-clock loop:
+//   c_chain100     futoin_add() of a C step that counts through data
+//   cxx_chain100   add() of a lambda capturing one pointer (in data)
+//   c_typed100     50 pairs: futoin_success1(i32 2), futoin_arg_i32()
+//   cxx_typed100   50 pairs: success(2), a step taking `int`
+//   cxx_pooled100  add() of a 64-byte closure (pool block, owned step)
+//
+//   futoin_bench_cxx --run NAME CHAINS   prints "NAME: OPS ops"
+//   futoin_bench_cxx --list
+#include <futoin/asyncsteps.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace {
+
+std::uint64_t g_cnt = 0;
+
+void st_noop(FutoInAsyncSteps*, void* data, const FutoInArgs*)
+{
+    ++*static_cast<std::uint64_t*>(data);
+}
+void st_give(FutoInAsyncSteps* as, void*, const FutoInArgs*)
+{
+    futoin_success1(as, futoin_val_i32(2));
+}
+void st_take(FutoInAsyncSteps*, void* data, const FutoInArgs* args)
+{
+    *static_cast<std::uint64_t*>(data) += static_cast<std::uint64_t>(futoin_arg_i32(args, 0, 0));
+}
+
+using futoin::Steps;
+
+void c_chain100(futoin::Root& root)
+{
+    for (int k = 0; k < 100; ++k) {
+        futoin_add(root.handle(), st_noop, nullptr, &g_cnt);
+    }
+}
+void cxx_chain100(futoin::Root& root)
+{
+    std::uint64_t* c = &g_cnt;
+    for (int k = 0; k < 100; ++k) {
+        root.add([c](Steps&) { ++*c; });
+    }
+}
+void c_typed100(futoin::Root& root)
+{
+    for (int k = 0; k < 50; ++k) {
+        futoin_add(root.handle(), st_give, nullptr, nullptr);
+        futoin_add(root.handle(), st_take, nullptr, &g_cnt);
+    }
+}
+void cxx_typed100(futoin::Root& root)
+{
+    std::uint64_t* c = &g_cnt;
+    for (int k = 0; k < 50; ++k) {
+        root.add([](Steps& as) { as.success(2); });
+        root.add([c](Steps&, int v) { *c += static_cast<std::uint64_t>(v); });
+    }
+}
+void cxx_pooled100(futoin::Root& root)
+{
+    struct Big {
+        std::uint64_t* c;
+        unsigned char pad[56];
+    } big{};
+    big.c = &g_cnt;
+    for (int k = 0; k < 100; ++k) {
+        root.add([big](Steps&) { ++*big.c; });
+    }
+}
+
+struct Workload {
+    const char* name;
+    void (*add100)(futoin::Root& root);
+};
+const Workload g_workloads[] = {
+    { "c_chain100", c_chain100 },
+    { "cxx_chain100", cxx_chain100 },
+    { "c_typed100", c_typed100 },
+    { "cxx_typed100", cxx_typed100 },
+    { "cxx_pooled100", cxx_pooled100 },
+};
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    if (argc == 2 && std::strcmp(argv[1], "--list") == 0) {
+        for (const Workload& w : g_workloads) {
+            std::puts(w.name);
+        }
+        return 0;
+    }
+    if (argc != 4 || std::strcmp(argv[1], "--run") != 0) {
+        std::fprintf(stderr, "usage: futoin_bench_cxx --run NAME CHAINS | --list\n");
+        return 2;
+    }
+    const Workload* w = nullptr;
+    for (const Workload& x : g_workloads) {
+        if (std::strcmp(x.name, argv[2]) == 0) {
+            w = &x;
+        }
+    }
+    if (!w) {
+        std::fprintf(stderr, "futoin_bench_cxx: no workload %s\n", argv[2]);
+        return 2;
+    }
+    const unsigned long long chains = std::strtoull(argv[3], nullptr, 10);
+    futoin::Loop loop;
+    futoin::Root root(loop);
+    for (unsigned long long i = 0; i < chains; ++i) {
+        w->add100(root);
+        root.execute();
+        loop.run();
+    }
+    const std::uint64_t want = chains * 100;
+    if (g_cnt != want) {
+        std::fprintf(stderr, "futoin_bench_cxx: %s counted %llu, not %llu\n", w->name,
+                static_cast<unsigned long long>(g_cnt), static_cast<unsigned long long>(want));
+        return 1;
+    }
+    std::printf("%s: %llu ops\n", w->name, static_cast<unsigned long long>(want));
+    return 0;
+}
