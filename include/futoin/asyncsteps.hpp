@@ -63,6 +63,7 @@
 #include <iterator>
 #include <limits>
 #include <new>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -95,6 +96,7 @@ class Steps;
 class Root;
 class Loop;
 class Scheduled;
+template <class... T> class Outcome;
 
 /**
  * An error with a code (one of the FUTOIN_* codes or your own) and an
@@ -1826,6 +1828,17 @@ public:
     template <class F> bool on_end(F&& hook);
     /** Removes the end hook set by on_end(). */
     void clear_on_end() noexcept;
+    /**
+     * Executes the root and runs its loop until the root ends
+     * (futoin_promise()): the blocking way to get a flow's outcome into
+     * synchronous code. The last step's results are converted to T...
+     * (a mismatch is an InternalError outcome, as a step's parameters).
+     * @return the outcome: the values, or the error
+     * @par Thread
+     * The loop's thread, outside its callbacks; not on a loop that the
+     * libuv backend drives.
+     */
+    template <class... T> Outcome<T...> promise();
 
 private:
     Root(FutoInAsyncSteps* root, int) noexcept
@@ -1849,6 +1862,124 @@ template <class F> inline void Root::execute(F&& on_error)
     u->call = [](void* o, Steps& as, std::string_view code) { (*static_cast<FD*>(o))(as, code); };
     u->destroy = [](void* o) noexcept { delete static_cast<FD*>(o); };
     as_->api->execute(as_, u, &detail::unhandled_thunk);
+}
+
+/**
+ * What Root::promise() reports: the last step's values converted to T...,
+ * or the error that ended the root.
+ */
+template <class... T> class Outcome {
+    static_assert(
+            ((!std::is_same_v<std::decay_t<T>,
+                      std::string_view> && !std::is_same_v<std::decay_t<T>, const char*>)&&...),
+            "futoin: an outcome owns its values: std::string, not a view");
+
+public:
+    /** @return FUTOIN_PROMISE_OK, _ERROR, _STALLED or _MISUSE */
+    int status() const noexcept
+    {
+        return status_;
+    }
+    /** @return whether the root completed and its values converted */
+    explicit operator bool() const noexcept
+    {
+        return status_ == FUTOIN_PROMISE_OK;
+    }
+    /** @return the error code ("" on success) */
+    const std::string& code() const noexcept
+    {
+        return code_;
+    }
+    /** @return the error's info */
+    const std::string& info() const noexcept
+    {
+        return info_;
+    }
+    /** @return the values (valid when the outcome is OK) */
+    std::tuple<T...>& values() noexcept
+    {
+        return *values_;
+    }
+#if FUTOIN_CXX_EXCEPTIONS
+    /**
+     * The values; a failed outcome throws futoin::Error(code, info).
+     * @return the only value for one T, else the tuple
+     */
+    decltype(auto) get()
+    {
+        if (status_ != FUTOIN_PROMISE_OK) {
+            throw Error(code_, info_);
+        }
+        if constexpr (sizeof...(T) == 1) {
+            return std::get<0>(std::move(*values_));
+        } else if constexpr (sizeof...(T) > 1) {
+            return std::tuple<T...>(std::move(*values_));
+        }
+    }
+#endif
+
+private:
+    friend class Root;
+    int status_ = FUTOIN_PROMISE_MISUSE;
+    std::string code_;
+    std::string info_;
+    std::optional<std::tuple<T...>> values_;
+};
+
+namespace detail {
+    /* The values of a FutoInOutcome as T... (checked by the caller). */
+    template <class... T, std::size_t... I>
+    inline std::tuple<T...> take_values(FutoInArgs& a, std::index_sequence<I...>)
+    {
+        (void)a;
+        return std::tuple<T...>(T(std::move(ArgConv<std::decay_t<T>>::get(a.args[I])))...);
+    }
+} // namespace detail
+
+template <class... T> inline Outcome<T...> Root::promise()
+{
+    static_assert(sizeof...(T) <= 4, "futoin: at most four result values");
+    Outcome<T...> r;
+    FutoInOutcome out;
+    r.status_ = futoin_promise(as_, &out);
+    if (r.status_ == FUTOIN_PROMISE_OK) {
+        bool ok = true;
+        std::size_t i = 0;
+        char info[256] = "";
+        (void)((ok = [&] {
+            using D = std::decay_t<T>;
+            const detail::Match m = detail::ArgConv<D>::match(out.args.args[i]);
+            if (m != detail::Match::ok) {
+                char got[96];
+                detail::describe_value(out.args.args[i], got, sizeof(got));
+                std::snprintf(info, sizeof(info),
+                        "futoin::Root::promise(): value %zu wants %s, the result is %s", i + 1,
+                        detail::ArgConv<D>::name, got);
+                return false;
+            }
+            ++i;
+            return true;
+        }()) && ...);
+        (void)i;
+        if (ok) {
+            r.values_.emplace(detail::take_values<T...>(out.args, std::index_sequence_for<T...>()));
+        } else {
+            r.status_ = FUTOIN_PROMISE_ERROR;
+            r.code_ = FUTOIN_INTERNAL_ERROR;
+            r.info_ = info;
+        }
+        futoin_outcome_reset(&out);
+    } else if (r.status_ == FUTOIN_PROMISE_ERROR) {
+        r.code_ = out.code ? out.code : "";
+        r.info_ = out.info;
+    } else if (r.status_ == FUTOIN_PROMISE_STALLED) {
+        r.code_ = "Stalled";
+        r.info_ = "futoin::Root::promise(): the loop ran dry with the root waiting";
+    } else {
+        r.code_ = FUTOIN_INTERNAL_ERROR;
+        r.info_ = "futoin::Root::promise(): refused (see futoin_promise())";
+    }
+    return r;
 }
 
 template <class F> inline bool Root::on_end(F&& hook)

@@ -310,6 +310,67 @@ void test_copy_from_state(void**)
     assert_int_equal(model.state<Counter>("c")->n, 5);
 }
 
+// ---- Root::promise() ------------------------------------------------------------
+
+struct Point {
+    int x, y;
+};
+
+void test_promise(void**)
+{
+    futoin::Loop loop(futoin::Loop::virtual_clock);
+    {
+        futoin::Root root(loop);
+        root.add([&loop](Steps& as) {
+            as.stack<futoin::Scheduled>(loop.deferred(5ms, [as]() mutable {
+                as.success(42, "text", Point{ 1, 2 });
+            }));
+            as.wait_external();
+        });
+        auto out = root.promise<int, std::string, Point>();
+        assert_true(bool(out));
+        assert_int_equal(std::get<0>(out.values()), 42);
+        assert_string_equal(std::get<1>(out.values()).c_str(), "text");
+        assert_int_equal(std::get<2>(out.values()).y, 2);
+        assert_int_equal(loop.now(), 5);
+    }
+    {
+        futoin::Root root(loop);
+        root.add([](Steps& as) { as.error("Bad", "why"); });
+        auto out = root.promise<int>();
+        assert_int_equal(out.status(), FUTOIN_PROMISE_ERROR);
+        assert_string_equal(out.code().c_str(), "Bad");
+        assert_string_equal(out.info().c_str(), "why");
+#if FUTOIN_CXX_EXCEPTIONS
+        bool threw = false;
+        try {
+            (void)out.get();
+        } catch (const futoin::Error& e) {
+            threw = std::string(e.code()) == "Bad";
+        }
+        assert_true(threw);
+#endif
+    }
+    {
+        futoin::Root root(loop);
+        root.add([t = Track(1)](Steps& as) { as.success("not a number", t); });
+        auto out = root.promise<int>();
+        assert_int_equal(out.status(), FUTOIN_PROMISE_ERROR);
+        assert_string_equal(out.code().c_str(), "InternalError");
+        assert_contains(out.info(), "value 1 wants int32_t");
+    }
+    {
+        futoin::Root root(loop);
+        root.add([](Steps& as) { as.wait_external(); });
+        assert_int_equal(root.promise<>().status(), FUTOIN_PROMISE_STALLED);
+        root.add([](Steps& as) { as.success(7); });
+#if FUTOIN_CXX_EXCEPTIONS
+        assert_int_equal(root.promise<long>().get(), 7);
+#endif
+    }
+    assert_int_equal(Track::live, 0);
+}
+
 // ---- futoin/threads.hpp ----------------------------------------------------------
 
 void test_loop_pool_and_work(void**)
@@ -374,6 +435,7 @@ int main()
         cmocka_unit_test_setup_teardown(test_sync_wrappers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_completion_await, setup, teardown),
         cmocka_unit_test_setup_teardown(test_copy_from_state, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_promise, setup, teardown),
         cmocka_unit_test_setup_teardown(test_loop_pool_and_work, setup, teardown),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
