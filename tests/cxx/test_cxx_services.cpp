@@ -413,6 +413,7 @@ void test_loop_pool_and_work(void**)
         std::unique_lock<std::mutex> g(m);
         cv.wait(g, [&] { return outcomes.size() == 4; });
     }
+    futoin_work_pool_shutdown(); // joins the workers: nothing left for valgrind
     std::sort(outcomes.begin(), outcomes.end());
     assert_string_equal(outcomes[0].c_str(), "0:");
     assert_string_equal(outcomes[1].c_str(), "1:WorkFailed");
