@@ -746,16 +746,21 @@ namespace detail {
     };
     template <class D> struct ArgConv<D, std::enable_if_t<std::is_floating_point_v<D>>> {
         static constexpr const char* name = std::is_same_v<D, float> ? "float" : "double";
+        /* The flags of D itself: tested first, the common case. */
+        static constexpr int exact = std::is_same_v<D, float> ? FTN_TYPE_FLOAT : FTN_TYPE_DOUBLE;
         static Match match(const FutoInBinaryValue& v) noexcept
         {
             const int f = flags_of(v);
-            return f == FTN_TYPE_FLOAT || f == FTN_TYPE_DOUBLE || is_integer_flags(f)
+            return f == exact || f == FTN_TYPE_FLOAT || f == FTN_TYPE_DOUBLE || is_integer_flags(f)
                     ? Match::ok
                     : Match::wrong_type;
         }
         static D get(const FutoInBinaryValue& v) noexcept
         {
             const int f = flags_of(v);
+            if (f == exact) {
+                return std::is_same_v<D, float> ? static_cast<D>(v.f) : static_cast<D>(v.d);
+            }
             if (f == FTN_TYPE_FLOAT) {
                 return static_cast<D>(v.f);
             }
