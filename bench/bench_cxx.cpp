@@ -8,6 +8,14 @@
 //   c_typed100     50 pairs: futoin_success1(i32 2), futoin_arg_i32()
 //   cxx_typed100   50 pairs: success(2), a step taking `int`
 //   cxx_pooled100  add() of a 64-byte closure (pool block, owned step)
+//   c_typed3_100   50 pairs: success of (i32, bool, double), read back
+//   cxx_typed3_100 50 pairs: success(2, true, 0.5), a step taking all three
+//   c_recover100   50 pairs: a step that fails, a handler that recovers;
+//                  then a step that counts the pair
+//   cxx_recover100 the same with error() (it throws) and a lambda handler
+//                  (each pair counts 2: 100 ops per chain)
+//   cxx_recover_ret100  the same, the error recorded with futoin_error()
+//                  and the lambda returning (no throw)
 //
 //   futoin_bench_cxx --run NAME CHAINS   prints "NAME: OPS ops"
 //   futoin_bench_cxx --list
@@ -32,6 +40,35 @@ void st_give(FutoInAsyncSteps* as, void*, const FutoInArgs*)
 void st_take(FutoInAsyncSteps*, void* data, const FutoInArgs* args)
 {
     *static_cast<std::uint64_t*>(data) += static_cast<std::uint64_t>(futoin_arg_i32(args, 0, 0));
+}
+
+void st_give3(FutoInAsyncSteps* as, void*, const FutoInArgs*)
+{
+    FutoInArgs a;
+    std::memset(&a, 0, sizeof(a));
+    a.args[0] = futoin_val_i32(2);
+    a.args[1] = futoin_val_bool(1);
+    a.args[2] = futoin_val_double(0.5);
+    futoin_success_args(as, &a);
+}
+void st_take3(FutoInAsyncSteps*, void* data, const FutoInArgs* args)
+{
+    if (futoin_arg_bool(args, 1, false) && futoin_arg_double(args, 2, 0.0) == 0.5) {
+        *static_cast<std::uint64_t*>(data) += static_cast<std::uint64_t>(futoin_arg_i32(args, 0,
+                0));
+    }
+}
+void st_fail(FutoInAsyncSteps* as, void*, const FutoInArgs*)
+{
+    futoin_error(as, "Failed", nullptr);
+}
+void eh_recover(FutoInAsyncSteps* as, void*, const char*)
+{
+    futoin_success(as);
+}
+void st_count2(FutoInAsyncSteps*, void* data, const FutoInArgs*)
+{
+    *static_cast<std::uint64_t*>(data) += 2;
 }
 
 using futoin::Steps;
@@ -76,6 +113,52 @@ void cxx_pooled100(futoin::Root& root)
     }
 }
 
+void c_typed3_100(futoin::Root& root)
+{
+    for (int k = 0; k < 50; ++k) {
+        futoin_add(root.handle(), st_give3, nullptr, nullptr);
+        futoin_add(root.handle(), st_take3, nullptr, &g_cnt);
+    }
+}
+void cxx_typed3_100(futoin::Root& root)
+{
+    std::uint64_t* c = &g_cnt;
+    for (int k = 0; k < 50; ++k) {
+        root.add([](Steps& as) { as.success(2, true, 0.5); });
+        root.add([c](Steps&, int v, bool b, double d) {
+            if (b && d == 0.5) {
+                *c += static_cast<std::uint64_t>(v);
+            }
+        });
+    }
+}
+void c_recover100(futoin::Root& root)
+{
+    for (int k = 0; k < 50; ++k) {
+        futoin_add(root.handle(), st_fail, eh_recover, nullptr);
+        futoin_add(root.handle(), st_count2, nullptr, &g_cnt);
+    }
+}
+void cxx_recover100(futoin::Root& root)
+{
+    std::uint64_t* c = &g_cnt;
+    for (int k = 0; k < 50; ++k) {
+        root.add([](Steps& as) { as.error("Failed"); },
+                [](Steps& as, std::string_view) { as.success(); });
+        root.add([c](Steps&) { *c += 2; });
+    }
+}
+
+void cxx_recover_ret100(futoin::Root& root)
+{
+    std::uint64_t* c = &g_cnt;
+    for (int k = 0; k < 50; ++k) {
+        root.add([](Steps& as) { futoin_error(as.handle(), "Failed", nullptr); },
+                [](Steps& as, std::string_view) { as.success(); });
+        root.add([c](Steps&) { *c += 2; });
+    }
+}
+
 struct Workload {
     const char* name;
     void (*add100)(futoin::Root& root);
@@ -86,6 +169,11 @@ const Workload g_workloads[] = {
     { "c_typed100", c_typed100 },
     { "cxx_typed100", cxx_typed100 },
     { "cxx_pooled100", cxx_pooled100 },
+    { "c_typed3_100", c_typed3_100 },
+    { "cxx_typed3_100", cxx_typed3_100 },
+    { "c_recover100", c_recover100 },
+    { "cxx_recover100", cxx_recover100 },
+    { "cxx_recover_ret100", cxx_recover_ret100 },
 };
 
 } // namespace

@@ -66,7 +66,9 @@ if [ "$1" = cxx ]; then
     cmake --build "$(dirname "$bin")/.." --target futoin_bench_cxx -j2 >/dev/null
     bin="$(dirname "$bin")/futoin_bench_cxx"
     set -- c_chain100 200 2200 cxx_chain100 200 2200 c_typed100 200 2200 \
-        cxx_typed100 200 2200 cxx_pooled100 200 2200
+        cxx_typed100 200 2200 cxx_pooled100 200 2200 c_typed3_100 200 2200 \
+        cxx_typed3_100 200 2200 c_recover100 200 2200 cxx_recover100 200 2200 \
+        cxx_recover_ret100 200 2200
 fi
 
 if [ "$1" = all ]; then

@@ -223,6 +223,14 @@ static_libs() {
     $(static_libs "$(pkg-config --static --libs futoin_asyncsteps)")
 run "$PC_DIR/core_app"
 run "$PC_DIR/core_app_static"
+# The C++17 layer is header-only: the same module, and -std=c++17.
+if command -v "${CXX:-c++}" >/dev/null; then
+    # shellcheck disable=SC2046
+    "${CXX:-c++}" -std=c++17 -Wall -Wextra -Wpedantic -Werror -pthread -o "$PC_DIR/cxx_app" \
+        "$CONSUMER_DIR/cxx_app.cpp" $(pkg-config --cflags --libs futoin_asyncsteps)
+    run "$PC_DIR/cxx_app"
+    check_shared "$PC_DIR/cxx_app"
+fi
 check_shared "$PC_DIR/core_app"
 check_static "$PC_DIR/core_app_static"
 if [ $HAVE_UV = 1 ]; then
@@ -300,6 +308,8 @@ cmake_consumer() {
         || { cat "$dir.log"; fail "building tests/consumer $*"; }
     local apps=(core_app)
     [ $HAVE_UV = 1 ] && apps+=(uv_app)
+    # cxx_app (futoin::asyncsteps_cxx) is built when a C++ compiler is found.
+    [ ! -e "$dir/cxx_app" ] || run "$dir/cxx_app"
     local app
     for app in "${apps[@]}"; do
         if [[ " $kinds " == *" shared "* ]]; then

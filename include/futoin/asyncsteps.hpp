@@ -52,6 +52,7 @@
 
 #include <futoin/asyncsteps.h>
 #include <futoin/asynctool.h>
+#include <futoin/sync.h>
 
 #include <chrono>
 #include <cstddef>
@@ -62,6 +63,7 @@
 #include <iterator>
 #include <limits>
 #include <new>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -93,6 +95,8 @@ namespace futoin {
 class Steps;
 class Root;
 class Loop;
+class Scheduled;
+template <class... T> class Outcome;
 
 /**
  * An error with a code (one of the FUTOIN_* codes or your own) and an
@@ -742,16 +746,21 @@ namespace detail {
     };
     template <class D> struct ArgConv<D, std::enable_if_t<std::is_floating_point_v<D>>> {
         static constexpr const char* name = std::is_same_v<D, float> ? "float" : "double";
+        /* The flags of D itself: tested first, the common case. */
+        static constexpr int exact = std::is_same_v<D, float> ? FTN_TYPE_FLOAT : FTN_TYPE_DOUBLE;
         static Match match(const FutoInBinaryValue& v) noexcept
         {
             const int f = flags_of(v);
-            return f == FTN_TYPE_FLOAT || f == FTN_TYPE_DOUBLE || is_integer_flags(f)
+            return f == exact || f == FTN_TYPE_FLOAT || f == FTN_TYPE_DOUBLE || is_integer_flags(f)
                     ? Match::ok
                     : Match::wrong_type;
         }
         static D get(const FutoInBinaryValue& v) noexcept
         {
             const int f = flags_of(v);
+            if (f == exact) {
+                return std::is_same_v<D, float> ? static_cast<D>(v.f) : static_cast<D>(v.d);
+            }
             if (f == FTN_TYPE_FLOAT) {
                 return static_cast<D>(v.f);
             }
@@ -1032,6 +1041,41 @@ public:
     {
         return as_->api->isValid(as_) != 0;
     }
+    /** @return the loop the flow runs on (futoin_asyncsteps_loop()) */
+    FutoInLoop* event_loop() const noexcept
+    {
+        return futoin_asyncsteps_loop(as_);
+    }
+    /**
+     * Copies the steps and state variables of a model root
+     * (futoin_copy_from()): the model's closures are shared, not copied,
+     * so keep the model alive while the copies may run them. Only steps
+     * whose closures travel in data can be copied (captureless lambdas,
+     * or one pointer-sized capture); a pooled one is refused as
+     * futoin_copy_from() refuses owned steps. A state<T>() variable of the
+     * model is re-created in as as a value-initialized T.
+     * @param model the model (a root that is never executed)
+     * @return *this
+     */
+    Steps& copy_from(const Steps& model) noexcept
+    {
+        futoin_copy_from(as_, model.as_);
+        return *this;
+    }
+    /**
+     * Adds a step that waits for c (futoin_await()): it succeeds with c's
+     * values or fails with its error.
+     * @param c the completion (see futoin::Completion)
+     * @return *this
+     */
+    Steps& await(FutoInCompletion* c) noexcept
+    {
+        futoin_await(as_, c, nullptr, nullptr);
+        return *this;
+    }
+    /** @param c the completion  @param eh the await step's error handler
+     * eh(Steps&, std::string_view code)  @return *this */
+    template <class EH> Steps& await(FutoInCompletion* c, EH&& eh);
 
 protected:
     FutoInAsyncSteps* as_; /**< the C object */
@@ -1263,13 +1307,28 @@ namespace detail {
         const void* tag;
         T value;
     };
+    /* The arguments of the state() call being made on this thread. A variable
+ * that copy_from() re-creates in another root calls its allocator again,
+ * with the data pointer of the call that made it in the model, long gone:
+ * it is told apart by not being the pending call's, and gets a
+ * value-initialized T (none when T has no default constructor). */
+    inline thread_local const void* state_args = nullptr;
+
     template <class T, class Tuple> inline void* state_allocate(void* data) noexcept
     {
         void* made = nullptr;
-        guarded_quiet("exception from a state() constructor", [&] {
-            made = new (std::nothrow) StateHolder<T>{ &StateTag<T>::id,
-                std::make_from_tuple<T>(std::move(*static_cast<Tuple*>(data))) };
-        });
+        const bool own = data && data == state_args;
+        state_args = nullptr;
+        if (own) {
+            guarded_quiet("exception from a state() constructor", [&] {
+                made = new (std::nothrow) StateHolder<T>{ &StateTag<T>::id,
+                    std::make_from_tuple<T>(std::move(*static_cast<Tuple*>(data))) };
+            });
+        } else if constexpr (std::is_default_constructible_v<T>) {
+            guarded_quiet("exception from a state() constructor", [&] {
+                made = new (std::nothrow) StateHolder<T>{ &StateTag<T>::id, T() };
+            });
+        }
         return made;
     }
     /* Reads the value only: the data pointer of the call that made it is gone. */
@@ -1302,6 +1361,97 @@ namespace detail {
         guarded_quiet("exception from an unhandled-error handler",
                 [&] { u->call(u->obj, s, std::string_view(code ? code : "")); });
     }
+
+    /* The end hook of Root::on_end(), in a state variable of the root: the
+ * engine frees state variables after it told the hook that the root was
+ * freed, so the closure outlives its last call. A hook replaced or removed
+ * from inside its own call is destroyed when that call returns. */
+    struct EndHook {
+        void* obj = nullptr;
+        void (*call)(void* obj, Steps& root, const FutoInRootEnd& end) = nullptr;
+        void (*destroy)(void* obj) noexcept = nullptr;
+        void* running = nullptr;     /* the closure being called */
+        bool retire_running = false; /* replaced during its call */
+        EndHook() noexcept = default;
+        EndHook(const EndHook&) = delete;
+        EndHook& operator=(const EndHook&) = delete;
+        /* Drops the current closure (kept until its call returns if running). */
+        void drop() noexcept
+        {
+            if (obj && obj == running) {
+                retire_running = true;
+            } else if (obj) {
+                destroy(obj);
+            }
+            obj = nullptr;
+        }
+        ~EndHook()
+        {
+            drop();
+        }
+    };
+    inline void end_thunk(FutoInAsyncSteps* root, void* data, const FutoInRootEnd* end) noexcept
+    {
+        EndHook* h = static_cast<EndHook*>(data);
+        if (!h->obj) {
+            return;
+        }
+        void* const cur = h->obj;
+        void (*const cur_destroy)(void*) noexcept = h->destroy;
+        void* const outer = h->running;
+        const bool outer_retire = h->retire_running;
+        h->running = cur;
+        h->retire_running = false;
+        Steps s(root);
+        guarded_quiet("exception from an end hook", [&] { h->call(cur, s, *end); });
+        const bool retire = h->retire_running;
+        h->running = outer;
+        h->retire_running = outer_retire;
+        if (retire) {
+            cur_destroy(cur);
+        }
+    }
+
+    /* ---- callbacks on the loop (Loop::immediate(), Loop::deferred()) ------- */
+
+    /* The links of a pending callback in its Loop's list. */
+    struct ScheduledNode {
+        ScheduledNode* prev;
+        ScheduledNode* next;
+        void unlink() noexcept
+        {
+            prev->next = next;
+            next->prev = prev;
+            prev = next = this;
+        }
+    };
+    /* A pending callback: its closure, its C handle and its owner (a
+     * futoin::Scheduled, or nullptr once detached). */
+    struct ScheduledBase : ScheduledNode {
+        FutoInHandle handle;
+        Scheduled* owner;
+        void (*run)(ScheduledBase* self) noexcept;
+        void (*destroy)(ScheduledBase* self) noexcept;
+    };
+    template <class F> struct ScheduledBlock : ScheduledBase {
+        F f;
+        template <class A>
+        explicit ScheduledBlock(A&& a)
+            : ScheduledBase()
+            , f(std::forward<A>(a))
+        {
+        }
+        static void run_fn(ScheduledBase* self) noexcept
+        {
+            ScheduledBlock* b = static_cast<ScheduledBlock*>(self);
+            guarded_quiet("exception from a loop callback", [b] { b->f(); });
+            pool_destroy<ScheduledBlock>(b);
+        }
+        static void destroy_fn(ScheduledBase* self) noexcept
+        {
+            pool_destroy<ScheduledBlock>(static_cast<ScheduledBlock*>(self));
+        }
+    };
 
 } // namespace detail
 
@@ -1359,6 +1509,27 @@ template <class EH> inline Steps Steps::parallel(EH&& eh)
         return Steps(as_->api->parallel(as_, static_cast<void*>(h),
                 &detail::eh_store_thunk<ED, detail::InStack<ED>>));
     }
+}
+
+template <class EH> inline Steps& Steps::await(FutoInCompletion* c, EH&& eh)
+{
+    using ED = std::decay_t<EH>;
+    if constexpr (detail::fixed_in_data<ED, Steps&, std::string_view>()) {
+        futoin_await(as_, c, &detail::eh_store_thunk<ED, detail::InData<ED>>, detail::pack(eh));
+    } else {
+        /* As parallel(): the handler lives in the current step's stack()
+         * memory, which outlives the await step. */
+        ED* h = detail::stack_new<ED>(as_, std::forward<EH>(eh));
+        if (!h) {
+            error(FUTOIN_INTERNAL_ERROR, "futoin::Steps::await(): no stack() memory");
+#if !FUTOIN_CXX_EXCEPTIONS
+            return *this;
+#endif
+        }
+        futoin_await(as_, c, &detail::eh_store_thunk<ED, detail::InStack<ED>>,
+                static_cast<void*>(h));
+    }
+    return *this;
 }
 
 template <class F> inline Steps& Steps::sync(FutoInSync* sync, F&& f)
@@ -1544,8 +1715,11 @@ template <class T, class... A> inline T* Steps::state(const char* name, A&&... a
 {
     using Tuple = std::tuple<A&&...>;
     Tuple t(std::forward<A>(args)...);
+    const void* const outer = detail::state_args;
+    detail::state_args = &t;
     void* v = as_->api->stateVariable(as_, &t, name, &detail::state_allocate<T, Tuple>,
             &detail::state_cleanup<T>);
+    detail::state_args = outer;
     if (!v) {
         return nullptr;
     }
@@ -1645,6 +1819,31 @@ public:
     {
         as_->api->cancel(as_);
     }
+    /**
+     * Sets the root's end hook (futoin_set_on_end()): hook(Steps& root,
+     * const FutoInRootEnd& end) is called once for each run that ends,
+     * with the reason, the error or the last step's results. The closure is
+     * kept with the root and destroyed exactly once: when it is replaced or
+     * removed (after its call, if that happens from inside it) or when the
+     * root is freed (after the call that tells FUTOIN_END_FREED).
+     * @param hook the hook
+     * @return true; false when the engine refused it (another
+     * implementation's root, a freed one): the closure is destroyed then
+     */
+    template <class F> bool on_end(F&& hook);
+    /** Removes the end hook set by on_end(). */
+    void clear_on_end() noexcept;
+    /**
+     * Executes the root and runs its loop until the root ends
+     * (futoin_promise()): the blocking way to get a flow's outcome into
+     * synchronous code. The last step's results are converted to T...
+     * (a mismatch is an InternalError outcome, as a step's parameters).
+     * @return the outcome: the values, or the error
+     * @par Thread
+     * The loop's thread, outside its callbacks; not on a loop that the
+     * libuv backend drives.
+     */
+    template <class... T> Outcome<T...> promise();
 
 private:
     Root(FutoInAsyncSteps* root, int) noexcept
@@ -1671,6 +1870,247 @@ template <class F> inline void Root::execute(F&& on_error)
 }
 
 /**
+ * What Root::promise() reports: the last step's values converted to T...,
+ * or the error that ended the root.
+ */
+template <class... T> class Outcome {
+    static_assert(
+            ((!std::is_same_v<std::decay_t<T>,
+                      std::string_view> && !std::is_same_v<std::decay_t<T>, const char*>)&&...),
+            "futoin: an outcome owns its values: std::string, not a view");
+
+public:
+    /** @return FUTOIN_PROMISE_OK, _ERROR, _STALLED or _MISUSE */
+    int status() const noexcept
+    {
+        return status_;
+    }
+    /** @return whether the root completed and its values converted */
+    explicit operator bool() const noexcept
+    {
+        return status_ == FUTOIN_PROMISE_OK;
+    }
+    /** @return the error code ("" on success) */
+    const std::string& code() const noexcept
+    {
+        return code_;
+    }
+    /** @return the error's info */
+    const std::string& info() const noexcept
+    {
+        return info_;
+    }
+    /** @return the values (valid when the outcome is OK) */
+    std::tuple<T...>& values() noexcept
+    {
+        return *values_;
+    }
+#if FUTOIN_CXX_EXCEPTIONS
+    /**
+     * The values; a failed outcome throws futoin::Error(code, info).
+     * @return the only value for one T, else the tuple
+     */
+    decltype(auto) get()
+    {
+        if (status_ != FUTOIN_PROMISE_OK) {
+            throw Error(code_, info_);
+        }
+        if constexpr (sizeof...(T) == 1) {
+            return std::get<0>(std::move(*values_));
+        } else if constexpr (sizeof...(T) > 1) {
+            return std::tuple<T...>(std::move(*values_));
+        }
+    }
+#endif
+
+private:
+    friend class Root;
+    int status_ = FUTOIN_PROMISE_MISUSE;
+    std::string code_;
+    std::string info_;
+    std::optional<std::tuple<T...>> values_;
+};
+
+namespace detail {
+    /* The values of a FutoInOutcome as T... (checked by the caller). */
+    template <class... T, std::size_t... I>
+    inline std::tuple<T...> take_values(FutoInArgs& a, std::index_sequence<I...>)
+    {
+        (void)a;
+        return std::tuple<T...>(T(std::move(ArgConv<std::decay_t<T>>::get(a.args[I])))...);
+    }
+} // namespace detail
+
+template <class... T> inline Outcome<T...> Root::promise()
+{
+    static_assert(sizeof...(T) <= 4, "futoin: at most four result values");
+    Outcome<T...> r;
+    FutoInOutcome out;
+    r.status_ = futoin_promise(as_, &out);
+    if (r.status_ == FUTOIN_PROMISE_OK) {
+        bool ok = true;
+        std::size_t i = 0;
+        char info[256] = "";
+        (void)((ok = [&] {
+            using D = std::decay_t<T>;
+            const detail::Match m = detail::ArgConv<D>::match(out.args.args[i]);
+            if (m != detail::Match::ok) {
+                char got[96];
+                detail::describe_value(out.args.args[i], got, sizeof(got));
+                std::snprintf(info, sizeof(info),
+                        "futoin::Root::promise(): value %zu wants %s, the result is %s", i + 1,
+                        detail::ArgConv<D>::name, got);
+                return false;
+            }
+            ++i;
+            return true;
+        }()) && ...);
+        (void)i;
+        if (ok) {
+            r.values_.emplace(detail::take_values<T...>(out.args, std::index_sequence_for<T...>()));
+        } else {
+            r.status_ = FUTOIN_PROMISE_ERROR;
+            r.code_ = FUTOIN_INTERNAL_ERROR;
+            r.info_ = info;
+        }
+        futoin_outcome_reset(&out);
+    } else if (r.status_ == FUTOIN_PROMISE_ERROR) {
+        r.code_ = out.code ? out.code : "";
+        r.info_ = out.info;
+    } else if (r.status_ == FUTOIN_PROMISE_STALLED) {
+        r.code_ = "Stalled";
+        r.info_ = "futoin::Root::promise(): the loop ran dry with the root waiting";
+    } else {
+        r.code_ = FUTOIN_INTERNAL_ERROR;
+        r.info_ = "futoin::Root::promise(): refused (see futoin_promise())";
+    }
+    return r;
+}
+
+template <class F> inline bool Root::on_end(F&& hook)
+{
+    using FD = std::decay_t<F>;
+    detail::EndHook* h = state<detail::EndHook>("futoin::Root::on_end() hook");
+    if (!h) {
+        return false;
+    }
+    FD* obj = new FD(std::forward<F>(hook));
+    h->drop();
+    h->obj = obj;
+    h->call = [](void* o, Steps& root, const FutoInRootEnd& end) {
+        (*static_cast<FD*>(o))(root, end);
+    };
+    h->destroy = [](void* o) noexcept { delete static_cast<FD*>(o); };
+    if (futoin_set_on_end(as_, &detail::end_thunk, h) != 0) {
+        h->drop();
+        return false;
+    }
+    return true;
+}
+
+inline void Root::clear_on_end() noexcept
+{
+    futoin_set_on_end(as_, nullptr, nullptr);
+    detail::EndHook* h = state<detail::EndHook>("futoin::Root::on_end() hook");
+    if (h) {
+        h->drop();
+    }
+}
+
+/**
+ * The handle of a callback queued with Loop::immediate() or
+ * Loop::deferred(): it owns the pending callback, and cancels it (and
+ * destroys its closure) when it is destroyed or reassigned, unless the
+ * callback has run or detach() was called. Movable, not copyable.
+ * @par Thread
+ * The loop's thread.
+ */
+class Scheduled {
+public:
+    /** No callback. */
+    Scheduled() noexcept = default;
+    Scheduled(const Scheduled&) = delete;
+    Scheduled& operator=(const Scheduled&) = delete;
+    /** @param o the handle to take over */
+    Scheduled(Scheduled&& o) noexcept
+        : loop_(o.loop_)
+        , block_(o.block_)
+    {
+        o.block_ = nullptr;
+        if (block_) {
+            block_->owner = this;
+        }
+    }
+    /** @param o the handle to take over  @return *this */
+    Scheduled& operator=(Scheduled&& o) noexcept
+    {
+        if (this != &o) {
+            cancel();
+            loop_ = o.loop_;
+            block_ = o.block_;
+            o.block_ = nullptr;
+            if (block_) {
+                block_->owner = this;
+            }
+        }
+        return *this;
+    }
+    ~Scheduled()
+    {
+        cancel();
+    }
+    /**
+     * Cancels the callback if it has not run: its closure is destroyed.
+     * @return true if it was pending (it never runs now)
+     */
+    bool cancel() noexcept
+    {
+        detail::ScheduledBase* b = block_;
+        if (!b) {
+            return false;
+        }
+        block_ = nullptr;
+        b->owner = nullptr;
+        if (futoin_loop_try_cancel(loop_, &b->handle) != 1) {
+            return false; /* it runs: the block frees itself */
+        }
+        b->unlink();
+        b->destroy(b);
+        return true;
+    }
+    /** Lets the callback run on its own: the handle lets go of it (the loop
+     * still destroys its closure if it never runs). */
+    void detach() noexcept
+    {
+        if (block_) {
+            block_->owner = nullptr;
+            block_ = nullptr;
+        }
+    }
+    /** @return whether the callback is still pending */
+    bool pending() const noexcept
+    {
+        return block_ != nullptr;
+    }
+
+private:
+    friend class Loop;
+    /* The FutoInLoopCallback of Loop::immediate() and Loop::deferred(). */
+    static void fire(void* data) noexcept
+    {
+        detail::ScheduledBase* b = static_cast<detail::ScheduledBase*>(data);
+        b->unlink();
+        if (b->owner) {
+            b->owner->block_ = nullptr;
+            b->owner = nullptr;
+        }
+        b->run(b);
+    }
+    FutoInLoop* loop_ = nullptr;
+    detail::ScheduledBase* block_ = nullptr;
+};
+
+/**
  * An owning event loop: futoin_loop_new(), or with Loop::virtual_clock
  * futoin_loop_new_virtual(); freed by the destructor (roots still on it are
  * freed first: release them from their Root before). Movable.
@@ -1686,6 +2126,7 @@ public:
     Loop()
         : loop_(futoin_loop_new())
     {
+        pending_.prev = pending_.next = &pending_;
         if (!loop_) {
             detail::out_of_memory();
         }
@@ -1694,6 +2135,7 @@ public:
     explicit Loop(VirtualClock)
         : loop_(futoin_loop_new_virtual())
     {
+        pending_.prev = pending_.next = &pending_;
         if (!loop_) {
             detail::out_of_memory();
         }
@@ -1705,6 +2147,7 @@ public:
         : loop_(o.loop_)
     {
         o.loop_ = nullptr;
+        take_pending(o);
     }
     /** @param o the loop to take over  @return *this */
     Loop& operator=(Loop&& o) noexcept
@@ -1713,6 +2156,7 @@ public:
             reset();
             loop_ = o.loop_;
             o.loop_ = nullptr;
+            take_pending(o);
         }
         return *this;
     }
@@ -1720,14 +2164,60 @@ public:
     {
         reset();
     }
-    /** Frees the loop now. */
+    /** Frees the loop now: the callbacks of immediate() and deferred()
+     * still pending are cancelled and their closures destroyed first. */
     void reset() noexcept
     {
         if (loop_) {
+            while (pending_.next != &pending_) {
+                detail::ScheduledBase* b = static_cast<detail::ScheduledBase*>(pending_.next);
+                if (b->owner) {
+                    b->owner->block_ = nullptr;
+                    b->owner = nullptr;
+                }
+                futoin_loop_cancel(loop_, &b->handle);
+                b->unlink();
+                b->destroy(b);
+            }
             FutoInLoop* l = loop_;
             loop_ = nullptr;
             futoin_loop_free(l);
         }
+    }
+    /**
+     * Queues f() to run on the next round (futoin_loop_immediate()).
+     * Small closures and large ones alike live in the closure pool until
+     * the callback runs or is cancelled; the Loop destroys those still
+     * pending when it is freed.
+     * @param f the callback, f(); an exception is logged and dropped
+     * @return its handle: destroying it cancels the callback (detach() to
+     * let it run on its own)
+     * @par Thread
+     * The loop's thread.
+     */
+    template <class F> [[nodiscard]] Scheduled immediate(F&& f)
+    {
+        return schedule(false, 0, std::forward<F>(f));
+    }
+    /**
+     * Queues f() to run once d has passed (futoin_loop_deferred()).
+     * @param d the delay (rounded up to ms, at most UINT32_MAX)
+     * @param f the callback, f()
+     * @return its handle, as immediate()
+     * @par Thread
+     * The loop's thread.
+     */
+    template <class Rep, class Period, class F>
+    [[nodiscard]] Scheduled deferred(std::chrono::duration<Rep, Period> d, F&& f)
+    {
+        const auto ms = std::chrono::ceil<std::chrono::milliseconds>(d).count();
+        std::uint32_t t = 0;
+        if (ms > 0) {
+            t = ms >= static_cast<decltype(ms)>(std::numeric_limits<std::uint32_t>::max())
+                    ? std::numeric_limits<std::uint32_t>::max()
+                    : static_cast<std::uint32_t>(ms);
+        }
+        return schedule(true, t, std::forward<F>(f));
     }
     /** @return the C loop */
     FutoInLoop* handle() const noexcept
@@ -1784,11 +2274,317 @@ public:
     }
 
 private:
+    template <class F> Scheduled schedule(bool timer, std::uint32_t ms, F&& f)
+    {
+        using Block = detail::ScheduledBlock<std::decay_t<F>>;
+        Block* b = detail::pool_new<Block>(std::forward<F>(f));
+        b->run = &Block::run_fn;
+        b->destroy = &Block::destroy_fn;
+        b->handle = timer ? futoin_loop_deferred(loop_, ms, b, &Scheduled::fire)
+                          : futoin_loop_immediate(loop_, b, &Scheduled::fire);
+        if (!futoin_loop_is_valid(loop_, &b->handle)) {
+            b->destroy(b);
+            detail::out_of_memory();
+        }
+        b->prev = &pending_;
+        b->next = pending_.next;
+        pending_.next->prev = b;
+        pending_.next = b;
+        Scheduled s;
+        s.loop_ = loop_;
+        s.block_ = b;
+        b->owner = &s;
+        return s;
+    }
+    void take_pending(Loop& o) noexcept
+    {
+        if (o.pending_.next == &o.pending_) {
+            pending_.prev = pending_.next = &pending_;
+            return;
+        }
+        pending_.next = o.pending_.next;
+        pending_.prev = o.pending_.prev;
+        pending_.next->prev = &pending_;
+        pending_.prev->next = &pending_;
+        o.pending_.prev = o.pending_.next = &o.pending_;
+    }
+
     FutoInLoop* loop_;
+    detail::ScheduledNode pending_; /* callbacks of immediate()/deferred() not yet run */
+};
+
+/**
+ * An owning sync object (Mutex, Throttle, Limiter; plain or shared): what
+ * Steps::sync() takes (it converts to FutoInSync*). The destructor frees it
+ * with futoin_sync_free(); free it (or let it go) only once no flow uses it
+ * and before its loop: a busy object is reported as a warning and left
+ * alone. Movable, not copyable.
+ * @par Thread
+ * As futoin_sync_free(): a plain object on its loop's thread, a shared one
+ * on any.
+ */
+class Sync {
+public:
+    Sync(const Sync&) = delete;
+    Sync& operator=(const Sync&) = delete;
+    /** @param o the object to take over */
+    Sync(Sync&& o) noexcept
+        : sync_(o.sync_)
+    {
+        o.sync_ = nullptr;
+    }
+    /** @param o the object to take over  @return *this */
+    Sync& operator=(Sync&& o) noexcept
+    {
+        if (this != &o) {
+            drop();
+            sync_ = o.sync_;
+            o.sync_ = nullptr;
+        }
+        return *this;
+    }
+    ~Sync()
+    {
+        drop();
+    }
+    /** @return the C object */
+    FutoInSync* handle() const noexcept
+    {
+        return sync_;
+    }
+    /** @return the C object, for Steps::sync() */
+    operator FutoInSync*() const noexcept
+    {
+        return sync_;
+    }
+    /**
+     * Frees the object now (futoin_sync_free()).
+     * @return FUTOIN_SYNC_OK (also when none is held), or FUTOIN_SYNC_BUSY
+     * while flows use it: the object is kept then
+     */
+    int free() noexcept
+    {
+        const int rc = futoin_sync_free(sync_);
+        if (rc == FUTOIN_SYNC_OK) {
+            sync_ = nullptr;
+        }
+        return rc;
+    }
+    /** @param out the figures (futoin_sync_stats())  @return 0, or -1 */
+    int stats(FutoInSyncStats* out) const noexcept
+    {
+        return futoin_sync_stats(sync_, out);
+    }
+
+protected:
+    /** @param sync the object to own (NULL: out of memory or bad arguments) */
+    explicit Sync(FutoInSync* sync)
+        : sync_(sync)
+    {
+        if (!sync_) {
+#if FUTOIN_CXX_EXCEPTIONS
+            throw std::invalid_argument("futoin: sync object refused (bad limits or no memory)");
+#else
+            detail::out_of_memory();
+#endif
+        }
+    }
+
+private:
+    void drop() noexcept
+    {
+        if (sync_ && futoin_sync_free(sync_) != FUTOIN_SYNC_OK) {
+            detail::log_warning("futoin::Sync destructor",
+                    "the object is still in use: left alone (free it once no flow uses it)");
+        }
+        sync_ = nullptr;
+    }
+    FutoInSync* sync_;
+};
+
+/** A Mutex (futoin_mutex_new()): max flows inside at once, max_queue more
+ * waiting. std::invalid_argument for max 0 (without exceptions: abort). */
+class Mutex : public Sync {
+public:
+    /** @param loop its loop  @param max inside at once  @param max_queue waiting */
+    explicit Mutex(FutoInLoop* loop, std::uint32_t max = 1,
+            std::uint32_t max_queue = FUTOIN_SYNC_UNLIMITED)
+        : Sync(futoin_mutex_new(loop, max, max_queue))
+    {
+    }
+    /** @param loop its loop  @param max inside at once  @param max_queue waiting */
+    explicit Mutex(Loop& loop, std::uint32_t max = 1,
+            std::uint32_t max_queue = FUTOIN_SYNC_UNLIMITED);
+    /** A Mutex for flows on several loops (futoin_mutex_new_shared()).
+     * @param max inside at once  @param max_queue waiting  @return it */
+    static Mutex shared(std::uint32_t max = 1, std::uint32_t max_queue = FUTOIN_SYNC_UNLIMITED)
+    {
+        return Mutex(futoin_mutex_new_shared(max, max_queue));
+    }
+
+private:
+    explicit Mutex(FutoInSync* s)
+        : Sync(s)
+    {
+    }
+};
+
+/** A Throttle (futoin_throttle_new()): max entries per period, max_queue
+ * flows waiting for a later window. */
+class Throttle : public Sync {
+public:
+    /** @param loop its loop  @param max entries per period  @param period
+     * the window (ms)  @param max_queue waiting */
+    template <class Rep, class Period>
+    Throttle(FutoInLoop* loop, std::uint32_t max, std::chrono::duration<Rep, Period> period,
+            std::uint32_t max_queue = FUTOIN_SYNC_UNLIMITED)
+        : Sync(futoin_throttle_new(loop, max, to_ms(period), max_queue))
+    {
+    }
+    /** @param loop its loop  @param max entries per period  @param period
+     * the window (ms)  @param max_queue waiting */
+    template <class Rep, class Period>
+    Throttle(Loop& loop, std::uint32_t max, std::chrono::duration<Rep, Period> period,
+            std::uint32_t max_queue = FUTOIN_SYNC_UNLIMITED);
+    /** A Throttle for flows on several loops. @param max entries per
+     * period  @param period the window  @param max_queue waiting  @return it */
+    template <class Rep, class Period>
+    static Throttle shared(std::uint32_t max, std::chrono::duration<Rep, Period> period,
+            std::uint32_t max_queue = FUTOIN_SYNC_UNLIMITED)
+    {
+        return Throttle(futoin_throttle_new_shared(max, to_ms(period), max_queue));
+    }
+
+private:
+    explicit Throttle(FutoInSync* s)
+        : Sync(s)
+    {
+    }
+    template <class Rep, class Period>
+    static std::uint32_t to_ms(std::chrono::duration<Rep, Period> d) noexcept
+    {
+        const auto ms = std::chrono::ceil<std::chrono::milliseconds>(d).count();
+        return ms <= 0 ? 0
+                : ms >= static_cast<decltype(ms)>(std::numeric_limits<std::uint32_t>::max())
+                ? std::numeric_limits<std::uint32_t>::max()
+                : static_cast<std::uint32_t>(ms);
+    }
+};
+
+/** A Limiter (futoin_limiter_new()): concurrency and rate limits that turn
+ * excess load into DefenseRejected. */
+class Limiter : public Sync {
+public:
+    /** The options, the spec's defaults: {1, 0, 1, 1000, 0}. */
+    struct Options : FutoInLimiterOptions {
+        Options() noexcept
+            : FutoInLimiterOptions(FUTOIN_LIMITER_OPTIONS_INIT)
+        {
+        }
+    };
+    /** @param loop its loop  @param opts the limits */
+    Limiter(FutoInLoop* loop, const FutoInLimiterOptions& opts)
+        : Sync(futoin_limiter_new(loop, &opts))
+    {
+    }
+    /** @param loop its loop  @param opts the limits */
+    Limiter(Loop& loop, const FutoInLimiterOptions& opts);
+    /** A Limiter for flows on several loops. @param opts the limits  @return it */
+    static Limiter shared(const FutoInLimiterOptions& opts)
+    {
+        return Limiter(futoin_limiter_new_shared(&opts));
+    }
+
+private:
+    explicit Limiter(FutoInSync* s)
+        : Sync(s)
+    {
+    }
+};
+
+/**
+ * An owning completion (futoin_completion_new()): resolved or rejected
+ * once, from any callback of the loop's thread; Steps::await() adds a step
+ * that waits for it. Freed by the destructor (a step still awaiting it then
+ * fails with InternalError). Movable, not copyable.
+ */
+class Completion {
+public:
+    Completion()
+        : c_(futoin_completion_new())
+    {
+        if (!c_) {
+            detail::out_of_memory();
+        }
+    }
+    Completion(const Completion&) = delete;
+    Completion& operator=(const Completion&) = delete;
+    /** @param o the completion to take over */
+    Completion(Completion&& o) noexcept
+        : c_(o.c_)
+    {
+        o.c_ = nullptr;
+    }
+    /** @param o the completion to take over  @return *this */
+    Completion& operator=(Completion&& o) noexcept
+    {
+        if (this != &o) {
+            futoin_completion_free(c_);
+            c_ = o.c_;
+            o.c_ = nullptr;
+        }
+        return *this;
+    }
+    ~Completion()
+    {
+        futoin_completion_free(c_);
+    }
+    /** @return the C object, for Steps::await() */
+    operator FutoInCompletion*() const noexcept
+    {
+        return c_;
+    }
+    /**
+     * Resolves it with up to four values (as Steps::success() takes them).
+     * @param v the values
+     * @return true; false if it was resolved or rejected already
+     */
+    template <class... V> bool resolve(V&&... v)
+    {
+        FutoInArgs a;
+        detail::fill_args(a, std::forward<V>(v)...);
+        return futoin_completion_resolve(c_, &a) == 0;
+    }
+    /** @param code the error code  @param info its error_info  @return true;
+     * false if it was resolved or rejected already */
+    bool reject(const char* code, const char* info = nullptr) noexcept
+    {
+        return futoin_completion_reject(c_, code, info) == 0;
+    }
+
+private:
+    FutoInCompletion* c_;
 };
 
 inline Root::Root(Loop& loop)
     : Root(loop.handle())
+{
+}
+
+inline Mutex::Mutex(Loop& loop, std::uint32_t max, std::uint32_t max_queue)
+    : Mutex(loop.handle(), max, max_queue)
+{
+}
+
+template <class Rep, class Period>
+inline Throttle::Throttle(Loop& loop, std::uint32_t max, std::chrono::duration<Rep, Period> period,
+        std::uint32_t max_queue)
+    : Throttle(loop.handle(), max, period, max_queue)
+{
+}
+
+inline Limiter::Limiter(Loop& loop, const FutoInLimiterOptions& opts)
+    : Limiter(loop.handle(), opts)
 {
 }
 
