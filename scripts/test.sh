@@ -74,6 +74,11 @@ fi
 cd "$(dirname "$0")/.."
 ROOT_DIR=$(pwd)
 BUILD_ROOT=${TEST_BUILD_ROOT:-build-test}
+# Absolute from here on: the install stage hands it to other tools.
+case $BUILD_ROOT in
+    /*) ;;
+    *) BUILD_ROOT=$ROOT_DIR/$BUILD_ROOT ;;
+esac
 JOBS=2
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
@@ -220,7 +225,7 @@ passed
 
 # 7 -------------------------------------------------------------------------
 stage "install + consumers"
-PREFIX="$ROOT_DIR/$BUILD_ROOT/install-prefix"
+PREFIX="$BUILD_ROOT/install-prefix"
 rm -rf "$PREFIX"
 # The prefix is given at configure time: the .pc file records it.
 configure_build "$BUILD_ROOT/install" -DCMAKE_BUILD_TYPE=Release \
@@ -232,7 +237,7 @@ cmake --install "$BUILD_ROOT/install"
 # files and SONAMEs; programs on the core and on both libraries built with
 # pkg-config (shared and --static), find_package and add_subdirectory, run,
 # and checked with nm for a second copy of the core.
-CHECK_DIR="$ROOT_DIR/$BUILD_ROOT/install-check" JOBS=$JOBS bash scripts/check-consumer.sh "$PREFIX"
+CHECK_DIR="$BUILD_ROOT/install-check" JOBS=$JOBS bash scripts/check-consumer.sh "$PREFIX"
 passed
 
 # 8 -------------------------------------------------------------------------
