@@ -8,6 +8,11 @@
 #
 #   . "$(dirname "$0")/deps.sh"; futoin_need cmake pkg-config libuv1-dev
 #
+# futoin_need_arch ARCH adds a foreign Debian architecture (dpkg
+# --add-architecture: arm64, s390x, armhf) when dpkg does not have it yet,
+# so that futoin_need can install multiarch packages (libuv1-dev:arm64);
+# the apt-get update of the next futoin_need then reads its lists.
+#
 # Another package manager at work (unattended-upgrades, a second build) is
 # waited for, up to FUTOIN_APT_LOCK_TIMEOUT seconds (600): apt-get takes
 # -o DPkg::Lock::Timeout for the dpkg lock of install, purge and the like
@@ -78,4 +83,26 @@ futoin_need() {
     futoin_apt_update "${sudo[@]}" || return
     "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get "${opts[@]}" install -y \
         --no-install-recommends "${missing[@]}"
+}
+
+futoin_need_arch() {
+    if [ "${FUTOIN_SKIP_DEPS:-0}" = 1 ] || ! command -v dpkg >/dev/null; then
+        return 0
+    fi
+    local arch=$1
+    if [ "$arch" = "$(dpkg --print-architecture)" ] \
+            || dpkg --print-foreign-architectures | grep -qx "$arch"; then
+        return 0
+    fi
+    local who=${FUTOIN_DEPS_WHO:-$(basename "$0")} sudo=()
+    if [ "$(id -u)" != 0 ]; then
+        if command -v sudo >/dev/null; then
+            sudo=(sudo)
+        else
+            echo "$who: not root and no sudo: run dpkg --add-architecture $arch yourself" >&2
+            return 0
+        fi
+    fi
+    echo "==> $who: adding the architecture $arch (dpkg --add-architecture)"
+    "${sudo[@]}" dpkg --add-architecture "$arch"
 }

@@ -30,8 +30,15 @@
 #  10. the Debian packages (scripts/check-deb.sh): dpkg-buildpackage, lintian
 #      without errors, the packages installed and checked with
 #      scripts/check-consumer.sh on /usr, then purged (needs root or sudo).
+#  11. gcc, Release, the portable POSIX path (FUTOIN_PORTABLE_POSIX: what
+#      macOS and the BSDs take, a pipe, poll(), nanosleep(), one shared
+#      listening socket for a port) + ctest.
+#  12. aarch64 under qemu-user: Debian's cross gcc, every CTest test
+#      (scripts/cross-test.sh aarch64; 64-bit ARM, little-endian).
+#  13. s390x under qemu-user: the same (scripts/cross-test.sh s390x;
+#      64-bit big-endian).
 #
-#   bash scripts/test.sh           the full run, stages 0-10 (CI; about 15 min)
+#   bash scripts/test.sh           the full run, stages 0-13 (CI; about 15 min)
 #   bash scripts/test.sh --quick   stages 0 and 1 only, for the inner development
 #                                  loop (a few minutes)
 #
@@ -67,6 +74,11 @@ fi
 cd "$(dirname "$0")/.."
 ROOT_DIR=$(pwd)
 BUILD_ROOT=${TEST_BUILD_ROOT:-build-test}
+# Absolute from here on: the install stage hands it to other tools.
+case $BUILD_ROOT in
+    /*) ;;
+    *) BUILD_ROOT=$ROOT_DIR/$BUILD_ROOT ;;
+esac
 JOBS=2
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
@@ -74,7 +86,8 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
 STAGES=("source checks" "gcc Release -Werror" "clang-tidy lint" "clang ASan+UBSan"
     "gcc valgrind" "clang TSan (threads)" "fuzz engine vs model" "install + consumers"
-    "gcc 32-bit step layout" "API reference (Doxygen)" "debian packages")
+    "gcc 32-bit step layout" "API reference (Doxygen)" "debian packages"
+    "portable POSIX path" "aarch64 (qemu-user)" "s390x (qemu-user)")
 if [ $QUICK = 1 ]; then
     STAGES=("source checks" "gcc Release -Werror")
 fi
@@ -212,7 +225,7 @@ passed
 
 # 7 -------------------------------------------------------------------------
 stage "install + consumers"
-PREFIX="$ROOT_DIR/$BUILD_ROOT/install-prefix"
+PREFIX="$BUILD_ROOT/install-prefix"
 rm -rf "$PREFIX"
 # The prefix is given at configure time: the .pc file records it.
 configure_build "$BUILD_ROOT/install" -DCMAKE_BUILD_TYPE=Release \
@@ -224,7 +237,7 @@ cmake --install "$BUILD_ROOT/install"
 # files and SONAMEs; programs on the core and on both libraries built with
 # pkg-config (shared and --static), find_package and add_subdirectory, run,
 # and checked with nm for a second copy of the core.
-CHECK_DIR="$ROOT_DIR/$BUILD_ROOT/install-check" JOBS=$JOBS bash scripts/check-consumer.sh "$PREFIX"
+CHECK_DIR="$BUILD_ROOT/install-check" JOBS=$JOBS bash scripts/check-consumer.sh "$PREFIX"
 passed
 
 # 8 -------------------------------------------------------------------------
@@ -264,4 +277,27 @@ else
     echo "test.sh: not root and no sudo: the Debian packages are not checked"
     RESULT[$CURRENT]="skipped (not root)"
 fi
+
+# 11 ------------------------------------------------------------------------
+# The code paths of the other POSIX systems, compiled and run on Linux:
+# the wake-up pipe, poll() and nanosleep() of the loop, servers sharing a
+# port through one socket (docs/PORTING.md). The benchmarks are not built.
+stage "portable POSIX path"
+configure_build "$BUILD_ROOT/gcc-portable" -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++ -DFUTOIN_WERROR=ON \
+    -DFUTOIN_PORTABLE_POSIX=ON -DFUTOIN_BUILD_BENCH=OFF
+run_ctest "$BUILD_ROOT/gcc-portable"
+passed
+
+# 12, 13 --------------------------------------------------------------------
+# Other architectures under qemu-user (scripts/cross-test.sh, which installs
+# the cross compilers, the multiarch libraries and qemu-user): byte order,
+# alignment, the signedness of char, atomics, another libc build.
+stage "aarch64 (qemu-user)"
+CROSS_BUILD_DIR="$BUILD_ROOT/cross-aarch64" JOBS=$JOBS bash scripts/cross-test.sh aarch64
+passed
+
+stage "s390x (qemu-user)"
+CROSS_BUILD_DIR="$BUILD_ROOT/cross-s390x" JOBS=$JOBS bash scripts/cross-test.sh s390x
+passed
 CURRENT=""

@@ -128,9 +128,10 @@ static inline int oom_failed_in_libuv(const char* text)
         size_t len = end ? (size_t)(end - p) : strlen(p);
         char line[256];
         snprintf(line, sizeof(line), "%.*s", (int)len, p);
-        static const char* const skip[] = { "/libc.so", "/ld-linux", "(malloc+", "(calloc+",
-            "(realloc+", "(aligned_alloc+", "(posix_memalign+", "(memalign+", "(strdup+",
-            "(strndup+", "(pthread_create+" /* AddressSanitizer's interceptor */ };
+        /* The dynamic loader: ld-linux*.so (x86-64, arm), ld64.so.1 (s390x). */
+        static const char* const skip[] = { "/libc.so", "/ld-linux", "/ld64.so", "(malloc+",
+            "(calloc+", "(realloc+", "(aligned_alloc+", "(posix_memalign+", "(memalign+",
+            "(strdup+", "(strndup+", "(pthread_create+" /* AddressSanitizer's interceptor */ };
         int skipped = 0;
         for (size_t i = 0; i < sizeof(skip) / sizeof(skip[0]); ++i) {
             skipped |= strstr(line, skip[i]) != NULL;

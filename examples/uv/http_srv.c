@@ -37,7 +37,9 @@
  * per request, by a 16 KiB read-ahead per connection, and across all
  * connections and loops by the input budget.
  */
-#ifndef _POSIX_C_SOURCE
+/* glibc hides POSIX from -std=c11 without it; macOS and the BSDs would
+ * then hide sysconf(_SC_NPROCESSORS_ONLN), which is not POSIX. */
+#if defined(__linux__) && !defined(_POSIX_C_SOURCE)
 #define _POSIX_C_SOURCE 200809L
 #endif
 

@@ -132,8 +132,9 @@
 #include <futoin/asyncsteps.h>
 
 /* <uv.h> uses POSIX types (pthread_rwlock_t, ...) that a strict ISO C mode
- * (-std=c11) hides unless a feature macro asks for them. */
-#if defined(__unix__) && defined(__STRICT_ANSI__) && !defined(__cplusplus)                         \
+ * (-std=c11) hides on Linux unless a feature macro asks for them (macOS and
+ * the BSDs show them). */
+#if defined(__linux__) && defined(__STRICT_ANSI__) && !defined(__cplusplus)                        \
         && !defined(_POSIX_C_SOURCE) && !defined(_XOPEN_SOURCE) && !defined(_GNU_SOURCE)           \
         && !defined(_DEFAULT_SOURCE)
 #error "futoin/uv.h needs POSIX declarations: compile with -D_POSIX_C_SOURCE=200809L (or -std=gnu11)"

@@ -1,15 +1,24 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Sleeping and waking up. The loop thread sleeps in the kernel (on the
- * wake-up fd: an eventfd, or a pipe elsewhere) until its next timer or
+ * wake-up fd: an eventfd on Linux, a pipe elsewhere) until its next timer or
  * until another thread posts work or releases the last hold; an outer event
  * loop that drives this one (futoin_loop_wakeup_fd(), futoin_loop_set_wakeup())
  * is told the same way. A busy loop costs the posting threads no system
  * call: only a loop that has said it is about to wait (need_signal) is
  * signalled, exactly once per wait.
  */
-#if defined(__linux__) && !defined(_GNU_SOURCE)
-#define _GNU_SOURCE /* ppoll(): nanosecond timeouts for the idle wait */
+/* FUTOIN_LINUX_WAKEUP: eventfd, ppoll() (nanosecond timeouts for the idle
+ * wait) and clock_nanosleep(). Elsewhere (macOS, the BSDs; on Linux the
+ * build with FUTOIN_PORTABLE_POSIX, which tests these paths): a pipe,
+ * poll() with millisecond timeouts, nanosleep() on a relative time. */
+#if defined(__linux__) && !defined(FUTOIN_PORTABLE_POSIX)
+#define FUTOIN_LINUX_WAKEUP 1
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* ppoll() */
+#endif
+#else
+#define FUTOIN_LINUX_WAKEUP 0
 #endif
 
 #include "loop/loop_impl.h"
@@ -19,7 +28,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <unistd.h>
-#if defined(__linux__)
+#if FUTOIN_LINUX_WAKEUP
 #include <sys/eventfd.h>
 #endif
 
@@ -31,14 +40,32 @@ static void sleep_until(uint64_t due_ns)
     if (sec > (uint64_t)INT32_MAX) {
         sec = (uint64_t)INT32_MAX;
     }
+#if FUTOIN_LINUX_WAKEUP
     struct timespec ts = { .tv_sec = (time_t)sec, .tv_nsec = (long)(due_ns % NS_PER_SEC) };
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
     }
+#else
+    /* No clock_nanosleep() (macOS): the time left on the loop's clock,
+     * taken again after an interruption. */
+    due_ns = sec * NS_PER_SEC + due_ns % NS_PER_SEC;
+    for (;;) {
+        uint64_t now = futoin__loop_clock_ns();
+        if (due_ns <= now) {
+            return;
+        }
+        uint64_t left = due_ns - now;
+        struct timespec ts = { .tv_sec = (time_t)(left / NS_PER_SEC),
+            .tv_nsec = (long)(left % NS_PER_SEC) };
+        if (nanosleep(&ts, NULL) == 0 || errno != EINTR) {
+            return;
+        }
+    }
+#endif
 }
 
 void futoin__loop_wake_fd_write(FutoInLoop* loop)
 {
-#if defined(__linux__)
+#if FUTOIN_LINUX_WAKEUP
     uint64_t one = 1;
     while (write(loop->wake_wfd, &one, sizeof(one)) < 0 && errno == EINTR) {
     }
@@ -78,7 +105,7 @@ int futoin__loop_wake_fd_ensure(FutoInLoop* loop)
     if (loop->wake_rfd >= 0) {
         return 0;
     }
-#if defined(__linux__)
+#if FUTOIN_LINUX_WAKEUP
     int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (fd < 0) {
         return -1;
@@ -163,7 +190,7 @@ void futoin__loop_embed_arm(FutoInLoop* loop)
 static void poll_until(int fd, uint64_t due_ns)
 {
     struct pollfd p = { fd, POLLIN, 0 };
-#if defined(__linux__)
+#if FUTOIN_LINUX_WAKEUP
     if (due_ns == UINT64_MAX) {
         ppoll(&p, 1, NULL, NULL);
         return;

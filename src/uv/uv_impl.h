@@ -94,6 +94,10 @@ struct FutoInUvServer {
     unsigned port;
     char name[64];            /* "host:port" it listens on */
     FutoInAsyncSteps* acc_as; /* the pending accept step */
+    /* The listening socket it shares with other servers of the process
+     * (FUTOIN_UV_SERVER_REUSEPORT where the kernel does not balance, in
+     * uv_server.c), released when its handle is closed; else NULL. */
+    void* share;
 };
 
 /* uv_loop.c */

@@ -15,11 +15,176 @@
 #include "uv_impl.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+/* Port sharing (FUTOIN_UV_SERVER_REUSEPORT). Where the kernel spreads the
+ * connections of a port over the sockets bound to it (Linux SO_REUSEPORT,
+ * FreeBSD SO_REUSEPORT_LB), each server has a socket of its own. Elsewhere
+ * (macOS and the other BSDs, whose SO_REUSEPORT hands every connection to
+ * one socket; on Linux the build with FUTOIN_PORTABLE_POSIX, which tests
+ * this path) the servers of the process that ask for one address and port
+ * share one listening socket, each through a descriptor of its own: all of
+ * their loops hear of a new connection, and the one that accepts first
+ * takes it (the others' accept() finds nothing, which libuv ignores). */
+#if defined(__linux__) && !defined(FUTOIN_PORTABLE_POSIX) && defined(SO_REUSEPORT)
+#define REUSEPORT_BALANCED SO_REUSEPORT
+#elif defined(__FreeBSD__) && !defined(FUTOIN_PORTABLE_POSIX) && defined(SO_REUSEPORT_LB)
+#define REUSEPORT_BALANCED SO_REUSEPORT_LB
+#endif
+
+/* A new TCP socket, non-blocking and closed on exec. */
+static int new_socket(int family)
+{
+#if defined(__linux__) && !defined(FUTOIN_PORTABLE_POSIX)
+    return socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+#else
+    /* macOS has no SOCK_CLOEXEC and SOCK_NONBLOCK. */
+    int fd = socket(family, SOCK_STREAM, 0);
+    if (fd >= 0
+            && (fcntl(fd, F_SETFD, FD_CLOEXEC) != 0
+                    || fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) != 0)) {
+        int err = errno;
+        close(fd);
+        errno = err;
+        return -1;
+    }
+    return fd;
+#endif
+}
+
+static socklen_t addr_len(const struct sockaddr_storage* addr)
+{
+    return addr->ss_family == AF_INET6 ? (socklen_t)sizeof(struct sockaddr_in6)
+                                       : (socklen_t)sizeof(struct sockaddr_in);
+}
+
+#if !defined(REUSEPORT_BALANCED)
+typedef struct PortShare PortShare;
+struct PortShare {
+    PortShare* next;
+    struct sockaddr_storage addr; /* where it is bound (the real port) */
+    int fd;                       /* the listening socket */
+    unsigned users;               /* servers holding a descriptor of it */
+};
+
+static uv_once_t g_share_once = UV_ONCE_INIT;
+static uv_mutex_t g_share_lock;
+static PortShare* g_shares;
+
+static void share_init(void)
+{
+    if (uv_mutex_init(&g_share_lock) != 0) {
+        abort();
+    }
+}
+
+static int same_addr(const struct sockaddr_storage* a, const struct sockaddr_storage* b)
+{
+    if (a->ss_family != b->ss_family) {
+        return 0;
+    }
+    if (a->ss_family == AF_INET6) {
+        const struct sockaddr_in6* x = (const struct sockaddr_in6*)a;
+        const struct sockaddr_in6* y = (const struct sockaddr_in6*)b;
+        return x->sin6_port == y->sin6_port && x->sin6_scope_id == y->sin6_scope_id
+                && memcmp(&x->sin6_addr, &y->sin6_addr, sizeof(x->sin6_addr)) == 0;
+    }
+    const struct sockaddr_in* x = (const struct sockaddr_in*)a;
+    const struct sockaddr_in* y = (const struct sockaddr_in*)b;
+    return x->sin_port == y->sin_port && x->sin_addr.s_addr == y->sin_addr.s_addr;
+}
+
+static unsigned addr_port(const struct sockaddr_storage* addr)
+{
+    return ntohs(addr->ss_family == AF_INET6 ? ((const struct sockaddr_in6*)addr)->sin6_port
+                                             : ((const struct sockaddr_in*)addr)->sin_port);
+}
+
+/* A descriptor of the shared socket bound to addr, made and bound first
+ * if no server of the process has it (port 0: always a new one, on a
+ * port of its own). Returns the descriptor or a libuv error. */
+static int share_socket(const struct sockaddr_storage* addr, PortShare** out)
+{
+    uv_once(&g_share_once, share_init);
+    uv_mutex_lock(&g_share_lock);
+    int fd = -1;
+    int err = 0;
+    PortShare* sh = NULL;
+    if (addr_port(addr) != 0) {
+        for (sh = g_shares; sh && !same_addr(&sh->addr, addr); sh = sh->next) {
+        }
+    }
+    if (!sh) {
+        int one = 1;
+        socklen_t len = (socklen_t)sizeof(struct sockaddr_storage);
+        sh = calloc(1, sizeof(*sh));
+        if (!sh) {
+            err = UV_ENOMEM;
+        } else if ((sh->fd = new_socket(addr->ss_family)) < 0
+                || setsockopt(sh->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0
+                || bind(sh->fd, (const struct sockaddr*)addr, addr_len(addr)) != 0
+                || getsockname(sh->fd, (struct sockaddr*)&sh->addr, &len) != 0) {
+            err = uv_translate_sys_error(errno);
+            if (sh->fd >= 0) {
+                close(sh->fd);
+            }
+            free(sh);
+            sh = NULL;
+        } else {
+            sh->next = g_shares;
+            g_shares = sh;
+        }
+    }
+    if (sh) {
+        /* Closed on exec like the socket; O_NONBLOCK is the socket's own. */
+        fd = fcntl(sh->fd, F_DUPFD_CLOEXEC, 0);
+        if (fd < 0) {
+            err = uv_translate_sys_error(errno);
+        } else {
+            ++sh->users;
+            *out = sh;
+        }
+        if (sh->users == 0) { /* a new share whose first descriptor failed */
+            g_shares = sh->next;
+            close(sh->fd);
+            free(sh);
+        }
+    }
+    uv_mutex_unlock(&g_share_lock);
+    return fd >= 0 ? fd : err;
+}
+
+/* A server no longer holds a descriptor of the shared socket: the last
+ * one closes it. */
+static void share_release(void* share)
+{
+    PortShare* sh = share;
+    if (!sh) {
+        return;
+    }
+    uv_mutex_lock(&g_share_lock);
+    if (--sh->users == 0) {
+        PortShare** p = &g_shares;
+        while (*p != sh) {
+            p = &(*p)->next;
+        }
+        *p = sh->next;
+        close(sh->fd);
+        free(sh);
+    }
+    uv_mutex_unlock(&g_share_lock);
+}
+#else
+static void share_release(void* share)
+{
+    (void)share;
+}
+#endif
 
 static void server_destroy(FutoInUvServer* srv)
 {
@@ -30,6 +195,8 @@ static void on_server_closed(uv_handle_t* h)
 {
     FutoInUvServer* srv = h->data;
     srv->closed = 1;
+    share_release(srv->share);
+    srv->share = NULL;
     if (srv->refs == 0) {
         server_destroy(srv);
     }
@@ -165,25 +332,33 @@ static int bind_addr(const char* host, unsigned port, struct sockaddr_storage* a
     return uv_ip6_addr(host, (int)port, (struct sockaddr_in6*)addr);
 }
 
-/* A bound socket with SO_REUSEPORT, for uv_tcp_open(). Returns the
- * descriptor or a libuv error. */
-static int reuseport_socket(const struct sockaddr_storage* addr)
+/* A bound socket that other servers may share the port with, for
+ * uv_tcp_open(): with the kernel's balancing, or a descriptor of the
+ * process's shared socket (*share, released with share_release()).
+ * Returns the descriptor or a libuv error. */
+static int reuseport_socket(const struct sockaddr_storage* addr, void** share)
 {
-    int fd = socket(addr->ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    *share = NULL;
+#if defined(REUSEPORT_BALANCED)
+    int fd = new_socket(addr->ss_family);
     if (fd < 0) {
         return uv_translate_sys_error(errno);
     }
     int one = 1;
-    socklen_t len = addr->ss_family == AF_INET6 ? (socklen_t)sizeof(struct sockaddr_in6)
-                                                : (socklen_t)sizeof(struct sockaddr_in);
     if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0
-            || setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0
-            || bind(fd, (const struct sockaddr*)addr, len) != 0) {
+            || setsockopt(fd, SOL_SOCKET, REUSEPORT_BALANCED, &one, sizeof(one)) != 0
+            || bind(fd, (const struct sockaddr*)addr, addr_len(addr)) != 0) {
         int err = uv_translate_sys_error(errno);
         close(fd);
         return err;
     }
     return fd;
+#else
+    PortShare* sh = NULL;
+    int fd = share_socket(addr, &sh);
+    *share = sh;
+    return fd;
+#endif
 }
 
 FutoInUvServer* futoin_uv_server_new(FutoInUv* uv, const char* host, unsigned port, int backlog,
@@ -207,32 +382,28 @@ FutoInUvServer* futoin_uv_server_new_ex(FutoInUv* uv, const char* host, unsigned
         return NULL;
     }
     int fd = -1;
+    void* share = NULL;
     if (flags & FUTOIN_UV_SERVER_REUSEPORT) {
-        fd = reuseport_socket(&addr);
+        fd = reuseport_socket(&addr, &share);
         if (fd < 0) {
             *uv_error = fd;
             return NULL;
         }
     }
     FutoInUvServer* srv = calloc(1, sizeof(*srv));
-    if (!srv) {
-        if (fd >= 0) {
-            close(fd);
-        }
-        *uv_error = UV_ENOMEM;
-        return NULL;
-    }
-    int err = uv_tcp_init(uv->uv, &srv->tcp);
+    int err = srv ? uv_tcp_init(uv->uv, &srv->tcp) : UV_ENOMEM;
     if (err) {
         free(srv);
         if (fd >= 0) {
             close(fd);
         }
+        share_release(share);
         *uv_error = err;
         return NULL;
     }
     srv->tcp.data = srv;
     srv->uv = uv;
+    srv->share = share; /* released when the handle is closed */
     if (fd >= 0) {
         err = uv_tcp_open(&srv->tcp, fd);
         if (err) {

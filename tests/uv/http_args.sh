@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: MIT
 # Command line of the HTTP server example (examples/uv/http_server).
 #
-#   tests/uv/http_args.sh PATH/TO/http_server
+#   tests/uv/http_args.sh PATH/TO/http_server [EMULATOR...]
+#
+# EMULATOR (CMAKE_CROSSCOMPILING_EMULATOR of a cross build) runs the server.
 #
 # Numbers are parsed strictly: a port outside 0..65535 (e.g. 4294967377,
 # which a (unsigned) cast used to turn into port 81), signs, blanks, hex,
@@ -15,7 +17,9 @@ set -u
 # shellcheck source=tests/time_scale.sh
 . "$(dirname "$0")/../time_scale.sh"
 
-SERVER=${1:?usage: http_args.sh PATH/TO/http_server}
+SERVER=${1:?usage: http_args.sh PATH/TO/http_server [EMULATOR...]}
+shift
+EMU=("$@")
 WORK=$(mktemp -d)
 SPID=
 cleanup() {
@@ -28,7 +32,7 @@ FAILS=0
 
 # expect_usage ARGS...: the server must exit 2 and print a usage message.
 expect_usage() {
-    timeout "$(futoin_scale_s 5)" "$SERVER" "$@" >"$WORK/out" 2>"$WORK/err"
+    timeout "$(futoin_scale_s 5)" "${EMU[@]}" "$SERVER" "$@" >"$WORK/out" 2>"$WORK/err"
     local rc=$?
     if [ "$rc" -ne 2 ] || ! grep -q "usage:" "$WORK/err"; then
         echo "FAIL: http_server $(printf "'%s' " "$@"): exit $rc (expected 2 with a usage message)"
@@ -69,7 +73,7 @@ expect_usage -t 0 0
 # the port and stop with 0 on SIGINT.
 start_ok() {
     : >"$WORK/log"
-    "$SERVER" "$@" >>"$WORK/log" 2>&1 &
+    "${EMU[@]}" "$SERVER" "$@" >>"$WORK/log" 2>&1 &
     SPID=$!
     local port=
     for _ in $(seq 1 "$(futoin_scale_ms 100)"); do

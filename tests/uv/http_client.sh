@@ -10,6 +10,10 @@
 # WRAPPER (e.g. valgrind and its options, from CTest in a valgrind build)
 # runs both programs; a valgrind error makes a program exit 99.
 #
+# FUTOIN_TEST_EMULATOR (set by CTest in a cross build: the emulator and
+# its options, separated by blanks) runs the canned server, a program of the
+# build too.
+#
 # Times are scaled by tests/time_scale.sh (FUTOIN_TEST_TIME_SCALE, and
 # valgrind's factor in a valgrind build).
 #
@@ -39,6 +43,7 @@ CLIENT=${2:?$USAGE}
 CANNED=${3:?$USAGE}
 shift 3
 WRAP=("$@")
+read -r -a EMU <<<"${FUTOIN_TEST_EMULATOR:-}"
 WORK=$(mktemp -d)
 PIDS=()
 cleanup() {
@@ -199,7 +204,7 @@ stop_server "$PID_main"
 
 echo "== 5. raw responses"
 : >"$WORK/canned.log"
-"$CANNED" \
+"${EMU[@]}" "$CANNED" \
     $'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n' \
     $'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nhello world, not chunked\r\n' \
     $'HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok' \

@@ -11,6 +11,10 @@
 # WRAPPER (e.g. valgrind and its options, from CTest in a valgrind build)
 # runs the client; a valgrind error makes it exit 99.
 #
+# FUTOIN_TEST_EMULATOR (set by CTest in a cross build: the emulator and
+# its options, separated by blanks) runs the slow server, a program of the
+# build too.
+#
 # Times are scaled by tests/time_scale.sh (FUTOIN_TEST_TIME_SCALE, and
 # valgrind's factor in a valgrind build); only lower bounds of durations
 # are checked, so a loaded machine slows the test down but does not fail it.
@@ -38,6 +42,7 @@ CLIENT=${1:?$USAGE}
 SLOW=${2:?$USAGE}
 shift 2
 WRAP=("$@")
+read -r -a EMU <<<"${FUTOIN_TEST_EMULATOR:-}"
 WORK=$(mktemp -d)
 PIDS=()
 cleanup() {
@@ -119,7 +124,7 @@ expect_max() {
 }
 
 : >"$WORK/server.log"
-"$SLOW" >"$WORK/server.log" 2>&1 &
+"${EMU[@]}" "$SLOW" >"$WORK/server.log" 2>&1 &
 SERVER=$!
 PIDS+=("$SERVER")
 PORT=

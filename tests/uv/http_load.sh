@@ -2,7 +2,10 @@
 # SPDX-License-Identifier: MIT
 # Load and lifecycle test of the AsyncSteps HTTP server (examples/uv/http_server).
 #
-#   tests/uv/http_load.sh PATH/TO/http_server [--sanitized]
+#   tests/uv/http_load.sh PATH/TO/http_server [--sanitized] [EMULATOR...]
+#
+# EMULATOR (CMAKE_CROSSCOMPILING_EMULATOR of a cross build, e.g. qemu-user)
+# runs the server; there is no valgrind run then (5.).
 #
 # 1. curl: responses are well-formed (status line, CRLF headers, Content-Length
 #    matches the body, keep-alive reuse, HEAD, 404/405/400, HTTP/1.0 close,
@@ -27,11 +30,14 @@ set -u
 # shellcheck source=tests/time_scale.sh
 . "$(dirname "$0")/../time_scale.sh"
 
-SERVER=${1:?usage: http_load.sh PATH/TO/http_server [--sanitized]}
+SERVER=${1:?usage: http_load.sh PATH/TO/http_server [--sanitized] [EMULATOR...]}
+shift
 SANITIZED=0
-if [ "${2:-}" = --sanitized ]; then
+if [ "${1:-}" = --sanitized ]; then
     SANITIZED=1
+    shift
 fi
+EMU=("$@")
 for tool in curl wrk; do
     if ! command -v "$tool" >/dev/null 2>&1; then
         echo "SKIP: $tool is not installed (apt-get install -y curl wrk)"
@@ -165,7 +171,7 @@ WRK_TIMEOUT=$(( ($(futoin_scale_ms 2000) + 999) / 1000 ))s
 TIMEOUT_MS=$(futoin_scale_ms 1000)
 
 echo "== 1. curl: well-formed responses"
-start_server "$SERVER" -j 1 -i "$TIMEOUT_MS" -t "$TIMEOUT_MS" -c 64 -q 64 -r 50000 -p 1000 -b 100 0
+start_server "${EMU[@]}" "$SERVER" -j 1 -i "$TIMEOUT_MS" -t "$TIMEOUT_MS" -c 64 -q 64 -r 50000 -p 1000 -b 100 0
 echo "server on port $PORT"
 
 curl -s --max-time "$T5" -D "$WORK/h" -o "$WORK/b" "$URL/" || fail "GET / failed"
@@ -286,6 +292,8 @@ echo "clean exit: $(grep 'stopped:' "$WORK/server.log")"
 # ---------------------------------------------------------------------------
 if [ "$SANITIZED" = 1 ]; then
     echo "== 5. valgrind: skipped (sanitized build; ASan/LSan checked the exit instead)"
+elif [ ${#EMU[@]} -gt 0 ]; then
+    echo "== 5. valgrind: skipped (the server is a cross build, run by ${EMU[0]})"
 elif ! command -v valgrind >/dev/null 2>&1; then
     echo "== 5. valgrind: skipped (not installed)"
 else
