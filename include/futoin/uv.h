@@ -106,6 +106,9 @@
  *   "write 10.0.0.1:5000"      a write the kernel did not take at once
  *   "shutdown 10.0.0.1:5000", "close 10.0.0.1:5000" (graceful close)
  *   "accept 0.0.0.0:8080"      futoin_uv_accept(), futoin_uv_serve()
+ *   "read /run/app.sock", "connect /run/app.sock", "read fd 5"
+ *                              local streams: the socket's path, or the
+ *                              descriptor given to futoin_uv_pipe_open()
  *   "resolve example.org"      futoin_uv_resolve()
  *   "file_read /path", "file_write /path"
  *   "sleep 100 ms"             futoin_uv_sleep()
@@ -150,9 +153,10 @@ extern "C" {
 
 /** A backend: one AsyncTool loop driven by one uv_loop_t (opaque). */
 typedef struct FutoInUv FutoInUv;
-/** A TCP connection, reference counted (opaque). */
+/** A TCP connection or a local one (a Unix socket, a pipe), reference
+ * counted (opaque). */
 typedef struct FutoInUvStream FutoInUvStream;
-/** A listening TCP socket, reference counted (opaque). */
+/** A listening TCP or Unix domain socket, reference counted (opaque). */
 typedef struct FutoInUvServer FutoInUvServer;
 
 /* ------------------------------------------------------------------------ */
@@ -402,7 +406,8 @@ void futoin_uv_stream_release(FutoInUvStream* s);
 /**
  * @brief The libuv handle, e.g. for uv_tcp_nodelay() or uv_tcp_getpeername().
  * @param s  the stream
- * @return its uv_tcp_t, NULL if s is NULL
+ * @return its uv_tcp_t; NULL if s is NULL or a local stream (a Unix socket
+ *         or a pipe: futoin_uv_pipe_connect(), futoin_uv_pipe_open())
  * @par Ownership
  * Borrowed: the stream owns the handle; never close it yourself
  * (futoin_uv_stream_close()), and do not start or stop reading on it.
@@ -1330,6 +1335,128 @@ void futoin_uv_udp_send(FutoInAsyncSteps* as, FutoInUvUdp* u, const char* host, 
  * not executed yet.
  */
 void futoin_uv_udp_recv(FutoInAsyncSteps* as, FutoInUvUdp* u, size_t max);
+
+/* ------------------------------------------------------------------------ */
+/* Local sockets and pipes                                                   */
+
+/**
+ * @brief Step: connects to a Unix domain stream socket.
+ *
+ * The stream is a FutoInUvStream like a TCP connection: every read, write,
+ * shutdown and close step, references, futoin_uv_stream_peer() (the path)
+ * and the budget work on it as they are; futoin_uv_stream_handle() is NULL
+ * for it. Waits are described with the path: "connect /run/app.sock",
+ * "read /run/app.sock". Success: arg0 = the stream (futoin_uv_stream_type).
+ * Errors: ConnectError "<UV_E...>: connect PATH" ("ENOENT: connect
+ * /run/app.sock" when nobody made it, ECONNREFUSED when nobody listens on
+ * it any more, EACCES, ...), with futoin_uv_errno() its number; a NULL path
+ * or one that is empty or too long for a socket address (107 bytes on
+ * Linux): InternalError "EINVAL: futoin_uv_pipe_connect: ..." when the
+ * step is added; out of memory: InternalError "ENOMEM: connect PATH: out
+ * of memory".
+ * @param as    the flow
+ * @param path  the socket's path (copied)
+ * @par Ownership
+ * The stream value holds one reference, dropped when the next step
+ * returns: take one (futoin_uv_stream_ref()) to keep the connection.
+ * @par Thread
+ * The backend's loop thread, where futoin_add() is allowed: inside an
+ * execute callback or error handler of the flow as, or on a root that was
+ * not executed yet.
+ */
+void futoin_uv_pipe_connect(FutoInAsyncSteps* as, const char* path);
+
+/**
+ * @brief Listens on a Unix domain stream socket at once (not a step).
+ *
+ * The server is a FutoInUvServer like a TCP one: futoin_uv_accept() and
+ * futoin_uv_serve() give streams as futoin_uv_pipe_connect() does, named
+ * by the server's path; "accept /run/app.sock" describes the wait. The
+ * socket file is created by the bind and removed when the server closes
+ * (the last release or futoin_uv_server_close()); an existing file is not
+ * replaced: UV_EADDRINUSE (remove a stale one first). futoin_uv_server_port()
+ * is 0.
+ * @param uv        the backend (NULL: UV_EINVAL)
+ * @param path      the socket's path (not NULL or empty: UV_EINVAL; too
+ *                  long for a socket address, 107 bytes on Linux:
+ *                  UV_ENAMETOOLONG)
+ * @param backlog   1..INT_MAX; 0: 511
+ * @param uv_error  receives the libuv error on failure (may be NULL)
+ * @return the listening server with one reference, or NULL: UV_EINVAL,
+ *         UV_ENAMETOOLONG as above, UV_ENOMEM, or the error of the bind or
+ *         listen (UV_EADDRINUSE, UV_EACCES, UV_ENOENT for a missing
+ *         directory, ...)
+ * @par Ownership
+ * The caller holds the reference: futoin_uv_server_release() stops
+ * listening, removes the file and frees the server (with the last one).
+ * @par Thread
+ * The backend's loop thread (the one that called futoin_uv_new()).
+ */
+FutoInUvServer* futoin_uv_pipe_server_new(FutoInUv* uv, const char* path, int backlog,
+        int* uv_error);
+
+/**
+ * @brief Step form of futoin_uv_pipe_server_new(): listens when the step
+ * runs.
+ *
+ * Success: arg0 = the server (futoin_uv_server_type). Errors: ConnectError
+ * "<UV_E...>: listen PATH" ("EADDRINUSE: listen /run/app.sock"), with
+ * futoin_uv_errno() its number; a NULL path or a negative backlog:
+ * InternalError "EINVAL: futoin_uv_pipe_listen: ..." when the step is added.
+ * @param as       the flow
+ * @param path     as futoin_uv_pipe_server_new(); copied
+ * @param backlog  as futoin_uv_pipe_server_new()
+ * @par Ownership
+ * The server value holds one reference, dropped when the next step
+ * returns: take one (futoin_uv_server_ref()) to keep the server listening.
+ * @par Thread
+ * The backend's loop thread, where futoin_add() is allowed: inside an
+ * execute callback or error handler of the flow as, or on a root that was
+ * not executed yet.
+ */
+void futoin_uv_pipe_listen(FutoInAsyncSteps* as, const char* path, int backlog);
+
+/**
+ * @brief Wraps a descriptor of yours as a stream (uv_pipe_open()): one end
+ * of a pipe(2), a socketpair(2) or an inherited socket.
+ *
+ * The descriptor is put in non-blocking mode; read, write, shutdown and
+ * close steps work on it as on any stream ("read fd 5" describes a wait;
+ * the end of the other side is "EOF: read: connection closed by peer").
+ * Closing the stream closes the descriptor.
+ * @param uv        the backend (NULL: UV_EINVAL)
+ * @param fd        the descriptor (negative: UV_EINVAL)
+ * @param uv_error  receives the libuv error on failure (may be NULL)
+ * @return the stream with one reference, or NULL: UV_EINVAL, UV_ENOMEM, or
+ *         what uv_pipe_open() says (UV_EBADF, ...)
+ * @par Ownership
+ * On success the descriptor passes to the stream: do not close it
+ * yourself. On failure it stays yours. The caller holds the stream's
+ * reference (futoin_uv_stream_release() or a futoin_uv_close() step).
+ * @par Thread
+ * The backend's loop thread (the one that called futoin_uv_new()).
+ */
+FutoInUvStream* futoin_uv_pipe_open(FutoInUv* uv, int fd, int* uv_error);
+
+/**
+ * @brief The credentials of the process at the other end of a Unix socket
+ * (SO_PEERCRED): who connected, or whom we connected to, as they were at
+ * connect() time.
+ * @param s    a local stream (futoin_uv_pipe_connect(), an accepted one of
+ *             futoin_uv_pipe_server_new(), futoin_uv_pipe_open() of a
+ *             socket)
+ * @param pid  receives the peer's process id (may be NULL)
+ * @param uid  receives its user id (may be NULL)
+ * @param gid  receives its group id (may be NULL)
+ * @return 0; UV_EINVAL for NULL s; UV_ENOTSUP for a TCP stream, a pipe(2)
+ *         and on platforms other than Linux; UV_EBADF once the stream is
+ *         closed; another libuv error from getsockopt()
+ * @par Ownership
+ * Reads only; nothing is written on failure.
+ * @par Thread
+ * The backend's loop thread (the one that called futoin_uv_new()).
+ */
+int futoin_uv_stream_peer_cred(FutoInUvStream* s, long* pid, long* uid, long* gid);
 
 /* ------------------------------------------------------------------------ */
 /* DNS, files, time                                                          */
