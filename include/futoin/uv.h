@@ -89,7 +89,8 @@
  *
  * Errors (error code / error_info):
  *   ConnectError  connect, DNS resolution, listen/bind failures
- *   CommError     read, write, accept, close and file errors; end of stream
+ *   CommError     read, write, accept, close and file errors; end of stream;
+ *                 UDP send and receive errors
  *   Timeout       from an enclosing futoin_set_timeout()
  *   InternalError misuse (NULL arguments, not on a FutoInUv loop, ...)
  * error_info is "<uv_err_name>: <operation and context>", e.g.
@@ -105,9 +106,14 @@
  *   "write 10.0.0.1:5000"      a write the kernel did not take at once
  *   "shutdown 10.0.0.1:5000", "close 10.0.0.1:5000" (graceful close)
  *   "accept 0.0.0.0:8080"      futoin_uv_accept(), futoin_uv_serve()
+ *   "read /run/app.sock", "connect /run/app.sock", "read fd 5"
+ *                              local streams: the socket's path, or the
+ *                              descriptor given to futoin_uv_pipe_open()
  *   "resolve example.org"      futoin_uv_resolve()
  *   "file_read /path", "file_write /path"
  *   "sleep 100 ms"             futoin_uv_sleep()
+ *   "udp_recv 127.0.0.1:5000"  futoin_uv_udp_recv() (the socket's address)
+ *   "udp_send 10.0.0.1:53"     a datagram the kernel did not take at once
  * The peer of a stream is futoin_uv_stream_peer(). A step that completes
  * without waiting describes nothing.
  *
@@ -148,9 +154,10 @@ extern "C" {
 
 /** A backend: one AsyncTool loop driven by one uv_loop_t (opaque). */
 typedef struct FutoInUv FutoInUv;
-/** A TCP connection, reference counted (opaque). */
+/** A TCP connection or a local one (a Unix socket, a pipe), reference
+ * counted (opaque). */
 typedef struct FutoInUvStream FutoInUvStream;
-/** A listening TCP socket, reference counted (opaque). */
+/** A listening TCP or Unix domain socket, reference counted (opaque). */
 typedef struct FutoInUvServer FutoInUvServer;
 
 /* ------------------------------------------------------------------------ */
@@ -400,7 +407,8 @@ void futoin_uv_stream_release(FutoInUvStream* s);
 /**
  * @brief The libuv handle, e.g. for uv_tcp_nodelay() or uv_tcp_getpeername().
  * @param s  the stream
- * @return its uv_tcp_t, NULL if s is NULL
+ * @return its uv_tcp_t; NULL if s is NULL or a local stream (a Unix socket
+ *         or a pipe: futoin_uv_pipe_connect(), futoin_uv_pipe_open())
  * @par Ownership
  * Borrowed: the stream owns the handle; never close it yourself
  * (futoin_uv_stream_close()), and do not start or stop reading on it.
@@ -1021,6 +1029,435 @@ typedef void (*FutoInUvConnectionCb)(void* data, FutoInUvStream* s);
  */
 void futoin_uv_serve(FutoInAsyncSteps* as, FutoInUvServer* srv, FutoInUvConnectionCb cb,
         void* data);
+
+/* ------------------------------------------------------------------------ */
+/* UDP sockets                                                               */
+
+/** A bound UDP socket, reference counted (opaque). */
+typedef struct FutoInUvUdp FutoInUvUdp;
+
+/** Type descriptor of UDP socket values, as futoin_uv_stream_type is of
+ * streams. Its cleanup drops one reference. */
+extern const FutoInType futoin_uv_udp_type;
+
+/** Flags of futoin_uv_udp_new() and futoin_uv_udp_bind(). */
+enum {
+    /**
+     * SO_REUSEADDR (libuv's UV_UDP_REUSEADDR): several sockets may bind the
+     * same address and port, e.g. the members of a multicast group on one
+     * host; a unicast datagram goes to one of them.
+     */
+    FUTOIN_UV_UDP_REUSEADDR = 1u,
+    /** IPV6_V6ONLY for an IPv6 address: no IPv4-mapped traffic. */
+    FUTOIN_UV_UDP_IPV6ONLY = 2u
+};
+
+/**
+ * The most datagrams a UDP socket keeps received while no
+ * futoin_uv_udp_recv() step waits for them.
+ *
+ * Once a receive step has started, the socket keeps reading between
+ * receive steps, into a queue of this many datagrams; when the queue is
+ * full it stops reading until a receive step takes one, and further
+ * datagrams wait in the kernel's receive buffer (SO_RCVBUF), which drops
+ * what does not fit (the kernel counts them: RcvbufErrors of
+ * /proc/net/snmp). So the library itself never drops a datagram it has
+ * read, and never holds more than this many.
+ *
+ * A socket keeps futoin_uv_run() going only while a receive step waits on
+ * it or a send is queued in libuv: a socket kept for later, even one that
+ * reads ahead, lets the run end when nothing else is left.
+ */
+#define FUTOIN_UV_UDP_QUEUE_MAX 16u
+
+/** The largest datagram a UDP socket receives whole (bytes). */
+#define FUTOIN_UV_UDP_DATAGRAM_MAX 65536u
+
+/**
+ * @brief Binds a UDP socket at once (not a step).
+ * @param uv        the backend (NULL: UV_EINVAL)
+ * @param host      a numeric IPv4/IPv6 address; NULL or "": 127.0.0.1;
+ *                  "0.0.0.0" or "::" for every interface
+ * @param port      0..65535; 0 picks a free port (futoin_uv_udp_port())
+ * @param flags     0 or FUTOIN_UV_UDP_REUSEADDR | FUTOIN_UV_UDP_IPV6ONLY;
+ *                  other bits: UV_EINVAL
+ * @param uv_error  receives the libuv error on failure (may be NULL)
+ * @return the bound socket with one reference, or NULL: a NULL uv, a port
+ *         out of range, other flags or a host that is not a numeric
+ *         address give UV_EINVAL (nothing bound); out of memory gives
+ *         UV_ENOMEM; a failed bind its libuv error (UV_EADDRINUSE,
+ *         UV_EADDRNOTAVAIL, UV_EACCES, ...)
+ * @par Ownership
+ * The caller holds the reference: futoin_uv_udp_release() closes the
+ * socket with the last one.
+ * @par Thread
+ * The backend's loop thread (the one that called futoin_uv_new()).
+ */
+FutoInUvUdp* futoin_uv_udp_new(FutoInUv* uv, const char* host, unsigned port, unsigned flags,
+        int* uv_error);
+
+/**
+ * @brief Step form of futoin_uv_udp_new(): binds when the step runs.
+ *
+ * Success: arg0 = the socket (futoin_uv_udp_type). Errors: ConnectError
+ * "<UV_E...>: bind HOST:PORT" for a failed bind ("EADDRINUSE: bind
+ * 127.0.0.1:5000") or a host that is not a numeric address ("EINVAL: bind
+ * example.org:53"), with futoin_uv_errno() its libuv number; a port out
+ * of range or unknown flags: InternalError "EINVAL: futoin_uv_udp_bind:
+ * ..." when the step is added; out of memory: InternalError "ENOMEM: bind
+ * HOST:PORT: out of memory".
+ * @param as     the flow
+ * @param host   as futoin_uv_udp_new(); copied
+ * @param port   as futoin_uv_udp_new()
+ * @param flags  as futoin_uv_udp_new()
+ * @par Ownership
+ * The socket value holds one reference, dropped when the next step
+ * returns: take one (futoin_uv_udp_ref()) to keep the socket.
+ * @par Thread
+ * The backend's loop thread, where futoin_add() is allowed: inside an
+ * execute callback or error handler of the flow as, or on a root that was
+ * not executed yet.
+ */
+void futoin_uv_udp_bind(FutoInAsyncSteps* as, const char* host, unsigned port, unsigned flags);
+
+/**
+ * @brief Argument i as a UDP socket (a value of futoin_uv_udp_type).
+ * @param args  the arguments a step received (may be NULL)
+ * @param i     the index, 0..3
+ * @return the socket, or NULL if argument i is not one
+ * @par Ownership
+ * Borrowed, as for futoin_uv_arg_stream(); keep it with futoin_uv_udp_ref().
+ * @par Thread
+ * The backend's loop thread (the one that called futoin_uv_new()).
+ */
+FutoInUvUdp* futoin_uv_arg_udp(const FutoInArgs* args, int i);
+
+/**
+ * @brief Takes a reference to a UDP socket.
+ *
+ * As for streams: the result value of futoin_uv_udp_bind() holds one,
+ * dropped when the receiving step returns; steps that use the socket
+ * hold one from when they are added until the step that added them ends.
+ * @param u  the socket (NULL: NULL)
+ * @return u
+ * @par Ownership
+ * The caller owes one futoin_uv_udp_release() for it.
+ * @par Thread
+ * The backend's loop thread (the one that called futoin_uv_new()).
+ */
+FutoInUvUdp* futoin_uv_udp_ref(FutoInUvUdp* u);
+/**
+ * @brief Drops a reference; the last one closes the socket (queued
+ * datagrams are dropped) and frees it from libuv's close callback.
+ * @param u  the socket (NULL: nothing happens)
+ * @par Ownership
+ * Ends one reference of the caller's; u must not be used afterwards unless
+ * the caller holds another.
+ * @par Thread
+ * The backend's loop thread (the one that called futoin_uv_new()).
+ */
+void futoin_uv_udp_release(FutoInUvUdp* u);
+/**
+ * @brief Closes the socket now, without dropping a reference.
+ *
+ * A waiting futoin_uv_udp_recv() fails with CommError "ECANCELED:
+ * udp_recv HOST:PORT: socket closed", queued datagrams are dropped, later
+ * steps on the socket fail with CommError (EBADF for a send, ECANCELED
+ * for a receive). A send that libuv had queued completes in the
+ * background.
+ * @param u  the socket (NULL: nothing happens)
+ * @par Ownership
+ * References stay as they are: each holder still releases its own.
+ * @par Thread
+ * The backend's loop thread (the one that called futoin_uv_new()).
+ */
+void futoin_uv_udp_close(FutoInUvUdp* u);
+/**
+ * @brief The bound port (useful after port 0).
+ * @param u  the socket
+ * @return the port, 0 if u is NULL
+ * @par Ownership
+ * Reads only.
+ * @par Thread
+ * The backend's loop thread (the one that called futoin_uv_new()).
+ */
+unsigned futoin_uv_udp_port(const FutoInUvUdp* u);
+/**
+ * @brief The libuv handle, e.g. for uv_udp_set_broadcast(),
+ * uv_udp_set_multicast_ttl() or uv_udp_set_multicast_loop().
+ * @param u  the socket
+ * @return its uv_udp_t, NULL if u is NULL
+ * @par Ownership
+ * Borrowed: the socket owns the handle; never close it yourself
+ * (futoin_uv_udp_close()), and do not start or stop receiving on it.
+ * @par Thread
+ * The backend's loop thread (the one that called futoin_uv_new()).
+ */
+uv_udp_t* futoin_uv_udp_handle(FutoInUvUdp* u);
+/**
+ * @brief The datagrams received and queued for the next receive steps.
+ * @param u  the socket
+ * @return their number, 0..FUTOIN_UV_UDP_QUEUE_MAX (0 if u is NULL)
+ * @par Ownership
+ * Reads only.
+ * @par Thread
+ * The backend's loop thread (the one that called futoin_uv_new()).
+ */
+size_t futoin_uv_udp_queued(const FutoInUvUdp* u);
+
+/**
+ * @brief Gives the socket a default peer (uv_udp_connect()): datagrams
+ * from other addresses are no longer received, a send with host NULL goes
+ * to it, and the kernel reports the peer's ICMP errors: a receive or a
+ * send after a datagram to a port where nobody listens fails with
+ * CommError "ECONNREFUSED: ...".
+ * @param u     the socket
+ * @param host  a numeric IPv4/IPv6 address, or NULL to remove the default
+ *              peer (port is then ignored)
+ * @param port  1..65535
+ * @return 0, or a negative libuv error: UV_EINVAL for a NULL u, a closed
+ *         socket, a port out of range or a host that is not a numeric
+ *         address; UV_EISCONN when a peer is set already (remove it
+ *         first); what connect() says otherwise
+ * @par Ownership
+ * host is read during the call only.
+ * @par Thread
+ * The backend's loop thread (the one that called futoin_uv_new()).
+ */
+int futoin_uv_udp_connect(FutoInUvUdp* u, const char* host, unsigned port);
+
+/**
+ * @brief Joins a multicast group on the socket (uv_udp_set_membership()).
+ * @param u      the socket (bind it to the group's port, with
+ *               FUTOIN_UV_UDP_REUSEADDR when several sockets of the host
+ *               join)
+ * @param group  the group's numeric address, e.g. "239.255.0.1" or "ff02::1:3"
+ * @param iface  the local interface's address, or NULL: the kernel chooses
+ * @return 0, or a negative libuv error: UV_EINVAL for NULL u or group, a
+ *         closed socket or an address that is not a multicast one;
+ *         UV_EADDRINUSE when joined already; UV_ENODEV when no interface
+ *         can reach the group (no multicast route); what the kernel says
+ *         otherwise
+ * @par Ownership
+ * group and iface are read during the call only.
+ * @par Thread
+ * The backend's loop thread (the one that called futoin_uv_new()).
+ */
+int futoin_uv_udp_join(FutoInUvUdp* u, const char* group, const char* iface);
+/**
+ * @brief Leaves a multicast group joined with futoin_uv_udp_join().
+ * @param u      the socket
+ * @param group  the group's numeric address
+ * @param iface  the interface given to futoin_uv_udp_join(), or NULL
+ * @return 0, or a negative libuv error: UV_EINVAL as for
+ *         futoin_uv_udp_join(), UV_EADDRNOTAVAIL when not a member
+ * @par Ownership
+ * group and iface are read during the call only.
+ * @par Thread
+ * The backend's loop thread (the one that called futoin_uv_new()).
+ */
+int futoin_uv_udp_leave(FutoInUvUdp* u, const char* group, const char* iface);
+
+/**
+ * @brief Step: sends one datagram.
+ *
+ * Succeeds with no result once libuv has handed the datagram to the
+ * kernel (usually at once, with uv_udp_try_send(); otherwise it waits,
+ * described as "udp_send HOST:PORT"). UDP does not tell whether anybody
+ * received it. A cancelled send may still be completed by libuv in the
+ * background. Errors: CommError "<UV_E...>: udp_send HOST:PORT" (EMSGSIZE
+ * for a datagram larger than the path allows, ENETUNREACH, EACCES for a
+ * broadcast without uv_udp_set_broadcast(), ECONNREFUSED on a connected
+ * socket after an ICMP error, EBADF once the socket is closed); a host
+ * that is not a numeric address: InternalError "EINVAL: udp_send
+ * HOST:PORT: not a numeric address"; host NULL on a socket without a
+ * default peer (futoin_uv_udp_connect()): InternalError "EDESTADDRREQ:
+ * udp_send: no default peer"; out of memory: InternalError "ENOMEM:
+ * udp_send HOST:PORT: out of memory"; futoin_uv_errno() gives the number.
+ * A NULL u, a port or length out of range, NULL data with a length:
+ * InternalError "EINVAL: futoin_uv_udp_send: ..." when the step is added.
+ * @param as    the flow
+ * @param u     the socket (not NULL)
+ * @param host  the destination's numeric IPv4/IPv6 address (copied), or
+ *              NULL: the socket's default peer (futoin_uv_udp_connect())
+ * @param port  1..65535 (ignored with host NULL)
+ * @param data  the bytes (NULL only with len 0); copied now
+ * @param len   0..FUTOIN_UV_UDP_DATAGRAM_MAX
+ * @par Ownership
+ * The step takes a reference to u when it is added, dropped when the step
+ * that added it ends. data and host stay the caller's (the step has
+ * copies).
+ * @par Thread
+ * The backend's loop thread, where futoin_add() is allowed: inside an
+ * execute callback or error handler of the flow as, or on a root that was
+ * not executed yet.
+ */
+void futoin_uv_udp_send(FutoInAsyncSteps* as, FutoInUvUdp* u, const char* host, unsigned port,
+        const void* data, size_t len);
+
+/**
+ * @brief Step: receives one datagram.
+ *
+ * Takes the oldest queued datagram (see FUTOIN_UV_UDP_QUEUE_MAX), or waits
+ * for the next one, described as "udp_recv HOST:PORT" (the socket's own
+ * bound address). Success: arg0 = the datagram (FTN_TYPE_UINT8 |
+ * FTN_TYPE_ARRAY, possibly empty; futoin_uv_arg_bytes()), arg1 = the
+ * sender's numeric address (FTN_TYPE_STRING, "127.0.0.1" or "::1"), arg2 =
+ * the sender's port (FTN_TYPE_UINT32): futoin_uv_udp_send() answers with
+ * arg1 and arg2 as they are.
+ *
+ * On a timeout, root cancel, a failing sibling branch or break/continue,
+ * the socket stops reading (uv_udp_recv_stop()) and stays as it was: the
+ * queued datagrams stay queued and a datagram that arrives later waits in
+ * the kernel for the next receive step; nothing reaches the step that is
+ * gone. One receive step at a time per socket.
+ *
+ * Errors: CommError "EMSGSIZE: udp_recv HOST:PORT: datagram of N bytes
+ * longer than M" (the datagram is consumed: it cannot be received
+ * otherwise), "EMSGSIZE: ...: datagram truncated" for one larger than
+ * FUTOIN_UV_UDP_DATAGRAM_MAX, "ECANCELED: udp_recv HOST:PORT: socket
+ * closed", "EBUSY: udp_recv HOST:PORT: another receive is pending",
+ * "ECONNREFUSED: udp_recv HOST:PORT" (a connected socket whose peer sent
+ * back an ICMP error; reported once, to the waiting or the next receive
+ * step); out of memory: InternalError "ENOMEM: udp_recv HOST:PORT: out of
+ * memory" (a datagram already queued stays queued; one not yet read stays
+ * in the kernel). futoin_uv_errno() gives the number.
+ * @param as   the flow
+ * @param u    the socket (not NULL)
+ * @param max  the longest datagram accepted: 0..FUTOIN_UV_UDP_DATAGRAM_MAX;
+ *             0: FUTOIN_UV_UDP_DATAGRAM_MAX
+ * @par Ownership
+ * The step takes a reference to u when it is added, dropped when the step
+ * that added it ends. The datagram and the address are the next step's
+ * values: borrowed by it, freed by the engine when it returns.
+ * @par Thread
+ * The backend's loop thread, where futoin_add() is allowed: inside an
+ * execute callback or error handler of the flow as, or on a root that was
+ * not executed yet.
+ */
+void futoin_uv_udp_recv(FutoInAsyncSteps* as, FutoInUvUdp* u, size_t max);
+
+/* ------------------------------------------------------------------------ */
+/* Local sockets and pipes                                                   */
+
+/**
+ * @brief Step: connects to a Unix domain stream socket.
+ *
+ * The stream is a FutoInUvStream like a TCP connection: every read, write,
+ * shutdown and close step, references, futoin_uv_stream_peer() (the path)
+ * and the budget work on it as they are; futoin_uv_stream_handle() is NULL
+ * for it. Waits are described with the path: "connect /run/app.sock",
+ * "read /run/app.sock". Success: arg0 = the stream (futoin_uv_stream_type).
+ * Errors: ConnectError "<UV_E...>: connect PATH" ("ENOENT: connect
+ * /run/app.sock" when nobody made it, ECONNREFUSED when nobody listens on
+ * it any more, EACCES, ...), with futoin_uv_errno() its number; a NULL path
+ * or one that is empty or too long for a socket address (107 bytes on
+ * Linux): InternalError "EINVAL: futoin_uv_pipe_connect: ..." when the
+ * step is added; out of memory: InternalError "ENOMEM: connect PATH: out
+ * of memory".
+ * @param as    the flow
+ * @param path  the socket's path (copied)
+ * @par Ownership
+ * The stream value holds one reference, dropped when the next step
+ * returns: take one (futoin_uv_stream_ref()) to keep the connection.
+ * @par Thread
+ * The backend's loop thread, where futoin_add() is allowed: inside an
+ * execute callback or error handler of the flow as, or on a root that was
+ * not executed yet.
+ */
+void futoin_uv_pipe_connect(FutoInAsyncSteps* as, const char* path);
+
+/**
+ * @brief Listens on a Unix domain stream socket at once (not a step).
+ *
+ * The server is a FutoInUvServer like a TCP one: futoin_uv_accept() and
+ * futoin_uv_serve() give streams as futoin_uv_pipe_connect() does, named
+ * by the server's path; "accept /run/app.sock" describes the wait. The
+ * socket file is created by the bind and removed when the server closes
+ * (the last release or futoin_uv_server_close()); an existing file is not
+ * replaced: UV_EADDRINUSE (remove a stale one first). futoin_uv_server_port()
+ * is 0.
+ * @param uv        the backend (NULL: UV_EINVAL)
+ * @param path      the socket's path (not NULL or empty: UV_EINVAL; too
+ *                  long for a socket address, 107 bytes on Linux:
+ *                  UV_ENAMETOOLONG)
+ * @param backlog   1..INT_MAX; 0: 511
+ * @param uv_error  receives the libuv error on failure (may be NULL)
+ * @return the listening server with one reference, or NULL: UV_EINVAL,
+ *         UV_ENAMETOOLONG as above, UV_ENOMEM, or the error of the bind or
+ *         listen (UV_EADDRINUSE, UV_EACCES, UV_ENOENT for a missing
+ *         directory, ...)
+ * @par Ownership
+ * The caller holds the reference: futoin_uv_server_release() stops
+ * listening, removes the file and frees the server (with the last one).
+ * @par Thread
+ * The backend's loop thread (the one that called futoin_uv_new()).
+ */
+FutoInUvServer* futoin_uv_pipe_server_new(FutoInUv* uv, const char* path, int backlog,
+        int* uv_error);
+
+/**
+ * @brief Step form of futoin_uv_pipe_server_new(): listens when the step
+ * runs.
+ *
+ * Success: arg0 = the server (futoin_uv_server_type). Errors: ConnectError
+ * "<UV_E...>: listen PATH" ("EADDRINUSE: listen /run/app.sock"), with
+ * futoin_uv_errno() its number; a NULL path or a negative backlog:
+ * InternalError "EINVAL: futoin_uv_pipe_listen: ..." when the step is added.
+ * @param as       the flow
+ * @param path     as futoin_uv_pipe_server_new(); copied
+ * @param backlog  as futoin_uv_pipe_server_new()
+ * @par Ownership
+ * The server value holds one reference, dropped when the next step
+ * returns: take one (futoin_uv_server_ref()) to keep the server listening.
+ * @par Thread
+ * The backend's loop thread, where futoin_add() is allowed: inside an
+ * execute callback or error handler of the flow as, or on a root that was
+ * not executed yet.
+ */
+void futoin_uv_pipe_listen(FutoInAsyncSteps* as, const char* path, int backlog);
+
+/**
+ * @brief Wraps a descriptor of yours as a stream (uv_pipe_open()): one end
+ * of a pipe(2), a socketpair(2) or an inherited socket.
+ *
+ * The descriptor is put in non-blocking mode; read, write, shutdown and
+ * close steps work on it as on any stream ("read fd 5" describes a wait;
+ * the end of the other side is "EOF: read: connection closed by peer").
+ * Closing the stream closes the descriptor.
+ * @param uv        the backend (NULL: UV_EINVAL)
+ * @param fd        the descriptor (negative: UV_EINVAL)
+ * @param uv_error  receives the libuv error on failure (may be NULL)
+ * @return the stream with one reference, or NULL: UV_EINVAL, UV_ENOMEM, or
+ *         what uv_pipe_open() says (UV_EBADF, ...)
+ * @par Ownership
+ * On success the descriptor passes to the stream: do not close it
+ * yourself. On failure it stays yours. The caller holds the stream's
+ * reference (futoin_uv_stream_release() or a futoin_uv_close() step).
+ * @par Thread
+ * The backend's loop thread (the one that called futoin_uv_new()).
+ */
+FutoInUvStream* futoin_uv_pipe_open(FutoInUv* uv, int fd, int* uv_error);
+
+/**
+ * @brief The credentials of the process at the other end of a Unix socket
+ * (SO_PEERCRED): who connected, or whom we connected to, as they were at
+ * connect() time.
+ * @param s    a local stream (futoin_uv_pipe_connect(), an accepted one of
+ *             futoin_uv_pipe_server_new(), futoin_uv_pipe_open() of a
+ *             socket)
+ * @param pid  receives the peer's process id (may be NULL)
+ * @param uid  receives its user id (may be NULL)
+ * @param gid  receives its group id (may be NULL)
+ * @return 0; UV_EINVAL for NULL s; UV_ENOTSUP for a TCP stream, a pipe(2)
+ *         and on platforms other than Linux; UV_EBADF once the stream is
+ *         closed; another libuv error from getsockopt()
+ * @par Ownership
+ * Reads only; nothing is written on failure.
+ * @par Thread
+ * The backend's loop thread (the one that called futoin_uv_new()).
+ */
+int futoin_uv_stream_peer_cred(FutoInUvStream* s, long* pid, long* uid, long* gid);
 
 /* ------------------------------------------------------------------------ */
 /* DNS, files, time                                                          */

@@ -7,6 +7,7 @@
 
 #include <limits.h>
 #include <stdatomic.h>
+#include <sys/un.h>
 
 /* Internal to the library: futoin__uv_* stays out of the shared object's
  * symbol table (scripts/check-abi.sh checks it). */
@@ -48,9 +49,16 @@ struct FutoInUvBudget {
 };
 
 struct FutoInUvStream {
-    uv_tcp_t tcp; /* tcp.data points back here */
+    /* A TCP connection or a local one (a Unix socket, a pipe): both are
+     * uv_stream_t underneath, which every read and write step uses. The
+     * handle's data points back here. */
+    union {
+        uv_tcp_t tcp;
+        uv_pipe_t pipe;
+    };
     FutoInUv* uv;
     uint32_t refs;
+    uint8_t is_pipe; /* pipe is the handle (peer is set when it is made) */
     uint8_t closing; /* uv_close() was called (or shutdown is in progress) */
     uint8_t closed;  /* the close callback ran: memory goes with the last ref */
     uint8_t reading; /* uv_read_start() is active */
@@ -84,15 +92,19 @@ struct FutoInUvStream {
 };
 
 struct FutoInUvServer {
-    uv_tcp_t tcp;
+    union {
+        uv_tcp_t tcp;
+        uv_pipe_t pipe; /* a Unix socket server: is_pipe */
+    };
     FutoInUv* uv;
     uint32_t refs;
     uint8_t closing;
     uint8_t closed;
+    uint8_t is_pipe;
     unsigned pending; /* connections reported by libuv, not yet accepted */
     int error;        /* a listen error not yet reported to an accept step */
     unsigned port;
-    char name[64];            /* "host:port" it listens on */
+    char name[112];           /* "host:port" or the path it listens on */
     FutoInAsyncSteps* acc_as; /* the pending accept step */
     /* The listening socket it shares with other servers of the process
      * (FUTOIN_UV_SERVER_REUSEPORT where the kernel does not balance, in
@@ -215,6 +227,11 @@ typedef struct {
 } StreamParams;
 
 FutoInUvStream* futoin__uv_stream_alloc(FutoInUv* uv);
+/* The longest path of a Unix socket, its NUL included (libuv would cut a
+ * longer one short instead of refusing it). */
+#define FUTOIN_UV_PIPE_PATH_MAX sizeof(((struct sockaddr_un*)0)->sun_path)
+/* A stream on a uv_pipe_t (uv_pipe.c); peer names it in wait texts. */
+FutoInUvStream* futoin__uv_pipe_alloc(FutoInUv* uv, const char* peer);
 /* Initiates uv_close() (idempotent); pending steps fail with CommError. */
 void futoin__uv_stream_close(FutoInUvStream* s);
 /* uv_close() unless it was called already. */

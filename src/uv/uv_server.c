@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * TCP servers: listen, accept, and an accept loop.
+ * Servers: TCP and Unix socket listeners, accept, and an accept loop.
  *
  * Accepting is pull-based: libuv reports a pending connection, and if no
  * accept step waits the connection stays in the kernel (libuv pauses the
@@ -197,6 +197,10 @@ static void on_server_closed(uv_handle_t* h)
     srv->closed = 1;
     share_release(srv->share);
     srv->share = NULL;
+    if (srv->is_pipe && srv->name[0]) {
+        /* The socket file is the server's: it goes with it. */
+        unlink(srv->name);
+    }
     if (srv->refs == 0) {
         server_destroy(srv);
     }
@@ -271,7 +275,8 @@ FutoInUvServer* futoin_uv_arg_server(const FutoInArgs* args, int i)
 /* Accepts one reported connection into a new stream (one reference). */
 static int accept_one(FutoInUvServer* srv, FutoInUvStream** out)
 {
-    FutoInUvStream* s = futoin__uv_stream_alloc(srv->uv);
+    FutoInUvStream* s = srv->is_pipe ? futoin__uv_pipe_alloc(srv->uv, srv->name)
+                                     : futoin__uv_stream_alloc(srv->uv);
     if (!s) {
         return UV_ENOMEM;
     }
@@ -439,6 +444,51 @@ FutoInUvServer* futoin_uv_server_new_ex(FutoInUv* uv, const char* host, unsigned
     return srv;
 }
 
+FutoInUvServer* futoin_uv_pipe_server_new(FutoInUv* uv, const char* path, int backlog,
+        int* uv_error)
+{
+    int dummy;
+    if (!uv_error) {
+        uv_error = &dummy;
+    }
+    *uv_error = 0;
+    if (!uv || !path || !*path || backlog < 0) {
+        *uv_error = UV_EINVAL;
+        return NULL;
+    }
+    if (strlen(path) >= FUTOIN_UV_PIPE_PATH_MAX) {
+        *uv_error = UV_ENAMETOOLONG;
+        return NULL;
+    }
+    FutoInUvServer* srv = calloc(1, sizeof(*srv));
+    if (!srv) {
+        *uv_error = UV_ENOMEM;
+        return NULL;
+    }
+    int err = uv_pipe_init(uv->uv, &srv->pipe, 0);
+    if (err) {
+        free(srv);
+        *uv_error = err;
+        return NULL;
+    }
+    srv->pipe.data = srv;
+    srv->uv = uv;
+    srv->is_pipe = 1;
+    err = uv_pipe_bind(&srv->pipe, path);
+    if (!err) {
+        /* Bound: from here on the file is the server's to remove. */
+        snprintf(srv->name, sizeof(srv->name), "%s", path);
+        err = uv_listen((uv_stream_t*)&srv->pipe, backlog > 0 ? backlog : 511, on_connection);
+    }
+    if (err) {
+        server_close(srv);
+        *uv_error = err;
+        return NULL;
+    }
+    srv->refs = 1;
+    return srv;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Steps                                                                     */
 
@@ -488,6 +538,46 @@ void futoin_uv_tcp_listen(FutoInAsyncSteps* as, const char* host, unsigned port,
         memcpy(p, host, hlen + 1);
         memcpy(p + hlen + 1, &port, sizeof(port));
         memcpy(p + hlen + 1 + sizeof(port), &backlog, sizeof(backlog));
+    }
+}
+
+static void pipe_listen_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    const char* path = data;
+    int backlog;
+    memcpy(&backlog, path + strlen(path) + 1, sizeof(backlog));
+    FutoInUv* uv = futoin__uv_require(as, "listen");
+    if (!uv) {
+        return;
+    }
+    int err = 0;
+    FutoInUvServer* srv = futoin_uv_pipe_server_new(uv, path, backlog, &err);
+    if (!srv) {
+        futoin__uv_failf(as, FUTOIN_CONNECT_ERROR, err, "listen %s", path);
+        return;
+    }
+    futoin_success1(as, futoin_val_custom(&futoin_uv_server_type, srv));
+}
+
+void futoin_uv_pipe_listen(FutoInAsyncSteps* as, const char* path, int backlog)
+{
+    if (!path) {
+        futoin__uv_add_fail(as, "EINVAL: futoin_uv_pipe_listen: path is NULL");
+        return;
+    }
+    if (backlog < 0) {
+        futoin__uv_add_failf(as,
+                "EINVAL: futoin_uv_pipe_listen: backlog %d out of range (0: default, 1..INT_MAX)",
+                backlog);
+        return;
+    }
+    size_t plen = strlen(path);
+    char* p = futoin__uv_add_step(as, pipe_listen_start, plen + 1 + sizeof(backlog), NULL,
+            "listen: out of memory");
+    if (p) {
+        memcpy(p, path, plen + 1);
+        memcpy(p + plen + 1, &backlog, sizeof(backlog));
     }
 }
 

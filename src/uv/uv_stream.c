@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * TCP streams: the stream object, its references and closing, its input
+ * Streams (TCP, and local ones: uv_pipe.c): the stream object, its references and closing, its input
  * budget and read-ahead settings, its peer's name, and the stream as a
  * step result (futoin_uv_stream_type). The steps on a stream are in
  * uv_connect.c, uv_read.c and uv_write.c.
@@ -182,7 +182,7 @@ void futoin_uv_stream_release(FutoInUvStream* s)
 
 uv_tcp_t* futoin_uv_stream_handle(FutoInUvStream* s)
 {
-    return s ? &s->tcp : NULL;
+    return s && !s->is_pipe ? &s->tcp : NULL;
 }
 
 size_t futoin_uv_stream_buffered(const FutoInUvStream* s)
@@ -199,7 +199,7 @@ int futoin_uv_stream_is_open(const FutoInUvStream* s)
  * an accepted peer (looked up once). "" while unknown. */
 const char* futoin__uv_stream_peer(FutoInUvStream* s)
 {
-    if (!s->peer[0] && !s->closing) {
+    if (!s->peer[0] && !s->closing && !s->is_pipe) {
         struct sockaddr_storage a;
         int len = (int)sizeof(a);
         if (uv_tcp_getpeername(&s->tcp, (struct sockaddr*)&a, &len) == 0) {
