@@ -103,8 +103,8 @@ CMAKE_DIR="$LIBDIR/cmake/futoin_asyncsteps"
 expected=("$INCDIR/futoin/version.h")
 for h in "$SRC_DIR"/include/futoin/*.h "$SRC_DIR"/include/futoin/*.hpp; do
     name=$(basename "$h")
-    if [ "$name" = uv.h ] && [ $HAVE_UV = 0 ]; then
-        [ ! -e "$INCDIR/futoin/uv.h" ] || fail "futoin/uv.h is installed without the libuv backend"
+    if { [ "$name" = uv.h ] || [ "$name" = uv.hpp ]; } && [ $HAVE_UV = 0 ]; then
+        [ ! -e "$INCDIR/futoin/$name" ] || fail "futoin/$name is installed without the libuv backend"
         continue
     fi
     expected+=("$INCDIR/futoin/$name")

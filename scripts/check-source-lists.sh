@@ -41,6 +41,12 @@ done
 for f in examples/uv/*.c bench/*.c; do
     check "$(dirname "$f")/CMakeLists.txt" "$(basename "$f")" "$f"
 done
+for f in tests/uv/test_*.cpp; do
+    check tests/uv/CMakeLists.txt "$(basename "$f")" "$f"
+done
+for f in examples/uv/cxx/*.cpp; do
+    check examples/uv/CMakeLists.txt "cxx/$(basename "$f")" "$f"
+done
 for f in include/futoin/*.h; do
     check CMakeLists.txt "$(basename "$f")" "$f"
 done

@@ -1076,6 +1076,35 @@ public:
     /** @param c the completion  @param eh the await step's error handler
      * eh(Steps&, std::string_view code)  @return *this */
     template <class EH> Steps& await(FutoInCompletion* c, EH&& eh);
+    /**
+     * Adds a step that waits for a std::future-like object without
+     * blocking the loop: std::future<T>, std::shared_future<T>, anything
+     * with wait_for(duration) answering a status whose ::ready means
+     * ready, and get(). The step succeeds with get()'s value (typed, as
+     * success() passes it: the next step takes a T; nothing for void) or,
+     * when get() throws, fails as a step that throws does (a futoin::Error
+     * with its code, another std::exception InternalError with what()).
+     *
+     * The step polls: it checks at once, then from a loop timer, first
+     * after 1 ms, the interval doubling up to max_poll (so a value that
+     * comes late is seen within max_poll). No thread waits on the future.
+     * The future and the timer live in the step's stack() memory: a
+     * cancel, a timeout (set_timeout() around it) or the root's end
+     * cancels the timer and destroys the future, so nothing completes the
+     * step late. Beware that the destructor of the last future of a
+     * std::async() task blocks until the task ends: give such a future a
+     * timeout only if its task ends soon, or keep a std::shared_future of
+     * it elsewhere. Without exceptions, get() of a failed future aborts.
+     * @param fut the future (moved into the step)
+     * @param max_poll the longest interval between two checks (at least
+     * 1 ms; rounded up to ms)
+     * @return *this
+     * @par Thread
+     * The loop's thread; the future may be fulfilled from any thread.
+     */
+    template <class Fut>
+    Steps& await_future(Fut&& fut,
+            std::chrono::milliseconds max_poll = std::chrono::milliseconds(16));
 
 protected:
     FutoInAsyncSteps* as_; /**< the C object */
@@ -1730,6 +1759,115 @@ template <class T, class... A> inline T* Steps::state(const char* name, A&&... a
 template <class T, class... A> inline T* Steps::stack(A&&... args)
 {
     return detail::stack_new<T>(as_, std::forward<A>(args)...);
+}
+
+namespace detail {
+
+    /* The state of an await_future() step, in its stack() memory: the
+ * future, the poll timer and its interval. Destroyed with the step, which
+ * cancels the timer. */
+    template <class Fut> struct FuturePoll {
+        FuturePoll(Fut&& f, FutoInAsyncSteps* a, FutoInLoop* l, std::uint32_t m)
+            : fut(std::move(f))
+            , as(a)
+            , loop(l)
+            , max_ms(m)
+        {
+            std::memset(&timer, 0, sizeof(timer));
+        }
+        FuturePoll(const FuturePoll&) = delete;
+        FuturePoll& operator=(const FuturePoll&) = delete;
+        ~FuturePoll()
+        {
+            futoin_loop_cancel(loop, &timer);
+        }
+        bool ready()
+        {
+            using Status = decltype(fut.wait_for(std::chrono::seconds(0)));
+            return fut.wait_for(std::chrono::seconds(0)) == Status::ready;
+        }
+        /* Completes the step with get(): the step (and *this) may be gone
+         * when it returns. */
+        void deliver() noexcept
+        {
+            Steps s(as);
+            guarded(as, [&] {
+                if constexpr (std::is_void_v<decltype(fut.get())>) {
+                    fut.get();
+                    s.success();
+                } else {
+                    s.success(fut.get());
+                }
+            });
+        }
+        /* Checks: ready, it completes the step (*this may be gone after:
+         * 0); not ready, it arms the timer (1); -1 when out of memory. */
+        int poll() noexcept
+        {
+            bool r = false;
+            guarded_quiet("await_future(): wait_for()", [&] { r = ready(); });
+            if (r) {
+                deliver();
+                return 0;
+            }
+            timer = futoin_loop_deferred(loop, interval_ms, this, &fire);
+            if (!futoin_loop_is_valid(loop, &timer)) {
+                return -1;
+            }
+            interval_ms = interval_ms >= max_ms / 2 ? max_ms : interval_ms * 2;
+            return 1;
+        }
+        static void fire(void* data) noexcept
+        {
+            FuturePoll* p = static_cast<FuturePoll*>(data);
+            std::memset(&p->timer, 0, sizeof(p->timer));
+            if (p->poll() < 0) {
+                futoin_error(p->as, FUTOIN_INTERNAL_ERROR, "await_future(): out of memory");
+            }
+        }
+
+        Fut fut;
+        FutoInAsyncSteps* as;
+        FutoInLoop* loop;
+        FutoInHandle timer;
+        std::uint32_t interval_ms = 1;
+        std::uint32_t max_ms;
+    };
+
+} // namespace detail
+
+template <class Fut>
+inline Steps& Steps::await_future(Fut&& fut, std::chrono::milliseconds max_poll)
+{
+    using FD = std::decay_t<Fut>;
+    std::uint32_t m = 1;
+    if (max_poll.count() > 1) {
+        m = max_poll.count() >= static_cast<std::chrono::milliseconds::rep>(
+                    std::numeric_limits<std::uint32_t>::max())
+                ? std::numeric_limits<std::uint32_t>::max()
+                : static_cast<std::uint32_t>(max_poll.count());
+    }
+    return add([f = FD(std::forward<Fut>(fut)), m](Steps& as) mutable {
+        FutoInLoop* loop = as.event_loop();
+        if (!loop) {
+            as.error(FUTOIN_INTERNAL_ERROR, "await_future(): the flow has no FutoInLoop");
+            return;
+        }
+        detail::FuturePoll<FD>* p = as.stack<detail::FuturePoll<FD>>(std::move(f), as.handle(),
+                loop, m);
+        if (!p) {
+            as.error(FUTOIN_INTERNAL_ERROR, "await_future(): no stack() memory");
+            return;
+        }
+        const int r = p->poll();
+        if (r < 0) {
+            as.error(FUTOIN_INTERNAL_ERROR, "await_future(): out of memory");
+            return;
+        }
+        if (r > 0) {
+            as.wait_external(); /* the timer completes the step */
+        }
+    });
 }
 
 /**
