@@ -114,6 +114,8 @@
  *   "sleep 100 ms"             futoin_uv_sleep()
  *   "udp_recv 127.0.0.1:5000"  futoin_uv_udp_recv() (the socket's address)
  *   "udp_send 10.0.0.1:53"     a datagram the kernel did not take at once
+ *   "wait pid 1234 /bin/sh"    futoin_uv_process_wait() (pid and file)
+ *   "read pid 1234 stdout"     reads and writes on a child's pipes
  * The peer of a stream is futoin_uv_stream_peer(). A step that completes
  * without waiting describes nothing.
  *
@@ -159,6 +161,8 @@ typedef struct FutoInUv FutoInUv;
 typedef struct FutoInUvStream FutoInUvStream;
 /** A listening TCP or Unix domain socket, reference counted (opaque). */
 typedef struct FutoInUvServer FutoInUvServer;
+/** A child process (futoin_uv_spawn()), reference counted (opaque). */
+typedef struct FutoInUvProcess FutoInUvProcess;
 
 /* ------------------------------------------------------------------------ */
 /* Backend                                                                   */
@@ -1639,6 +1643,195 @@ void futoin_uv_sleep(FutoInAsyncSteps* as, uint32_t ms);
  * hands it to the loop thread.
  */
 void futoin_uv_signal_wait(FutoInAsyncSteps* as, const int* signals, size_t count);
+
+/* ------------------------------------------------------------------------ */
+/* Child processes                                                           */
+
+/** What a child's standard descriptor (FutoInUvSpawnOptions.stdio) is. */
+enum FutoInUvStdio {
+    /** The child shares this process's descriptor (the default: 0). */
+    FUTOIN_UV_STDIO_INHERIT = 0,
+    /** The child gets /dev/null. */
+    FUTOIN_UV_STDIO_IGNORE = 1,
+    /** A pipe to this process: a FutoInUvStream (futoin_uv_process_stdio()),
+     * written for stdin, read for stdout and stderr. */
+    FUTOIN_UV_STDIO_PIPE = 2
+};
+
+/** The grace period between the term signal and SIGKILL when
+ * FutoInUvSpawnOptions.kill_grace_ms is 0. */
+#define FUTOIN_UV_KILL_GRACE_MS_DEFAULT 5000u
+
+/** What futoin_uv_spawn() starts; zero it, then set file (and what else
+ * differs from the defaults). Only read during the call. */
+typedef struct FutoInUvSpawnOptions {
+    /** The program: a path, or a name looked up in PATH (execvp()). */
+    const char* file;
+    /** The arguments, argv[0] first, NULL-terminated; NULL: { file, NULL }. */
+    const char* const* argv;
+    /** The environment, "NAME=value" strings, NULL-terminated; NULL: this
+     * process's own. */
+    const char* const* env;
+    /** The working directory; NULL: this process's. */
+    const char* cwd;
+    /** stdin, stdout, stderr: enum FutoInUvStdio each (0: inherit). */
+    int stdio[3];
+    /** After the term signal, how long the child may take to exit before
+     * SIGKILL (ms); 0: FUTOIN_UV_KILL_GRACE_MS_DEFAULT. */
+    uint32_t kill_grace_ms;
+    /** The signal that asks the child to end; 0: SIGTERM. */
+    int term_signal;
+} FutoInUvSpawnOptions;
+
+/**
+ * @brief Starts a child process at once (uv_spawn(); not a step).
+ *
+ * The child runs opts->file with opts->argv, opts->env and opts->cwd; its
+ * descriptors 0, 1 and 2 are inherited, /dev/null or pipes, as opts->stdio
+ * says; every other descriptor of this process stays out of it (libuv
+ * opens its own with O_CLOEXEC). A piped descriptor is a stream of the
+ * process (futoin_uv_process_stdio()) that the read, write, shutdown and
+ * close steps use as any other; "read pid 1234 stdout" describes a wait.
+ * libuv reaps the child when it exits (SIGCHLD): futoin_uv_process_wait()
+ * and futoin_uv_process_exited() tell how it ended.
+ *
+ * The kill policy, for a futoin_uv_process_wait() step that is cancelled
+ * or times out, and for a process whose last reference is released while
+ * the child runs: the child is sent opts->term_signal (SIGTERM), then
+ * SIGKILL if it has not exited kill_grace_ms later; libuv reaps it either
+ * way. Until then the process keeps futoin_uv_run() alive, and its memory
+ * and handles stay: never a zombie, never a handle freed early.
+ *
+ * futoin_uv_free() kills (SIGKILL) and reaps every child still running at
+ * once, waiting for each in waitpid() (SIGKILL cannot be caught: it is
+ * short). A process still referenced then also gets a FUTOIN_LOG_WARNING
+ * line "futoin_uv_free: child processes not released (killed and reaped)",
+ * and its memory is lost: release every process before.
+ * @param uv        the backend (NULL: UV_EINVAL)
+ * @param opts      what to start (NULL, a NULL or empty file, a stdio mode
+ *                  or a term_signal outside 0..64: UV_EINVAL)
+ * @param uv_error  receives the libuv error on failure (may be NULL)
+ * @return the process with one reference, or NULL: UV_EINVAL as above,
+ *         UV_ENOMEM, or what uv_spawn() says: UV_ENOENT for a program that
+ *         does not exist, UV_EACCES, UV_ENOTDIR or UV_ENOENT for a bad cwd,
+ *         UV_EMFILE, UV_EAGAIN, ... (futoin_uv_errno() is for steps; this
+ *         number is uv_error)
+ * @par Ownership
+ * The caller holds the reference: futoin_uv_process_release(). The
+ * strings of opts are copied by libuv before the call returns.
+ * @par Thread
+ * The backend's loop thread (the one that called futoin_uv_new()).
+ */
+FutoInUvProcess* futoin_uv_spawn(FutoInUv* uv, const FutoInUvSpawnOptions* opts, int* uv_error);
+
+/**
+ * @brief Takes a reference to a process.
+ * @param p  the process (NULL: NULL)
+ * @return p
+ * @par Ownership
+ * The caller owes one futoin_uv_process_release() for it.
+ * @par Thread
+ * The backend's loop thread (the one that called futoin_uv_new()).
+ */
+FutoInUvProcess* futoin_uv_process_ref(FutoInUvProcess* p);
+
+/**
+ * @brief Drops one reference; the last one, while the child runs, ends it
+ * by the kill policy (futoin_uv_spawn()).
+ *
+ * The process's memory and its streams' references go when the child has
+ * exited and libuv has closed its handles.
+ * @param p  the process (NULL: nothing happens)
+ * @par Ownership
+ * Ends one reference of the caller's. Streams of the process that the
+ * caller took references to stay open until those are released.
+ * @par Thread
+ * The backend's loop thread (the one that called futoin_uv_new()).
+ */
+void futoin_uv_process_release(FutoInUvProcess* p);
+
+/**
+ * @brief A piped standard descriptor of the child as a stream.
+ * @param p   the process
+ * @param fd  0 (stdin: write to it), 1 (stdout) or 2 (stderr: read them)
+ * @return the stream, or NULL: p NULL, fd not 0..2, or that descriptor not
+ *         FUTOIN_UV_STDIO_PIPE
+ * @par Ownership
+ * Borrowed: the process holds a reference until it goes; take one
+ * (futoin_uv_stream_ref()) to keep the stream longer, and pass such a
+ * reference, not the borrowed one, to futoin_uv_close(). To send the
+ * child an end of input, close stdin: futoin_uv_stream_close().
+ * @par Thread
+ * The backend's loop thread (the one that called futoin_uv_new()).
+ */
+FutoInUvStream* futoin_uv_process_stdio(FutoInUvProcess* p, int fd);
+
+/**
+ * @brief The child's process id.
+ * @param p  the process
+ * @return the pid (also after the child exited); 0 for NULL
+ * @par Ownership
+ * Reads only.
+ * @par Thread
+ * The backend's loop thread (the one that called futoin_uv_new()).
+ */
+long futoin_uv_process_pid(const FutoInUvProcess* p);
+
+/**
+ * @brief Sends a signal to the child (uv_process_kill()).
+ * @param p       the process
+ * @param signum  the signal (0 checks that the child exists)
+ * @return 0; UV_EINVAL for NULL p or signum outside 0..64; UV_ESRCH once
+ *         the child's exit was reported; another error of kill()
+ * @par Ownership
+ * Nothing passes.
+ * @par Thread
+ * The backend's loop thread (the one that called futoin_uv_new()).
+ */
+int futoin_uv_process_kill(FutoInUvProcess* p, int signum);
+
+/**
+ * @brief Whether the child's exit was reported, and how it ended.
+ * @param p            the process
+ * @param status       receives the exit status (0 when a signal ended
+ *                     it); may be NULL
+ * @param term_signal  receives the signal that ended it, or 0; may be NULL
+ * @return 1 once the child exited (libuv reaped it); 0 while it runs, and
+ *         for NULL (nothing written then)
+ * @par Ownership
+ * Reads only.
+ * @par Thread
+ * The backend's loop thread (the one that called futoin_uv_new()).
+ */
+int futoin_uv_process_exited(const FutoInUvProcess* p, int64_t* status, int* term_signal);
+
+/**
+ * @brief Step: waits until the child exits.
+ *
+ * Success: arg0 = the exit status (FTN_TYPE_INT64; 0 when a signal ended
+ * the child), arg1 = the signal that ended it (FTN_TYPE_INT32; 0 for a
+ * normal exit). A child that exited already completes the step at once.
+ * "wait pid 1234 /bin/sh" describes the wait. When the step is cancelled
+ * or times out (futoin_set_timeout() on the step that adds it, root cancel,
+ * ...), the child is ended by the kill policy of futoin_uv_spawn() (term
+ * signal, SIGKILL after the grace period) and reaped; nothing reaches the
+ * step afterwards.
+ *
+ * Errors: InternalError "EINVAL: futoin_uv_process_wait: p is NULL" when
+ * the step is added; InternalError "EBUSY: wait pid N FILE: another step
+ * waits for it" (one wait step at a time per process); out of memory:
+ * InternalError "wait: out of memory".
+ * @param as  the flow
+ * @param p   the process
+ * @par Ownership
+ * The step takes a reference to p when it is added, dropped when the step
+ * that added it ends.
+ * @par Thread
+ * The backend's loop thread, where futoin_add() is allowed: inside an
+ * execute callback or error handler of the flow as, or on a root that was
+ * not executed yet.
+ */
+void futoin_uv_process_wait(FutoInAsyncSteps* as, FutoInUvProcess* p);
 
 #ifdef __cplusplus
 } /* extern "C" */

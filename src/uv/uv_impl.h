@@ -37,6 +37,8 @@ struct FutoInUv {
     uint8_t in_pump;
     uint8_t idle_on;
     uint8_t running; /* futoin_uv_run() is on the stack */
+    /* Child processes whose exit libuv has not reported (uv_process.c). */
+    FutoInUvProcess* procs;
 };
 
 enum FutoInUvReadMode { RD_NONE = 0, RD_LINE, RD_UNTIL, RD_EXACT, RD_SOME, RD_WAITDATA };
@@ -181,6 +183,13 @@ FutoInBinaryValue futoin__uv_bytes_adopt(char* data, size_t n, int as_string);
 /* The largest signal number futoin_uv_signal_wait() accepts (Linux has
  * 64; libuv refuses what the platform lacks when the step starts). */
 #define FUTOIN_UV_SIGNAL_NUMBER_MAX 64
+
+/* ---- child processes: uv_process.c ---- */
+
+/* futoin_uv_free(): kills (SIGKILL) and reaps every child still running
+ * and closes the handles of every process of uv; returns how many of them
+ * the caller still referenced. */
+unsigned futoin__uv_process_shutdown(FutoInUv* uv);
 
 /* ---- name lookups: uv_lookup.c ---- */
 

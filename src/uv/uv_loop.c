@@ -212,6 +212,10 @@ void futoin_uv_free(FutoInUv* u)
     /* From here on no other thread calls on_wakeup(), so none touches the
      * async handle any more. */
     futoin_loop_set_wakeup(u->loop, NULL, NULL);
+    if (futoin__uv_process_shutdown(u)) {
+        futoin_log_write(FUTOIN_LOG_WARNING,
+                "futoin_uv_free: child processes not released (killed and reaped)");
+    }
     uv_close((uv_handle_t*)&u->timer, on_handle_closed);
     uv_close((uv_handle_t*)&u->idle, on_handle_closed);
     uv_close((uv_handle_t*)&u->check, on_handle_closed);
