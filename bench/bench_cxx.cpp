@@ -113,6 +113,56 @@ void cxx_pooled100(futoin::Root& root)
     }
 }
 
+// No capture at all: the lambda reaches its counter through a global.
+void cxx_nocap100(futoin::Root& root)
+{
+    for (int k = 0; k < 100; ++k) {
+        root.add([](Steps&) { ++g_cnt; });
+    }
+}
+// Three values captured (24 bytes): too big for data, so a pooled block
+// per step, copied in once.
+void cxx_cap3_100(futoin::Root& root)
+{
+    std::uint64_t* c = &g_cnt;
+    std::uint64_t one = 1;
+    std::uint64_t zero = 0;
+    for (int k = 0; k < 100; ++k) {
+        root.add([c, one, zero](Steps&) { *c += one + zero; });
+    }
+}
+
+void st_give2(FutoInAsyncSteps* as, void*, const FutoInArgs*)
+{
+    futoin_success2(as, futoin_val_i32(2), futoin_val_bool(1));
+}
+void st_take2(FutoInAsyncSteps*, void* data, const FutoInArgs* args)
+{
+    if (futoin_arg_bool(args, 1, false)) {
+        *static_cast<std::uint64_t*>(data) += static_cast<std::uint64_t>(futoin_arg_i32(args, 0,
+                0));
+    }
+}
+void c_typed2_100(futoin::Root& root)
+{
+    for (int k = 0; k < 50; ++k) {
+        futoin_add(root.handle(), st_give2, nullptr, nullptr);
+        futoin_add(root.handle(), st_take2, nullptr, &g_cnt);
+    }
+}
+void cxx_typed2_100(futoin::Root& root)
+{
+    std::uint64_t* c = &g_cnt;
+    for (int k = 0; k < 50; ++k) {
+        root.add([](Steps& as) { as.success(2, true); });
+        root.add([c](Steps&, int v, bool b) {
+            if (b) {
+                *c += static_cast<std::uint64_t>(v);
+            }
+        });
+    }
+}
+
 void c_typed3_100(futoin::Root& root)
 {
     for (int k = 0; k < 50; ++k) {
@@ -166,6 +216,10 @@ struct Workload {
 const Workload g_workloads[] = {
     { "c_chain100", c_chain100 },
     { "cxx_chain100", cxx_chain100 },
+    { "cxx_nocap100", cxx_nocap100 },
+    { "cxx_cap3_100", cxx_cap3_100 },
+    { "c_typed2_100", c_typed2_100 },
+    { "cxx_typed2_100", cxx_typed2_100 },
     { "c_typed100", c_typed100 },
     { "cxx_typed100", cxx_typed100 },
     { "cxx_pooled100", cxx_pooled100 },

@@ -65,9 +65,11 @@ if [ "$1" = cxx ]; then
     # a C++ compiler is found; N = chains of 100 steps.
     cmake --build "$(dirname "$bin")/.." --target futoin_bench_cxx -j2 >/dev/null
     bin="$(dirname "$bin")/futoin_bench_cxx"
-    set -- c_chain100 200 2200 cxx_chain100 200 2200 c_typed100 200 2200 \
+    set -- c_chain100 200 2200 cxx_chain100 200 2200 cxx_nocap100 200 2200 \
+        cxx_cap3_100 200 2200 c_typed2_100 200 2200 cxx_typed2_100 200 2200 \
+        c_typed100 200 2200 \
         cxx_typed100 200 2200 cxx_pooled100 200 2200 c_typed3_100 200 2200 \
-        cxx_typed3_100 200 2200 c_recover100 200 2200 cxx_recover100 200 2200 \
+        cxx_typed3_100 200 2200 c_recover100 200 2200 cxx_recover100 20 220 \
         cxx_recover_ret100 200 2200
 fi
 
