@@ -259,6 +259,8 @@ def _c_pointer(x, ctype):
         return ffi.NULL
     if isinstance(x, int):
         return ffi.cast(ctype, x)
+    # A cdata of another FFI: through its address (cffi's cast takes any
+    # pointer cdata to an integer).
     return ffi.cast(ctype, ffi.cast("uintptr_t", x))
 
 
@@ -268,7 +270,7 @@ def _add_owned(ptr, sd):
     eh = sd.on_error
     if eh is None:
         c_eh = ffi.NULL
-    elif callable(eh):
+    elif not isinstance(eh, (ffi.CData, int)):
         c_eh = lib.pyf_on_error
     else:
         # A C error handler (a function pointer of a C module); it gets the
