@@ -9,7 +9,7 @@ import pytest
 import futoin_asyncsteps as fa
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SRC = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
+SRC = os.environ.get("FUTOIN_SOURCE_DIR") or os.path.normpath(os.path.join(HERE, "..", "..", ".."))
 
 
 @pytest.fixture
