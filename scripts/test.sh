@@ -37,8 +37,12 @@
 #      (scripts/cross-test.sh aarch64; 64-bit ARM, little-endian).
 #  13. s390x under qemu-user: the same (scripts/cross-test.sh s390x;
 #      64-bit big-endian).
+#  14. the Python binding (bindings/python, docs/PYTHON.md): its cffi
+#      extension built in a temporary directory against the library of
+#      stage 1 (TEST_BUILD_ROOT/gcc), then its pytest suites with Debian's
+#      /usr/bin/python3 (a few seconds).
 #
-#   bash scripts/test.sh           the full run, stages 0-13 (CI; about 15 min)
+#   bash scripts/test.sh           the full run, stages 0-14 (CI; about 15 min)
 #   bash scripts/test.sh --quick   stages 0 and 1 only, for the inner development
 #                                  loop (a few minutes)
 #
@@ -87,7 +91,7 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 STAGES=("source checks" "gcc Release -Werror" "clang-tidy lint" "clang ASan+UBSan"
     "gcc valgrind" "clang TSan (threads)" "fuzz engine vs model" "install + consumers"
     "gcc 32-bit step layout" "API reference (Doxygen)" "debian packages"
-    "portable POSIX path" "aarch64 (qemu-user)" "s390x (qemu-user)")
+    "portable POSIX path" "aarch64 (qemu-user)" "s390x (qemu-user)" "python binding")
 if [ $QUICK = 1 ]; then
     STAGES=("source checks" "gcc Release -Werror")
 fi
@@ -299,5 +303,23 @@ passed
 
 stage "s390x (qemu-user)"
 CROSS_BUILD_DIR="$BUILD_ROOT/cross-s390x" JOBS=$JOBS bash scripts/cross-test.sh s390x
+passed
+
+# 14 ------------------------------------------------------------------------
+# The Python binding on the static library of stage 1: the package is
+# copied to a temporary directory (nothing is written into the tree), its
+# extension built there, then the pytest suites run with Debian's Python
+# (not a pyenv one on PATH without these packages).
+stage "python binding"
+futoin_need python3-cffi python3-dev python3-pytest python3-setuptools
+PY_DIR="$BUILD_ROOT/python"
+rm -rf "$PY_DIR"
+mkdir -p "$PY_DIR"
+cp -r "$ROOT_DIR/bindings/python/." "$PY_DIR/"
+(cd "$PY_DIR" && FUTOIN_BUILD_DIR="$BUILD_ROOT/gcc" FUTOIN_INCLUDE_DIRS="$ROOT_DIR/include" \
+    /usr/bin/python3 setup.py -q build_ext --inplace)
+(cd "$PY_DIR" && FUTOIN_BUILD_DIR="$BUILD_ROOT/gcc" FUTOIN_INCLUDE_DIRS="$ROOT_DIR/include" \
+    FUTOIN_SOURCE_DIR="$ROOT_DIR" PYTHONPATH="$PY_DIR" \
+    /usr/bin/python3 -m pytest -q -p no:cacheprovider tests)
 passed
 CURRENT=""

@@ -1,0 +1,921 @@
+# SPDX-License-Identifier: MIT
+"""FutoIn AsyncSteps for Python: a cffi binding of futoin_asyncsteps.
+
+    import futoin_asyncsteps as fa
+
+    loop = fa.Loop()
+    with fa.Root(loop) as root:
+        root.add(lambda as_: as_.success(1, "two"))
+        root.add(lambda as_, a, b: print(a, b))
+        root.run()
+
+docs/PYTHON.md describes the API, the lifetime of callables and values,
+and how exceptions become step errors.
+"""
+import sys
+import time
+import traceback
+from collections.abc import Mapping, MutableMapping
+
+from ._native import ffi, lib
+
+__all__ = [
+    "Error",
+    "MisuseError",
+    "Loop",
+    "Root",
+    "Steps",
+    "Mutex",
+    "Throttle",
+    "Limiter",
+    "live_count",
+    "version",
+]
+
+# What the C side holds a handle to: step data, values that are Python
+# objects, state mappings, roots. Each key is unique (a small holder
+# object), its value the cffi handle the C side has; the entry goes away
+# exactly once, when the library says it is done with the pointer.
+_live = {}
+
+# Labels of loops, break and continue: kept for the process (few).
+_labels = {}
+
+
+def live_count():
+    """How many Python objects the C side currently holds (for leak checks)."""
+    return len(_live)
+
+
+def version():
+    """The version of the library the binding runs with."""
+    return ffi.string(lib.futoin_version()).decode()
+
+
+class Error(Exception):
+    """A step error: raise it in a step, or get it from Root.run().
+
+    code is the FutoIn error code ("Timeout", "MyError", ...), info its
+    error_info."""
+
+    def __init__(self, code, info=""):
+        super().__init__(code, info)
+        self.code = str(code)
+        self.info = "" if info is None else str(info)
+
+    def __str__(self):
+        return "%s: %s" % (self.code, self.info) if self.info else self.code
+
+
+class MisuseError(RuntimeError):
+    """A call that the binding refuses: a step used after it ended, more
+    than four values, a root used after close()."""
+
+
+class _Unwind(BaseException):
+    """Raised by Steps.error(), break_loop() and continue_loop() inside a
+    callback; the binding catches it when the callback returns."""
+
+
+def _report(exc):
+    """An exception that cannot become a step error (in a cancel handler,
+    an unhandled-error callback, a step that already completed)."""
+    sys.stderr.write("futoin_asyncsteps: exception in a callback:\n")
+    traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
+
+
+def _cstr(s):
+    if s is None:
+        return ffi.NULL
+    return s.encode("utf-8", "surrogateescape") if isinstance(s, str) else bytes(s)
+
+
+def _label(label):
+    if label is None:
+        return ffi.NULL
+    c = _labels.get(label)
+    if c is None:
+        c = _labels[label] = ffi.new("char[]", _cstr(label))
+    return c
+
+
+def _exc_to_error(exc):
+    if isinstance(exc, Error):
+        return exc.code, exc.info
+    msg = str(exc)
+    name = type(exc).__name__
+    return "InternalError", ("%s: %s" % (name, msg)) if msg else name
+
+
+def _error_info(ptr):
+    return ffi.string(lib.futoin_error_info(ptr)).decode("utf-8", "surrogateescape")
+
+
+# ---- values -----------------------------------------------------------------
+
+
+class _Box:
+    """A Python object travelling as a binary value."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+
+_ARRAY_CTYPES = {
+    lib.FTN_TYPE_INT8: "int8_t",
+    lib.FTN_TYPE_INT16: "int16_t",
+    lib.FTN_TYPE_INT32: "int32_t",
+    lib.FTN_TYPE_INT64: "int64_t",
+    lib.FTN_TYPE_UINT16: "uint16_t",
+    lib.FTN_TYPE_UINT32: "uint32_t",
+    lib.FTN_TYPE_UINT64: "uint64_t",
+    lib.FTN_TYPE_FLOAT: "float",
+    lib.FTN_TYPE_DOUBLE: "double",
+    lib.FTN_TYPE_BOOL: "bool",
+}
+_SCALARS = {
+    lib.FTN_TYPE_BOOL: lambda v: bool(v.b),
+    lib.FTN_TYPE_INT8: lambda v: v.i8,
+    lib.FTN_TYPE_INT16: lambda v: v.i16,
+    lib.FTN_TYPE_INT32: lambda v: v.i32,
+    lib.FTN_TYPE_INT64: lambda v: v.i64,
+    lib.FTN_TYPE_UINT8: lambda v: v.u8,
+    lib.FTN_TYPE_UINT16: lambda v: v.u16,
+    lib.FTN_TYPE_UINT32: lambda v: v.u32,
+    lib.FTN_TYPE_UINT64: lambda v: v.u64,
+    lib.FTN_TYPE_FLOAT: lambda v: v.f,
+    lib.FTN_TYPE_DOUBLE: lambda v: v.d,
+}
+
+
+def _from_value(p):
+    """The Python value of a FutoInBinaryValue* (borrowed: converted now)."""
+    t = p.type
+    if t == ffi.NULL:
+        return None
+    flags = t.flags
+    base = flags & lib.FTN_BASE_TYPE_MASK
+    if flags & lib.FTN_TYPE_ARRAY:
+        if base == lib.FTN_TYPE_UINT8:
+            return ffi.unpack(ffi.cast("const char*", p.p), p.length)
+        ctype = _ARRAY_CTYPES.get(base)
+        if ctype is not None:
+            return ffi.unpack(ffi.cast("const %s*" % ctype, p.p), p.length)
+        return p.p
+    if base == lib.FTN_TYPE_STRING:
+        return ffi.unpack(p.cstr, p.length).decode("utf-8", "surrogateescape")
+    if base == lib.FTN_TYPE_CUSTOM_OBJECT:
+        if lib.pyf_is_object(p):
+            return ffi.from_handle(p.custom_data).obj
+        return p.custom_data
+    conv = _SCALARS.get(base)
+    return conv(p) if conv else p.p
+
+
+def _from_args(args):
+    if args == ffi.NULL:
+        return ()
+    vals = [_from_value(args.args + i) for i in range(4)]
+    while vals and vals[-1] is None:
+        vals.pop()
+    return tuple(vals)
+
+
+def _to_value(x):
+    t = type(x)
+    if t is bool:
+        return lib.futoin_val_bool(x)
+    if t is int:
+        if -(1 << 63) <= x < (1 << 63):
+            return lib.futoin_val_i64(x)
+        if 0 <= x < (1 << 64):
+            return lib.futoin_val_u64(x)
+    elif t is float:
+        return lib.futoin_val_double(x)
+    elif t is str:
+        b = x.encode("utf-8", "surrogateescape")
+        v = lib.pyf_val_str(b, len(b))
+        if v.type == ffi.NULL:
+            raise MemoryError("futoin_asyncsteps: a string value")
+        return v
+    elif t is bytes or t is bytearray or t is memoryview:
+        b = bytes(x)
+        v = lib.pyf_val_bytes(b, len(b))
+        if v.type == ffi.NULL:
+            raise MemoryError("futoin_asyncsteps: a bytes value")
+        return v
+    box = _Box(x)
+    h = ffi.new_handle(box)
+    _live[box] = h
+    return lib.pyf_val_object(h)
+
+
+def _make_args(values):
+    if len(values) > 4:
+        raise MisuseError("at most four values pass from a step to the next")
+    args = ffi.new("FutoInArgs*")
+    try:
+        for i, x in enumerate(values):
+            if x is not None:
+                args.args[i] = _to_value(x)
+    except BaseException:
+        for i in range(4):
+            lib.futoin_reset_binval(args.args + i)
+        raise
+    return args
+
+
+@ffi.def_extern()
+def pyf_object_release(handle):
+    box = ffi.from_handle(handle)
+    del _live[box]
+
+
+# ---- step data ----------------------------------------------------------------
+
+
+class _StepData:
+    """What a step of Python code needs: held (through _live) until the
+    library calls the step's destroy, exactly once however it ends."""
+
+    __slots__ = ("kind", "fn", "on_error", "extra", "label", "cancel_fn", "waiting", "dead")
+
+    def __init__(self, kind, fn, on_error=None, extra=None, label=None):
+        self.kind = kind
+        self.fn = fn
+        self.on_error = on_error
+        self.extra = extra
+        self.label = label
+        self.cancel_fn = None
+        self.waiting = None
+        self.dead = False
+
+
+def _c_pointer(x, ctype):
+    """A C pointer from a cdata of any FFI (a C module's) or an address."""
+    if x is None:
+        return ffi.NULL
+    if isinstance(x, int):
+        return ffi.cast(ctype, x)
+    # A cdata of another FFI: through its address (cffi's cast takes any
+    # pointer cdata to an integer).
+    return ffi.cast(ctype, ffi.cast("uintptr_t", x))
+
+
+def _add_owned(ptr, sd):
+    h = ffi.new_handle(sd)
+    _live[sd] = h
+    eh = sd.on_error
+    if eh is None:
+        c_eh = ffi.NULL
+    elif not isinstance(eh, (ffi.CData, int)):
+        c_eh = lib.pyf_on_error
+    else:
+        # A C error handler (a function pointer of a C module); it gets the
+        # step's data pointer, which it must not use.
+        c_eh = _c_pointer(eh, "FutoInAsyncSteps_error_callback")
+    # On a refused call, destroy runs before this returns.
+    lib.futoin_add_owned(ptr, lib.pyf_step, c_eh, h, lib.pyf_destroy)
+
+
+@ffi.def_extern()
+def pyf_destroy(data):
+    sd = ffi.from_handle(data)
+    sd.dead = True
+    w = sd.waiting
+    if w is not None:
+        w._done = True
+        sd.waiting = None
+    extra = sd.extra
+    if sd.kind == "sync" and extra is not None:
+        extra[0].dead = True
+        _live.pop(extra[0], None)
+    del _live[sd]
+
+
+class _Adder:
+    """The calls that add steps: shared by Root and Steps."""
+
+    __slots__ = ()
+
+    def _adder_ptr(self):
+        raise NotImplementedError
+
+    def add(self, fn, on_error=None):
+        """Adds a step: fn(as_, *results_of_the_previous_step); on_error
+        (optional) is on_error(as_, code) for errors of the step and its
+        sub-steps (a Python callable, or a C function pointer)."""
+        if not callable(fn):
+            raise TypeError("add(): fn must be callable")
+        _add_owned(self._adder_ptr(), _StepData("step", fn, on_error))
+        return self
+
+    def add_c(self, fn, on_error=None, data=None):
+        """Adds a C step: fn and on_error are C function pointers (cdata of
+        any cffi module, or addresses), data a C pointer passed to them.
+        Nothing is owned: data must outlive the step."""
+        lib.futoin_add_owned(
+            self._adder_ptr(),
+            _c_pointer(fn, "FutoInAsyncSteps_execute_callback"),
+            _c_pointer(on_error, "FutoInAsyncSteps_error_callback"),
+            _c_pointer(data, "void*"),
+            ffi.NULL,
+        )
+        return self
+
+    def parallel(self, on_error=None):
+        """Adds a parallel step; add branches with .add() on what it returns
+        before the step runs."""
+        p = _Parallel()
+        _add_owned(self._adder_ptr(), _StepData("parallel", None, on_error, p))
+        return p
+
+    def loop(self, fn, label=None):
+        """Adds a loop: fn(as_) runs until as_.break_loop()."""
+        _add_owned(self._adder_ptr(), _StepData("loop", fn, None, None, _label(label)))
+        return self
+
+    def repeat(self, count, fn, label=None):
+        """Adds a loop of count iterations: fn(as_, i)."""
+        _add_owned(self._adder_ptr(), _StepData("repeat", fn, None, int(count), _label(label)))
+        return self
+
+    def for_each(self, iterable, fn, label=None):
+        """Adds a loop over an iterable: fn(as_, index, item), or
+        fn(as_, key, value) over a mapping. The iterable is read lazily,
+        one item per iteration."""
+        if isinstance(iterable, Mapping):
+            it = iter(iterable.items())
+        else:
+            it = enumerate(iterable)
+        _add_owned(self._adder_ptr(), _StepData("foreach", fn, None, it, _label(label)))
+        return self
+
+    def sync(self, obj, fn, on_error=None):
+        """Adds a step that runs inside a Mutex, Throttle or Limiter."""
+        if not callable(fn):
+            raise TypeError("sync(): fn must be callable")
+        ptr = self._adder_ptr()
+        inner = _StepData("step", fn, on_error)
+        # The inner step lives inside the outer (owned) one: released with it.
+        _live[inner] = ffi.new_handle(inner)
+        _add_owned(ptr, _StepData("sync", None, None, (inner, obj)))
+        return self
+
+
+class _Parallel:
+    __slots__ = ("branches", "started")
+
+    def __init__(self):
+        self.branches = []
+        self.started = False
+
+    def add(self, fn, on_error=None):
+        """Adds a branch."""
+        if self.started:
+            raise MisuseError("parallel(): branches are added before the step runs")
+        if not callable(fn):
+            raise TypeError("add(): fn must be callable")
+        self.branches.append((fn, on_error))
+        return self
+
+
+class _State(MutableMapping):
+    """The root's state: a mapping shared by the root's steps and branches;
+    "error_info" reads the flow's last error info."""
+
+    __slots__ = ("_d", "_ptr")
+
+    def __init__(self, d, ptr):
+        self._d = d
+        self._ptr = ptr
+
+    def __getitem__(self, key):
+        if key == "error_info" and key not in self._d:
+            return _error_info(self._ptr)
+        return self._d[key]
+
+    def __setitem__(self, key, value):
+        self._d[key] = value
+
+    def __delitem__(self, key):
+        del self._d[key]
+
+    def __iter__(self):
+        return iter(self._d)
+
+    def __len__(self):
+        return len(self._d)
+
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __setattr__(self, name, value):
+        if name in _State.__slots__:
+            object.__setattr__(self, name, value)
+        else:
+            self._d[name] = value
+
+
+class _StateDict:
+    __slots__ = ("d",)
+
+    def __init__(self):
+        self.d = {}
+
+
+_STATE_NAME = ffi.new("char[]", b"futoin.python.state")
+
+
+@ffi.def_extern()
+def pyf_state_alloc(data):
+    sd = _StateDict()
+    h = ffi.new_handle(sd)
+    _live[sd] = h
+    return h
+
+
+@ffi.def_extern()
+def pyf_state_free(data, value):
+    del _live[ffi.from_handle(value)]
+
+
+class Steps(_Adder):
+    """The AsyncSteps interface a callback gets (as_): valid while the
+    callback runs, and after wait_external() until the step completes."""
+
+    __slots__ = ("_ptr", "_sd", "_in_cb", "_done", "_waiting")
+
+    def __init__(self, ptr, sd):
+        self._ptr = ptr
+        self._sd = sd
+        self._in_cb = True
+        self._done = False
+        self._waiting = False
+
+    def _adder_ptr(self):
+        self._check(False)
+        return self._ptr
+
+    def _check(self, completing):
+        if self._sd.dead or self._done:
+            raise MisuseError("the step is over")
+        if not self._in_cb and not (completing and self._waiting):
+            raise MisuseError("the step's interface used outside its callback")
+
+    def success(self, *values):
+        """Completes the step with up to four values."""
+        self._check(True)
+        args = _make_args(values)
+        self._done = True
+        lib.futoin_success_args(self._ptr, args)
+
+    def error(self, code, info=None):
+        """Fails the step with code; info becomes error_info. Inside the
+        callback it does not return (the binding unwinds the callback)."""
+        self._check(True)
+        self._done = True
+        lib.futoin_error(self._ptr, _cstr(str(code)), _cstr(None if info is None else str(info)))
+        if self._in_cb:
+            raise _Unwind()
+
+    def success_step(self):
+        """The step completes after its sub-steps (successStep())."""
+        self._check(False)
+        lib.futoin_success_step(self._ptr, ffi.NULL)
+
+    def set_timeout(self, seconds):
+        """Fails the step with Timeout unless it completes in time."""
+        self._check(False)
+        ms = max(0, int(round(float(seconds) * 1000)))
+        lib.futoin_set_timeout(self._ptr, min(ms, 0xFFFFFFFF))
+
+    def set_cancel(self, fn):
+        """fn(as_) runs if the step is cancelled (cancel, timeout, an
+        error elsewhere) before it completed."""
+        self._check(False)
+        self._sd.cancel_fn = fn
+        lib.futoin_set_cancel(self._ptr, lib.pyf_on_cancel, _live[self._sd])
+
+    def wait_external(self):
+        """The step completes only by a later success() or error() on this
+        object (from another callback, an asyncio task...)."""
+        self._check(False)
+        self._waiting = True
+        self._sd.waiting = self
+        lib.futoin_set_cancel(self._ptr, lib.pyf_on_cancel, _live[self._sd])
+        lib.futoin_wait_external(self._ptr)
+
+    def await_(self, awaitable):
+        """Waits for an asyncio future or coroutine: the step succeeds
+        with its result (None: no value) or fails with its exception. The
+        loop must be driven by asyncio (Loop.attach_asyncio())."""
+        from . import aio
+
+        aio.await_in_step(self, awaitable)
+
+    def break_loop(self, label=None):
+        """Leaves the innermost loop, or the loop with that label."""
+        self._check(False)
+        self._done = True
+        lib.futoin_break(self._ptr, _label(label))
+        raise _Unwind()
+
+    def continue_loop(self, label=None):
+        """Starts the next iteration of the innermost loop, or of the loop
+        with that label."""
+        self._check(False)
+        self._done = True
+        lib.futoin_continue(self._ptr, _label(label))
+        raise _Unwind()
+
+    @property
+    def error_info(self):
+        """The info of the flow's last error, or a break/continue label."""
+        return _error_info(self._ptr)
+
+    @property
+    def state(self):
+        """The root's state mapping (shared with its branches)."""
+        self._check(False)
+        h = lib.futoin_state(self._ptr, _STATE_NAME, lib.pyf_state_alloc, lib.pyf_state_free, ffi.NULL)
+        return _State(ffi.from_handle(h).d, self._ptr)
+
+    @property
+    def c_pointer(self):
+        """The FutoInAsyncSteps* (for C code called from the step)."""
+        return self._ptr
+
+
+def _run(steps, fn, *args):
+    try:
+        fn(steps, *args)
+    except _Unwind:
+        pass
+    except Exception as exc:  # a step error: the exception's code and info
+        if steps._done or steps._sd.dead:
+            _report(exc)
+        else:
+            code, info = _exc_to_error(exc)
+            steps._done = True
+            lib.futoin_error(steps._ptr, _cstr(code), _cstr(info))
+    finally:
+        steps._in_cb = False
+
+
+@ffi.def_extern()
+def pyf_step(ptr, data, args):
+    sd = ffi.from_handle(data)
+    kind = sd.kind
+    if kind == "step":
+        _run(Steps(ptr, sd), sd.fn, *_from_args(args))
+    elif kind == "parallel":
+        par = sd.extra
+        par.started = True
+        p = lib.futoin_parallel(ptr, ffi.NULL, ffi.NULL)
+        for fn, eh in par.branches:
+            _add_owned(p, _StepData("step", fn, eh))
+        par.branches = None
+    elif kind == "loop" or kind == "foreach":
+        lib.futoin_add_loop(ptr, lib.pyf_loop_body, data, sd.label)
+    elif kind == "repeat":
+        lib.futoin_repeat(ptr, sd.extra, lib.pyf_repeat_body, data, sd.label)
+    elif kind == "sync":
+        inner, obj = sd.extra
+        eh = lib.pyf_on_error if inner.on_error is not None else ffi.NULL
+        lib.futoin_add_sync(ptr, obj._ptr, lib.pyf_step, eh, _live[inner])
+
+
+@ffi.def_extern()
+def pyf_loop_body(ptr, data):
+    sd = ffi.from_handle(data)
+    steps = Steps(ptr, sd)
+    if sd.kind == "foreach":
+        try:
+            item = next(sd.extra)
+        except StopIteration:
+            steps._done = True
+            lib.futoin_break(ptr, sd.label)
+            return
+        except Exception as exc:
+            _run(steps, _raiser, exc)
+            return
+        _run(steps, sd.fn, *item)
+    else:
+        _run(steps, sd.fn)
+
+
+def _raiser(steps, exc):
+    raise exc
+
+
+@ffi.def_extern()
+def pyf_repeat_body(ptr, data, i):
+    sd = ffi.from_handle(data)
+    _run(Steps(ptr, sd), sd.fn, i)
+
+
+@ffi.def_extern()
+def pyf_on_error(ptr, data, code):
+    sd = ffi.from_handle(data)
+    _run(Steps(ptr, sd), sd.on_error, ffi.string(code).decode("utf-8", "surrogateescape"))
+
+
+@ffi.def_extern()
+def pyf_on_cancel(ptr, data):
+    sd = ffi.from_handle(data)
+    w = sd.waiting
+    if w is not None:
+        w._done = True
+        sd.waiting = None
+    fn = sd.cancel_fn
+    sd.cancel_fn = None
+    if fn is not None:
+        steps = Steps(ptr, sd)
+        steps._done = True  # the step is over: only its own clean-up is left
+        try:
+            fn(steps)
+        except BaseException as exc:
+            _report(exc)
+
+
+# ---- loop and roots -------------------------------------------------------------
+
+
+class Loop:
+    """An event loop: the real clock (default) or a virtual one for tests."""
+
+    def __init__(self, virtual=False):
+        self._ptr = lib.futoin_loop_new_virtual() if virtual else lib.futoin_loop_new()
+        if self._ptr == ffi.NULL:
+            raise MemoryError("futoin_loop_new()")
+        self.virtual = bool(virtual)
+        self._roots = {}
+        self._syncs = []
+        self._driver = None
+
+    def _check(self):
+        if self._ptr is None:
+            raise MisuseError("the loop is closed")
+        return self._ptr
+
+    def run(self):
+        """Runs until no work is left."""
+        lib.futoin_loop_run(self._check())
+
+    def iterate(self):
+        """One round, never sleeps: returns (more, next_delay) with
+        next_delay in seconds (0.0: callbacks are waiting, None: nothing
+        is scheduled)."""
+        nd = ffi.new("int64_t*")
+        more = lib.futoin_loop_iterate(self._check(), nd)
+        return more, (None if nd[0] < 0 else nd[0] / 1000.0)
+
+    def next_delay(self):
+        """The plan of iterate() without running anything (seconds or None)."""
+        nd = lib.futoin_loop_next_delay(self._check())
+        return None if nd < 0 else nd / 1000.0
+
+    def stop(self):
+        lib.futoin_loop_stop(self._check())
+
+    @property
+    def now(self):
+        """The loop's clock, in seconds."""
+        return lib.futoin_loop_now(self._check()) / 1000.0
+
+    def advance(self, seconds):
+        """Virtual clock: moves time forward, running what becomes due."""
+        lib.futoin_loop_advance(self._check(), max(0, int(round(seconds * 1000))))
+
+    def attach_asyncio(self, aio_loop=None):
+        """Drives this loop from an asyncio event loop (futoin_asyncsteps.aio)."""
+        from . import aio
+
+        if self._driver is None:
+            self._driver = aio.Driver(self, aio_loop)
+        return self._driver
+
+    def root(self):
+        """A new Root on this loop."""
+        return Root(self)
+
+    def close(self):
+        """Frees the loop: its roots first (cancelled if running)."""
+        if self._ptr is None:
+            return
+        if self._driver is not None:
+            self._driver.close()
+            self._driver = None
+        ptr = self._ptr
+        lib.futoin_loop_free(ptr)
+        self._ptr = None
+        for root in list(self._roots):
+            root._ptr = None
+        self._roots.clear()
+        for s in self._syncs:
+            s._ptr = None
+        self._syncs = []
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class Root(_Adder):
+    """A root AsyncSteps: add steps, then execute(), run() or
+    await run_async(). close() frees it (a running root is cancelled)."""
+
+    def __init__(self, loop):
+        self.event_loop = loop
+        self._ptr = lib.futoin_asyncsteps_new(loop._check())
+        if self._ptr == ffi.NULL:
+            raise MemoryError("futoin_asyncsteps_new()")
+        h = ffi.new_handle(self)
+        loop._roots[self] = h
+        lib.futoin_set_on_end(self._ptr, lib.pyf_on_end, h)
+        self._on_unhandled = None
+        self._waiters = []
+        self.running = False
+        self.end = None
+
+    def _adder_ptr(self):
+        if self._ptr is None:
+            raise MisuseError("the root is closed")
+        return self._ptr
+
+    def execute(self, on_unhandled=None):
+        """Starts the root. on_unhandled(code, info) is called if an error
+        escapes every handler (default: a line on stderr)."""
+        ptr = self._adder_ptr()
+        self._on_unhandled = on_unhandled
+        self.end = None
+        self.running = True
+        lib.futoin_execute(ptr, lib.pyf_unhandled, self.event_loop._roots[self])
+        return self
+
+    def cancel(self):
+        """Cancels a running root: cancel handlers run innermost first."""
+        lib.futoin_cancel(self._adder_ptr())
+
+    def run(self):
+        """Executes the root and runs the loop until the root ends: returns
+        the last step's result (None, a value, or a tuple of values) or
+        raises Error."""
+        loop = self.event_loop
+        self.execute(on_unhandled=_quiet)
+        while self.running:
+            _more, delay = loop.iterate()
+            if not self.running:
+                break
+            if delay is None:
+                self.cancel()
+                raise Error("InternalError", "the loop ran dry with the root still waiting")
+            if delay > 0:
+                if loop.virtual:
+                    loop.advance(delay)
+                else:
+                    time.sleep(delay)
+        return self._result()
+
+    async def run_async(self):
+        """Executes the root and waits for its end in asyncio code (the loop
+        is attached to the running asyncio loop): the result as run()."""
+        import asyncio
+
+        self.event_loop.attach_asyncio()
+        fut = asyncio.get_running_loop().create_future()
+        self._waiters.append(fut)
+        self.execute(on_unhandled=_quiet)
+        await fut
+        return self._result()
+
+    def _result(self):
+        reason, code, info, values = self.end
+        if reason == "success":
+            if not values:
+                return None
+            return values[0] if len(values) == 1 else values
+        if reason == "error":
+            raise Error(code, info)
+        raise Error("Cancelled" if reason == "cancelled" else "Freed", "")
+
+    def close(self):
+        """Frees the root (cancelled first if running)."""
+        ptr = self._ptr
+        if ptr is None:
+            return
+        self._ptr = None
+        lib.futoin_asyncsteps_free(ptr)
+        self.event_loop._roots.pop(self, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _quiet(code, info):
+    pass
+
+
+_REASONS = {
+    lib.FUTOIN_END_SUCCESS: "success",
+    lib.FUTOIN_END_ERROR: "error",
+    lib.FUTOIN_END_CANCELLED: "cancelled",
+    lib.FUTOIN_END_FREED: "freed",
+}
+
+
+@ffi.def_extern()
+def pyf_unhandled(ptr, data, code):
+    root = ffi.from_handle(data)
+    code = ffi.string(code).decode("utf-8", "surrogateescape")
+    info = _error_info(ptr)
+    cb = root._on_unhandled
+    try:
+        if cb is None:
+            sys.stderr.write("futoin_asyncsteps: unhandled error %s: %s\n" % (code, info))
+        else:
+            cb(code, info)
+    except BaseException as exc:
+        _report(exc)
+
+
+@ffi.def_extern()
+def pyf_on_end(ptr, data, end):
+    root = ffi.from_handle(data)
+    reason = _REASONS.get(end.reason, "freed")
+    code = ffi.string(end.code).decode("utf-8", "surrogateescape") if end.code != ffi.NULL else None
+    info = ffi.string(end.info).decode("utf-8", "surrogateescape") if end.info != ffi.NULL else ""
+    values = _from_args(end.results) if end.results != ffi.NULL else ()
+    root.end = (reason, code, info, values)
+    root.running = False
+    waiters, root._waiters = root._waiters, []
+    for w in waiters:
+        try:
+            if not w.done():
+                w.set_result(None)
+        except BaseException as exc:
+            _report(exc)
+
+
+# ---- sync objects -----------------------------------------------------------------
+
+
+class _Sync:
+    def __init__(self, loop, ptr):
+        if ptr == ffi.NULL:
+            raise MemoryError("a sync object")
+        self._ptr = ptr
+        loop._syncs.append(self)
+        self._loop = loop
+
+    def close(self):
+        """Frees the object; MisuseError while flows still use it."""
+        if self._ptr is None:
+            return
+        if lib.futoin_sync_free(self._ptr) != 0:
+            raise MisuseError("the sync object is still in use")
+        self._ptr = None
+        self._loop._syncs.remove(self)
+
+
+UNLIMITED = lib.FUTOIN_SYNC_UNLIMITED
+
+
+class Mutex(_Sync):
+    """At most max flows inside at once, at most max_queue waiting."""
+
+    def __init__(self, loop, max=1, max_queue=UNLIMITED):
+        super().__init__(loop, lib.futoin_mutex_new(loop._check(), max, max_queue))
+
+
+class Throttle(_Sync):
+    """At most max entries per period (seconds), at most max_queue waiting."""
+
+    def __init__(self, loop, max, period=1.0, max_queue=UNLIMITED):
+        ms = int(round(period * 1000))
+        super().__init__(loop, lib.futoin_throttle_new(loop._check(), max, ms, max_queue))
+
+
+class Limiter(_Sync):
+    """Concurrency and rate limits combined (FutoInLimiterOptions)."""
+
+    def __init__(self, loop, concurrent=1, max_queue=0, rate=1, period=1.0, burst=0):
+        opts = ffi.new("FutoInLimiterOptions*")
+        lib.futoin_limiter_options_init(opts)
+        opts.concurrent = concurrent
+        opts.max_queue = max_queue
+        opts.rate = rate
+        opts.period_ms = int(round(period * 1000))
+        opts.burst = burst
+        super().__init__(loop, lib.futoin_limiter_new(loop._check(), opts))

@@ -1,0 +1,68 @@
+# SPDX-License-Identifier: MIT
+# Shared fixtures: loops (virtual and real), and the small C module of the
+# mixed-flow tests, built with cffi into a temporary directory.
+import os
+import sys
+
+import pytest
+
+import futoin_asyncsteps as fa
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.environ.get("FUTOIN_SOURCE_DIR") or os.path.normpath(os.path.join(HERE, "..", "..", ".."))
+
+
+@pytest.fixture
+def vloop():
+    loop = fa.Loop(virtual=True)
+    yield loop
+    loop.close()
+
+
+@pytest.fixture
+def loop():
+    loop = fa.Loop()
+    yield loop
+    loop.close()
+
+
+@pytest.fixture(autouse=True)
+def no_leak():
+    before = fa.live_count()
+    yield
+    assert fa.live_count() == before
+
+
+@pytest.fixture(scope="session")
+def cmod(tmp_path_factory):
+    """The C steps of tests/csteps.c as a cffi module (no library linked:
+    it uses the header's inline calls through the interface's table)."""
+    from cffi import FFI
+
+    ffi = FFI()
+    ffi.cdef(
+        """
+        typedef struct FutoInAsyncSteps_ FutoInAsyncSteps;
+        typedef struct FutoInArgs_ FutoInArgs;
+        void c_add_one(FutoInAsyncSteps* as, void* data, const FutoInArgs* args);
+        void c_pair(FutoInAsyncSteps* as, void* data, const FutoInArgs* args);
+        void c_fail(FutoInAsyncSteps* as, void* data, const FutoInArgs* args);
+        void c_recover(FutoInAsyncSteps* as, void* data, const char* code);
+        void c_wait(FutoInAsyncSteps* as, void* data, const FutoInArgs* args);
+        extern int c_cancelled;
+        """
+    )
+    include = [os.path.join(SRC, "include")]
+    build_dir = os.environ.get("FUTOIN_BUILD_DIR")
+    if build_dir:
+        include.insert(0, os.path.join(build_dir, "include"))
+    include += [p for p in os.environ.get("FUTOIN_INCLUDE_DIRS", "").split(":") if p]
+    with open(os.path.join(HERE, "csteps.c")) as f:
+        source = f.read()
+    ffi.set_source("_futoin_csteps", source, include_dirs=include, extra_compile_args=["-std=gnu11"])
+    out = tmp_path_factory.mktemp("csteps")
+    ffi.compile(tmpdir=str(out))
+    sys.path.insert(0, str(out))
+    import _futoin_csteps
+
+    return _futoin_csteps

@@ -1,0 +1,80 @@
+# SPDX-License-Identifier: MIT
+# The loop driven by asyncio: flows and coroutines side by side on one
+# thread, real timers, a step awaiting a coroutine, a root awaited.
+import asyncio
+import time
+
+import pytest
+
+import futoin_asyncsteps as fa
+
+
+def test_root_awaited_with_timers(loop):
+    log = []
+
+    async def ticker():
+        for i in range(3):
+            log.append("tick")
+            await asyncio.sleep(0.01)
+
+    async def sleepy(value):
+        await asyncio.sleep(0.02)
+        log.append("awaited")
+        return value
+
+    def timed(as_):
+        as_.set_timeout(0.03)
+        as_.wait_external()
+
+    async def main():
+        root = fa.Root(loop)
+        root.add(lambda as_: as_.await_(sleepy(20)))
+        root.add(lambda as_, v: as_.success(v + 1))
+        start = time.monotonic()
+        result, _ = await asyncio.gather(root.run_async(), ticker())
+        root.close()
+        root = fa.Root(loop)
+        root.add(timed)
+        with pytest.raises(fa.Error) as e:
+            await root.run_async()
+        elapsed = time.monotonic() - start
+        root.close()
+        return result, e.value.code, elapsed
+
+    result, code, elapsed = asyncio.run(main())
+    assert result == 21
+    assert code == "Timeout"
+    assert "awaited" in log and log.count("tick") == 3
+    assert 0.05 <= elapsed < 2.0
+
+
+def test_await_failure_and_cancel(loop):
+    cancelled = []
+
+    async def bad():
+        await asyncio.sleep(0)
+        raise fa.Error("Remote", "failed")
+
+    async def forever():
+        try:
+            await asyncio.sleep(100)
+        except asyncio.CancelledError:
+            cancelled.append(True)
+            raise
+
+    async def main():
+        root = fa.Root(loop)
+        root.add(lambda as_: as_.await_(bad()), lambda as_, code: as_.success(code, as_.error_info))
+        r = await root.run_async()
+        root.close()
+        root = fa.Root(loop)
+        root.add(lambda as_: as_.await_(forever()))
+        root.execute()
+        await asyncio.sleep(0.01)
+        root.cancel()
+        await asyncio.sleep(0.01)
+        root.close()
+        return r
+
+    assert asyncio.run(main()) == ("Remote", "failed")
+    assert cancelled == [True]

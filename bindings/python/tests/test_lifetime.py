@@ -1,0 +1,87 @@
+# SPDX-License-Identifier: MIT
+# Callables and values are kept alive exactly as long as their step needs
+# them: reference counts and traced memory come back after many steps,
+# also when steps end by error, timeout, cancel or the root's free.
+import gc
+import sys
+import tracemalloc
+
+import futoin_asyncsteps as fa
+
+N = 20000
+
+
+class Payload:
+    pass
+
+
+def test_refcounts_over_many_steps(vloop):
+    payload = Payload()
+
+    def body(as_, i):
+        as_.add(step, eh)
+
+    def step(as_):
+        as_.success(payload, "s", 1)
+
+    def eh(as_, code):
+        pass
+
+    base_step = sys.getrefcount(step)
+    base_payload = sys.getrefcount(payload)
+    with fa.Root(vloop) as root:
+        root.repeat(N, body)
+        root.run()
+    assert sys.getrefcount(step) == base_step
+    assert sys.getrefcount(payload) == base_payload
+    assert fa.live_count() == 0
+
+
+def test_memory_is_flat(vloop):
+    def run(n):
+        with fa.Root(vloop) as root:
+            root.repeat(n, lambda as_, i: as_.add(lambda a: a.success(Payload(), b"x" * 10)))
+            root.run()
+
+    run(1000)
+    gc.collect()
+    tracemalloc.start()
+    run(100)
+    gc.collect()
+    first = tracemalloc.get_traced_memory()[0]
+    run(N)
+    gc.collect()
+    second = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    assert second - first < 64 * 1024
+
+
+def test_released_on_error_timeout_cancel_and_free(vloop):
+    payload = Payload()
+    base = sys.getrefcount(payload)
+
+    def waiting(as_):
+        as_.set_cancel(lambda a: payload)
+        as_.wait_external()
+
+    for i in range(200):
+        with fa.Root(vloop) as root:
+            root.add(lambda as_: as_.success(payload))
+            root.add(lambda as_, p: as_.error("E", "x"), lambda as_, c: None)
+            root.execute(on_unhandled=lambda c, info: None)
+            vloop.run()
+        with fa.Root(vloop) as root:
+            root.add(lambda as_: as_.set_timeout(0.01) or as_.add(waiting))
+            root.add(lambda as_: payload)
+            root.execute(on_unhandled=lambda c, info: None)
+            vloop.run()
+        root = fa.Root(vloop)
+        root.add(waiting)
+        root.add(lambda as_: payload)
+        root.execute()
+        vloop.iterate()
+        if i % 2:
+            root.cancel()
+        root.close()
+    assert sys.getrefcount(payload) == base
+    assert fa.live_count() == 0
