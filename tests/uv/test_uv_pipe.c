@@ -14,53 +14,28 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 
-static int g_warnings;
-static char g_warning[256];
 static char g_dir[64];
 static char g_path[128];
 
-static void log_capture(void* data, int kind, const char* line)
-{
-    (void)data;
-    if (kind == FUTOIN_LOG_WARNING) {
-        ++g_warnings;
-        snprintf(g_warning, sizeof(g_warning), "%s", line);
-    }
-}
-
 static int pipe_setup(void** state)
 {
-    g_warnings = 0;
-    futoin_set_log_handler(log_capture, NULL, NULL);
     snprintf(g_dir, sizeof(g_dir), "/tmp/futoin-pipe-XXXXXX");
     if (!mkdtemp(g_dir)) {
         return -1;
     }
     snprintf(g_path, sizeof(g_path), "%s/s.sock", g_dir);
-    return uv_setup(state);
+    return uv_setup_strict(state);
 }
 
 static int pipe_teardown(void** state)
 {
-    uv_teardown(state);
-    futoin_set_log_handler(NULL, NULL, NULL);
+    int rc = uv_teardown_strict(state);
     unlink(g_path);
     rmdir(g_dir);
-    if (g_warnings) {
-        fprintf(stderr, "futoin_uv_free logged: %s\n", g_warning);
-        return -1;
-    }
-    return 0;
+    return rc;
 }
 
 #define PIPE_TEST(fn) cmocka_unit_test_setup_teardown(fn, pipe_setup, pipe_teardown)
-
-static FutoInAsyncSteps* new_root(void)
-{
-    FutoInAsyncSteps* r = futoin_asyncsteps_new(futoin_uv_loop(g_uv));
-    assert_non_null(r);
-    return r;
-}
 
 static int path_exists(const char* path)
 {
@@ -175,8 +150,8 @@ static void test_pipe_echo_and_cred(void** state)
     assert_true(path_exists(g_path));
     assert_int_equal(futoin_uv_server_port(srv.srv), 0);
 
-    FutoInAsyncSteps* rs = new_root();
-    FutoInAsyncSteps* rc = new_root();
+    FutoInAsyncSteps* rs = uv_new_root();
+    FutoInAsyncSteps* rc = uv_new_root();
     futoin_add(rs, srv_steps, eh_side, &srv);
     futoin_add(rc, cli_steps, eh_side, &cli);
     Outcome os;
@@ -221,7 +196,7 @@ static void test_pipe_connect_missing(void** state)
     (void)state;
     Side cli;
     memset(&cli, 0, sizeof(cli));
-    FutoInAsyncSteps* root = new_root();
+    FutoInAsyncSteps* root = uv_new_root();
     futoin_add(root, st_connect_missing, eh_side, &cli);
     Outcome o;
     run_root(root, &o, 5000);
@@ -252,7 +227,7 @@ static void test_pipe_listen_errors(void** state)
     assert_int_equal(err, UV_EADDRINUSE);
     Side s;
     memset(&s, 0, sizeof(s));
-    FutoInAsyncSteps* root = new_root();
+    FutoInAsyncSteps* root = uv_new_root();
     futoin_add(root, st_listen, eh_side, &s);
     Outcome o;
     run_root(root, &o, 5000);
@@ -309,7 +284,7 @@ static void test_pipe_peer_vanishes(void** state)
     assert_non_null(srv.srv);
     pthread_t th;
     assert_int_equal(pthread_create(&th, NULL, vanishing_client, NULL), 0);
-    FutoInAsyncSteps* root = new_root();
+    FutoInAsyncSteps* root = uv_new_root();
     futoin_add(root, srv_steps, eh_side, &srv);
     Outcome o;
     run_root(root, &o, 5000);
@@ -385,7 +360,7 @@ static void test_pipe_open(void** state)
     /* No peer to ask about: a pipe is not a socket. */
     assert_int_equal(futoin_uv_stream_peer_cred(p.r, NULL, NULL, NULL), UV_ENOTSUP);
 
-    FutoInAsyncSteps* root = new_root();
+    FutoInAsyncSteps* root = uv_new_root();
     futoin_add(root, pp_write, NULL, &p);
     futoin_add(root, pp_close_writer, NULL, &p);
     futoin_add(root, pp_read_end, eh_pipes, &p);

@@ -16,45 +16,6 @@
 #include <sys/types.h>
 #include <sys/wait.h>
 
-static int g_warnings;
-static char g_warning[256];
-
-static void log_capture(void* data, int kind, const char* line)
-{
-    (void)data;
-    if (kind == FUTOIN_LOG_WARNING) {
-        ++g_warnings;
-        snprintf(g_warning, sizeof(g_warning), "%s", line);
-    }
-}
-
-static int proc_setup(void** state)
-{
-    g_warnings = 0;
-    futoin_set_log_handler(log_capture, NULL, NULL);
-    return uv_setup(state);
-}
-
-static int proc_teardown(void** state)
-{
-    uv_teardown(state);
-    futoin_set_log_handler(NULL, NULL, NULL);
-    if (g_warnings) {
-        fprintf(stderr, "futoin_uv_free logged: %s\n", g_warning);
-        return -1;
-    }
-    return 0;
-}
-
-#define PROC_TEST(fn) cmocka_unit_test_setup_teardown(fn, proc_setup, proc_teardown)
-
-static FutoInAsyncSteps* new_root(void)
-{
-    FutoInAsyncSteps* r = futoin_asyncsteps_new(futoin_uv_loop(g_uv));
-    assert_non_null(r);
-    return r;
-}
-
 /* The child was reaped: it is no child of ours any more. */
 static void assert_reaped(long pid)
 {
@@ -161,7 +122,7 @@ static void test_capture_and_exit_code(void** state)
     char peer[64];
     snprintf(peer, sizeof(peer), "pid %ld stderr", futoin_uv_process_pid(r.p));
     assert_string_equal(futoin_uv_stream_peer(futoin_uv_process_stdio(r.p, 2)), peer);
-    FutoInAsyncSteps* root = new_root();
+    FutoInAsyncSteps* root = uv_new_root();
     futoin_add(root, cap_read_out, eh_run, &r);
     futoin_add(root, cap_read_err, eh_run, &r);
     futoin_add(root, cap_wait, eh_run, &r);
@@ -180,7 +141,7 @@ static void test_capture_and_exit_code(void** state)
     assert_int_equal(sig, 0);
     /* Exited already: the wait completes at once, again. */
     r.waited = 0;
-    FutoInAsyncSteps* again = new_root();
+    FutoInAsyncSteps* again = uv_new_root();
     futoin_add(again, cap_wait, eh_run, &r);
     run_root(again, &o, 5000);
     assert_true(r.waited);
@@ -231,7 +192,7 @@ static void test_cat_stdin(void** state)
     o.cwd = "/";
     r.p = futoin_uv_spawn(g_uv, &o, NULL);
     assert_non_null(r.p);
-    FutoInAsyncSteps* root = new_root();
+    FutoInAsyncSteps* root = uv_new_root();
     futoin_add(root, cat_write, eh_run, &r);
     futoin_add(root, cat_close_in, eh_run, &r);
     futoin_add(root, cat_got, eh_run, &r);
@@ -278,7 +239,7 @@ static void test_env_and_cwd(void** state)
     o.stdio[1] = FUTOIN_UV_STDIO_PIPE;
     r.p = futoin_uv_spawn(g_uv, &o, NULL);
     assert_non_null(r.p);
-    FutoInAsyncSteps* root = new_root();
+    FutoInAsyncSteps* root = uv_new_root();
     futoin_add(root, env_read, eh_run, &r);
     futoin_add(root, env_got, eh_run, &r);
     Outcome out;
@@ -309,7 +270,7 @@ static void test_killed_by_signal(void** state)
     assert_int_equal(futoin_uv_process_kill(r.p, SIGUSR1), 0);
     assert_int_equal(futoin_uv_process_kill(r.p, -1), UV_EINVAL);
     assert_int_equal(futoin_uv_process_kill(NULL, SIGTERM), UV_EINVAL);
-    FutoInAsyncSteps* root = new_root();
+    FutoInAsyncSteps* root = uv_new_root();
     futoin_add(root, wait_only, eh_run, &r);
     Outcome o;
     run_root(root, &o, 10000);
@@ -346,7 +307,7 @@ static void test_timeout_sigkill_after_grace(void** state)
     r.p = spawn_sh("trap '' TERM; echo ready; exec sleep 60", FUTOIN_UV_STDIO_IGNORE,
             FUTOIN_UV_STDIO_PIPE, FUTOIN_UV_STDIO_INHERIT, 100);
     long pid = futoin_uv_process_pid(r.p);
-    FutoInAsyncSteps* root = new_root();
+    FutoInAsyncSteps* root = uv_new_root();
     futoin_add(root, stub_ready, eh_run, &r);
     futoin_add(root, stub_wait, eh_run, &r);
     Outcome o;
@@ -396,7 +357,7 @@ static void test_stdout_closed_early(void** state)
     memset(&r, 0, sizeof(r));
     r.p = spawn_sh("exec 1>&-; sleep 0.2; exit 0", FUTOIN_UV_STDIO_IGNORE, FUTOIN_UV_STDIO_PIPE,
             FUTOIN_UV_STDIO_INHERIT, 0);
-    FutoInAsyncSteps* root = new_root();
+    FutoInAsyncSteps* root = uv_new_root();
     futoin_add(root, early_steps, NULL, &r);
     Outcome o;
     run_root(root, &o, 10000);
@@ -441,7 +402,7 @@ static void test_missing_program(void** state)
     /* A NULL process given to the wait step. */
     Run r;
     memset(&r, 0, sizeof(r));
-    FutoInAsyncSteps* root = new_root();
+    FutoInAsyncSteps* root = uv_new_root();
     futoin_add(root, wait_only, eh_run, &r);
     Outcome out;
     run_root(root, &out, 5000);
@@ -469,14 +430,14 @@ static void test_cancel_while_waiting(void** state)
     r.p = spawn_sh("exec sleep 60", FUTOIN_UV_STDIO_IGNORE, FUTOIN_UV_STDIO_IGNORE,
             FUTOIN_UV_STDIO_INHERIT, 0);
     long pid = futoin_uv_process_pid(r.p);
-    FutoInAsyncSteps* root = new_root();
+    FutoInAsyncSteps* root = uv_new_root();
     futoin_add(root, wait_only, eh_run, &r);
     Outcome o;
     memset(&o, 0, sizeof(o));
     futoin_add(root, outcome_ok, NULL, &o);
     futoin_execute(root, outcome_error, &o);
     run_for(50);
-    FutoInAsyncSteps* canceller = new_root();
+    FutoInAsyncSteps* canceller = uv_new_root();
     futoin_add(canceller, cancel_root, NULL, &root);
     Outcome oc;
     run_root(canceller, &oc, 5000);
@@ -606,7 +567,7 @@ static void test_many_children(void** state)
     assert_true(before > 0);
     Many m;
     memset(&m, 0, sizeof(m));
-    FutoInAsyncSteps* root = new_root();
+    FutoInAsyncSteps* root = uv_new_root();
     futoin_add(root, many_steps, NULL, &m);
     Outcome out;
     run_root(root, &out, 60000);
@@ -625,17 +586,17 @@ static void test_many_children(void** state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        PROC_TEST(test_capture_and_exit_code),
-        PROC_TEST(test_cat_stdin),
-        PROC_TEST(test_env_and_cwd),
-        PROC_TEST(test_killed_by_signal),
-        PROC_TEST(test_timeout_sigkill_after_grace),
-        PROC_TEST(test_stdout_closed_early),
-        PROC_TEST(test_missing_program),
-        PROC_TEST(test_cancel_while_waiting),
-        PROC_TEST(test_release_while_running),
-        PROC_TEST(test_free_kills_children),
-        PROC_TEST(test_many_children),
+        UV_STRICT_TEST(test_capture_and_exit_code),
+        UV_STRICT_TEST(test_cat_stdin),
+        UV_STRICT_TEST(test_env_and_cwd),
+        UV_STRICT_TEST(test_killed_by_signal),
+        UV_STRICT_TEST(test_timeout_sigkill_after_grace),
+        UV_STRICT_TEST(test_stdout_closed_early),
+        UV_STRICT_TEST(test_missing_program),
+        UV_STRICT_TEST(test_cancel_while_waiting),
+        UV_STRICT_TEST(test_release_while_running),
+        UV_STRICT_TEST(test_free_kills_children),
+        UV_STRICT_TEST(test_many_children),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,41 +15,6 @@
  */
 #include "uv_tsupport.h"
 
-/* ---- the log: futoin_uv_free() must find nothing left open ---- */
-
-static int g_warnings;
-static char g_warning[256];
-
-static void log_capture(void* data, int kind, const char* line)
-{
-    (void)data;
-    if (kind == FUTOIN_LOG_WARNING) {
-        ++g_warnings;
-        snprintf(g_warning, sizeof(g_warning), "%s", line);
-    }
-}
-
-static int sig_setup(void** state)
-{
-    g_warnings = 0;
-    g_warning[0] = '\0';
-    futoin_set_log_handler(log_capture, NULL, NULL);
-    return uv_setup(state);
-}
-
-static int sig_teardown(void** state)
-{
-    uv_teardown(state);
-    futoin_set_log_handler(NULL, NULL, NULL);
-    if (g_warnings) {
-        fprintf(stderr, "futoin_uv_free logged: %s\n", g_warning);
-        return -1;
-    }
-    return 0;
-}
-
-#define SIG_TEST(fn) cmocka_unit_test_setup_teardown(fn, sig_setup, sig_teardown)
-
 /* libuv's handler is gone: no watcher of sig is left in the process. */
 static int disposition_default(int sig)
 {
@@ -141,13 +106,6 @@ static void st_wait_and_raise(FutoInAsyncSteps* as, void* data, const FutoInArgs
     futoin_add(p, st_sleep_then_raise, NULL, &wr->sig);
 }
 
-static FutoInAsyncSteps* new_root(void)
-{
-    FutoInAsyncSteps* r = futoin_asyncsteps_new(futoin_uv_loop(g_uv));
-    assert_non_null(r);
-    return r;
-}
-
 /* ---- tests ---- */
 
 static void test_signal_raised(void** state)
@@ -156,7 +114,7 @@ static void test_signal_raised(void** state)
     assert_true(disposition_default(SIGUSR1));
     Wait w = { { SIGUSR1 }, 1, 0, 0, 0, 0, "", "", 0 };
     WaitAndRaise wr = { &w, SIGUSR1 };
-    FutoInAsyncSteps* root = new_root();
+    FutoInAsyncSteps* root = uv_new_root();
     futoin_add(root, st_wait_and_raise, NULL, &wr);
     Outcome o;
     run_root(root, &o, 5000);
@@ -175,7 +133,7 @@ static void test_signal_two_in_set(void** state)
     (void)state;
     Wait w = { { SIGUSR1, SIGUSR2 }, 2, 0, 0, 0, 0, "", "", 0 };
     WaitAndRaise wr = { &w, SIGUSR2 };
-    FutoInAsyncSteps* root = new_root();
+    FutoInAsyncSteps* root = uv_new_root();
     futoin_add(root, st_wait_and_raise, NULL, &wr);
     Outcome o;
     run_root(root, &o, 5000);
@@ -201,7 +159,7 @@ static void test_signal_timeout(void** state)
 {
     (void)state;
     Wait w = { { SIGUSR1, SIGTERM }, 2, 0, 0, 0, 0, "", "", 0 };
-    FutoInAsyncSteps* root = new_root();
+    FutoInAsyncSteps* root = uv_new_root();
     futoin_add(root, st_wait_timeout, eh_wait, &w);
     Outcome o;
     run_root(root, &o, 5000);
@@ -243,11 +201,11 @@ static void test_signal_cancel(void** state)
 {
     (void)state;
     Wait w = { { SIGUSR1 }, 1, 0, 0, 0, 0, "", "", 0 };
-    FutoInAsyncSteps* waiting = new_root();
+    FutoInAsyncSteps* waiting = uv_new_root();
     add_wait(waiting, &w);
     int unhandled = 0;
     futoin_execute(waiting, unhandled_count, &unhandled);
-    FutoInAsyncSteps* canceller = new_root();
+    FutoInAsyncSteps* canceller = uv_new_root();
     futoin_add(canceller, st_sleep_then_cancel, NULL, &waiting);
     Outcome o;
     run_root(canceller, &o, 5000);
@@ -270,7 +228,7 @@ static void test_signal_free_waiting(void** state)
 {
     (void)state;
     Wait w = { { SIGUSR2 }, 1, 0, 0, 0, 0, "", "", 0 };
-    FutoInAsyncSteps* waiting = new_root();
+    FutoInAsyncSteps* waiting = uv_new_root();
     add_wait(waiting, &w);
     futoin_execute(waiting, NULL, NULL);
     run_for(20);
@@ -288,8 +246,8 @@ static void test_signal_several_waiters(void** state)
     (void)state;
     Wait w1 = { { SIGUSR1 }, 1, 0, 0, 0, 0, "", "", 0 };
     Wait w2 = { { SIGUSR2, SIGUSR1 }, 2, 0, 0, 0, 0, "", "", 0 };
-    FutoInAsyncSteps* r1 = new_root();
-    FutoInAsyncSteps* r2 = new_root();
+    FutoInAsyncSteps* r1 = uv_new_root();
+    FutoInAsyncSteps* r2 = uv_new_root();
     add_wait(r1, &w1);
     add_wait(r2, &w2);
     Outcome o1;
@@ -301,7 +259,7 @@ static void test_signal_several_waiters(void** state)
     futoin_execute(r1, outcome_error, &o1);
     futoin_execute(r2, outcome_error, &o2);
     int sig = SIGUSR1;
-    FutoInAsyncSteps* raiser = new_root();
+    FutoInAsyncSteps* raiser = uv_new_root();
     futoin_add(raiser, st_sleep_then_raise, NULL, &sig);
     Outcome o3;
     run_root(raiser, &o3, 5000);
@@ -371,7 +329,7 @@ static void test_signal_again_and_free(void** state)
     uv_unref((uv_handle_t*)&guard);
 
     Again a = { { SIGUSR1 }, { 0, 0 }, 0, NULL, 0 };
-    a.root = new_root();
+    a.root = uv_new_root();
     futoin_add(a.root, again_start, NULL, &a);
     futoin_execute(a.root, NULL, NULL);
     for (int i = 0; i < 2; ++i) {
@@ -440,7 +398,7 @@ static void test_signal_refused(void** state)
         /* Refused by libuv when the step starts. */
         { kill_set, 1, "EINVAL: signal SIGKILL", "", "", 0 },
     };
-    FutoInAsyncSteps* root = new_root();
+    FutoInAsyncSteps* root = uv_new_root();
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); ++i) {
         futoin_add(root, st_bad, eh_bad, &bad[i]);
     }
@@ -460,14 +418,14 @@ static void test_signal_refused(void** state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        SIG_TEST(test_signal_raised),
-        SIG_TEST(test_signal_two_in_set),
-        SIG_TEST(test_signal_timeout),
-        SIG_TEST(test_signal_cancel),
-        SIG_TEST(test_signal_free_waiting),
-        SIG_TEST(test_signal_several_waiters),
-        SIG_TEST(test_signal_again_and_free),
-        SIG_TEST(test_signal_refused),
+        UV_STRICT_TEST(test_signal_raised),
+        UV_STRICT_TEST(test_signal_two_in_set),
+        UV_STRICT_TEST(test_signal_timeout),
+        UV_STRICT_TEST(test_signal_cancel),
+        UV_STRICT_TEST(test_signal_free_waiting),
+        UV_STRICT_TEST(test_signal_several_waiters),
+        UV_STRICT_TEST(test_signal_again_and_free),
+        UV_STRICT_TEST(test_signal_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -18,46 +18,6 @@
 
 #define SKIPPED 77
 
-static int g_warnings;
-static char g_warning[256];
-
-static void log_capture(void* data, int kind, const char* line)
-{
-    (void)data;
-    if (kind == FUTOIN_LOG_WARNING) {
-        ++g_warnings;
-        snprintf(g_warning, sizeof(g_warning), "%s", line);
-    }
-}
-
-static int udp_setup(void** state)
-{
-    g_warnings = 0;
-    g_warning[0] = '\0';
-    futoin_set_log_handler(log_capture, NULL, NULL);
-    return uv_setup(state);
-}
-
-static int udp_teardown(void** state)
-{
-    uv_teardown(state);
-    futoin_set_log_handler(NULL, NULL, NULL);
-    if (g_warnings) {
-        fprintf(stderr, "futoin_uv_free logged: %s\n", g_warning);
-        return -1;
-    }
-    return 0;
-}
-
-#define UDP_TEST(fn) cmocka_unit_test_setup_teardown(fn, udp_setup, udp_teardown)
-
-static FutoInAsyncSteps* new_root(void)
-{
-    FutoInAsyncSteps* r = futoin_asyncsteps_new(futoin_uv_loop(g_uv));
-    assert_non_null(r);
-    return r;
-}
-
 static FutoInUvUdp* bind_loopback(void)
 {
     int err = 0;
@@ -226,7 +186,7 @@ static void test_udp_send_recv(void** state)
     memset(&rx_empty, 0, sizeof(rx_empty));
     rx_empty.u = a;
 
-    FutoInAsyncSteps* root = new_root();
+    FutoInAsyncSteps* root = uv_new_root();
     add_send(root, &tx);
     futoin_add(root, st_recv, NULL, &(Rx){ .u = a });
     futoin_add(root, st_echo_back, NULL, &echo);
@@ -266,7 +226,7 @@ static void test_udp_sender_address(void** state)
     Rx rx;
     memset(&rx, 0, sizeof(rx));
     rx.u = a;
-    FutoInAsyncSteps* root = new_root();
+    FutoInAsyncSteps* root = uv_new_root();
     add_recv(root, &rx);
     Outcome o;
     run_root(root, &o, 5000);
@@ -290,7 +250,7 @@ static void test_udp_recv_timeout(void** state)
     memset(&rx, 0, sizeof(rx));
     rx.u = a;
     rx.timeout_ms = 30;
-    FutoInAsyncSteps* root = new_root();
+    FutoInAsyncSteps* root = uv_new_root();
     add_recv(root, &rx);
     Outcome o;
     run_root(root, &o, 5000);
@@ -313,7 +273,7 @@ static void test_udp_recv_timeout(void** state)
     Rx next;
     memset(&next, 0, sizeof(next));
     next.u = a;
-    root = new_root();
+    root = uv_new_root();
     add_recv(root, &next);
     run_root(root, &o, 5000);
     assert_int_equal(next.got, 1);
@@ -347,7 +307,7 @@ static void test_udp_recv_cancel(void** state)
     Rx rx;
     memset(&rx, 0, sizeof(rx));
     rx.u = a;
-    FutoInAsyncSteps* waiting = new_root();
+    FutoInAsyncSteps* waiting = uv_new_root();
     add_recv(waiting, &rx);
     int unhandled = 0;
     futoin_execute(waiting, unhandled_count, &unhandled);
@@ -364,7 +324,7 @@ static void test_udp_recv_cancel(void** state)
     assert_non_null(strstr(dump, expect));
     free(dump);
 
-    FutoInAsyncSteps* canceller = new_root();
+    FutoInAsyncSteps* canceller = uv_new_root();
     futoin_add(canceller, st_cancel_other, NULL, &waiting);
     Outcome o;
     run_root(canceller, &o, 5000);
@@ -384,7 +344,7 @@ static void test_udp_recv_cancel(void** state)
     Rx next;
     memset(&next, 0, sizeof(next));
     next.u = a;
-    FutoInAsyncSteps* root = new_root();
+    FutoInAsyncSteps* root = uv_new_root();
     add_recv(root, &next);
     run_root(root, &o, 5000);
     assert_int_equal(next.got, 1);
@@ -436,7 +396,7 @@ static void test_udp_queued(void** state)
     Rx first;
     memset(&first, 0, sizeof(first));
     first.u = a;
-    FutoInAsyncSteps* root = new_root();
+    FutoInAsyncSteps* root = uv_new_root();
     add_recv(root, &first);
     Outcome o;
     run_root(root, &o, 5000);
@@ -457,7 +417,7 @@ static void test_udp_queued(void** state)
     Many m;
     memset(&m, 0, sizeof(m));
     m.u = a;
-    root = new_root();
+    root = uv_new_root();
     for (unsigned i = 0; i < MANY; ++i) {
         futoin_add(root, many_recv, NULL, &m);
     }
@@ -490,7 +450,7 @@ static void test_udp_too_long(void** state)
     memset(&r2, 0, sizeof(r2));
     r1.u = r2.u = a;
     r1.max = r2.max = 4;
-    FutoInAsyncSteps* root = new_root();
+    FutoInAsyncSteps* root = uv_new_root();
     add_recv(root, &r1);
     add_recv(root, &r2);
     Outcome o;
@@ -549,7 +509,7 @@ static void eh_bind(FutoInAsyncSteps* as, void* data, const char* code)
 
 static void run_binds(Bind* binds, size_t n)
 {
-    FutoInAsyncSteps* root = new_root();
+    FutoInAsyncSteps* root = uv_new_root();
     for (size_t i = 0; i < n; ++i) {
         futoin_add(root, st_bind, eh_bind, &binds[i]);
         futoin_add(root, st_bound, NULL, &binds[i]);
@@ -639,7 +599,7 @@ static void test_udp_connected_refused(void** state)
     memset(&rx, 0, sizeof(rx));
     rx.u = a;
     rx.timeout_ms = 2000;
-    FutoInAsyncSteps* root = new_root();
+    FutoInAsyncSteps* root = uv_new_root();
     add_send(root, &tx);
     add_recv(root, &rx);
     Outcome o;
@@ -656,7 +616,7 @@ static void test_udp_connected_refused(void** state)
     /* No default peer any more: a send to "nowhere" is refused. */
     assert_int_equal(futoin_uv_udp_connect(a, NULL, 0), 0);
     Tx none = { a, NULL, 0, "x", 1, 0, "", "", 0 };
-    root = new_root();
+    root = uv_new_root();
     add_send(root, &none);
     run_root(root, &o, 5000);
     assert_int_equal(none.failed, 1);
@@ -702,7 +662,7 @@ static void test_udp_closed(void** state)
     Rx again;
     memset(&again, 0, sizeof(again));
     again.u = a;
-    FutoInAsyncSteps* root = new_root();
+    FutoInAsyncSteps* root = uv_new_root();
     futoin_add(root, st_recv_and_close, NULL, &rx);
     add_send(root, &tx);
     add_recv(root, &again);
@@ -749,7 +709,7 @@ static void test_udp_refused(void** state)
     memset(bad_rx, 0, sizeof(bad_rx));
     bad_rx[1].u = a;
     bad_rx[1].max = FUTOIN_UV_UDP_DATAGRAM_MAX + 1;
-    FutoInAsyncSteps* root = new_root();
+    FutoInAsyncSteps* root = uv_new_root();
     for (size_t i = 0; i < sizeof(bad_tx) / sizeof(bad_tx[0]); ++i) {
         add_send(root, &bad_tx[i]);
     }
@@ -825,7 +785,7 @@ static void test_udp_multicast(void** state)
     r1.u = m1;
     r2.u = m2;
     r1.timeout_ms = r2.timeout_ms = 2000;
-    FutoInAsyncSteps* root = new_root();
+    FutoInAsyncSteps* root = uv_new_root();
     add_send(root, &tx);
     add_recv(root, &r1);
     add_recv(root, &r2);
@@ -856,22 +816,22 @@ int main(int argc, char** argv)
 {
     if (argc > 1 && strcmp(argv[1], "multicast") == 0) {
         const struct CMUnitTest mc[] = {
-            UDP_TEST(test_udp_multicast),
+            UV_STRICT_TEST(test_udp_multicast),
         };
         int failed = cmocka_run_group_tests(mc, NULL, NULL);
         return failed ? failed : g_multicast_unavailable ? SKIPPED : 0;
     }
     const struct CMUnitTest tests[] = {
-        UDP_TEST(test_udp_send_recv),
-        UDP_TEST(test_udp_sender_address),
-        UDP_TEST(test_udp_recv_timeout),
-        UDP_TEST(test_udp_recv_cancel),
-        UDP_TEST(test_udp_queued),
-        UDP_TEST(test_udp_too_long),
-        UDP_TEST(test_udp_bind_errors),
-        UDP_TEST(test_udp_connected_refused),
-        UDP_TEST(test_udp_closed),
-        UDP_TEST(test_udp_refused),
+        UV_STRICT_TEST(test_udp_send_recv),
+        UV_STRICT_TEST(test_udp_sender_address),
+        UV_STRICT_TEST(test_udp_recv_timeout),
+        UV_STRICT_TEST(test_udp_recv_cancel),
+        UV_STRICT_TEST(test_udp_queued),
+        UV_STRICT_TEST(test_udp_too_long),
+        UV_STRICT_TEST(test_udp_bind_errors),
+        UV_STRICT_TEST(test_udp_connected_refused),
+        UV_STRICT_TEST(test_udp_closed),
+        UV_STRICT_TEST(test_udp_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

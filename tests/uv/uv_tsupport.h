@@ -75,6 +75,53 @@ static inline int uv_teardown(void** state)
 /* fn as a cmocka test on a fresh FutoInUv (uv_setup() and uv_teardown()). */
 #define UV_TEST(fn) cmocka_unit_test_setup_teardown(fn, uv_setup, uv_teardown)
 
+/* ---- strict tests: futoin_uv_free() must find nothing left open ----
+ * The backend reports handles still open, and processes still held, as
+ * warnings of the log handler when it is freed: a strict test fails in
+ * its teardown on any warning logged meanwhile. */
+
+static int g_uv_warnings;
+static char g_uv_warning[256];
+
+static inline void uv_warning_capture(void* data, int kind, const char* line)
+{
+    (void)data;
+    if (kind == FUTOIN_LOG_WARNING) {
+        ++g_uv_warnings;
+        snprintf(g_uv_warning, sizeof(g_uv_warning), "%s", line);
+    }
+}
+
+static inline int uv_setup_strict(void** state)
+{
+    g_uv_warnings = 0;
+    g_uv_warning[0] = '\0';
+    futoin_set_log_handler(uv_warning_capture, NULL, NULL);
+    return uv_setup(state);
+}
+
+static inline int uv_teardown_strict(void** state)
+{
+    uv_teardown(state);
+    futoin_set_log_handler(NULL, NULL, NULL);
+    if (g_uv_warnings) {
+        fprintf(stderr, "futoin_uv_free logged: %s\n", g_uv_warning);
+        return -1;
+    }
+    return 0;
+}
+
+/* fn as a strict cmocka test (uv_setup_strict() and uv_teardown_strict()). */
+#define UV_STRICT_TEST(fn) cmocka_unit_test_setup_teardown(fn, uv_setup_strict, uv_teardown_strict)
+
+/* A root on the test's backend. */
+static inline FutoInAsyncSteps* uv_new_root(void)
+{
+    FutoInAsyncSteps* r = futoin_asyncsteps_new(futoin_uv_loop(g_uv));
+    assert_non_null(r);
+    return r;
+}
+
 static inline uint64_t mono_ms(void)
 {
     struct timespec ts;
