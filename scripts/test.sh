@@ -110,6 +110,11 @@ summary() {
     echo "======================================================================"
     for s in "${STAGES[@]}"; do
         printf '  %-24s %s\n' "$s" "${RESULT[$s]:-not run}"
+        # A run cut short (a signal, an exit status lost on the way) must
+        # not read as a pass: every stage has to have passed.
+        if [ $rc -eq 0 ] && [ "${RESULT[$s]:-}" != passed ]; then
+            rc=1
+        fi
     done
     if [ $rc -eq 0 ]; then
         echo "== ALL PASSED"
@@ -119,6 +124,9 @@ summary() {
     exit $rc
 }
 trap summary EXIT
+# Killed (a CI time limit, Ctrl-C): the summary reports a failure.
+trap 'exit 143' TERM
+trap 'exit 130' INT
 
 stage() {
     CURRENT=$1
