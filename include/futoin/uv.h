@@ -111,6 +111,10 @@
  *                              descriptor given to futoin_uv_pipe_open()
  *   "resolve example.org"      futoin_uv_resolve()
  *   "file_read /path", "file_write /path"
+ *   "file_open /path", "file_pread /path", "file_pwrite /path",
+ *   "file_fsync /path", "file_fstat /path", "file_close /path",
+ *   "stat /path", "rename /from", "unlink /path", "mkdir /path",
+ *   "rmdir /path", "readdir /path"   file handles and filesystem steps
  *   "sleep 100 ms"             futoin_uv_sleep()
  *   "udp_recv 127.0.0.1:5000"  futoin_uv_udp_recv() (the socket's address)
  *   "udp_send 10.0.0.1:53"     a datagram the kernel did not take at once
@@ -1569,6 +1573,395 @@ void futoin_uv_file_read(FutoInAsyncSteps* as, const char* path, size_t max_byte
  */
 void futoin_uv_file_write(FutoInAsyncSteps* as, const char* path, const void* data, size_t len,
         int append);
+
+/* ------------------------------------------------------------------------ */
+/* File handles and filesystem steps                                         */
+
+/** An open regular file, reference counted (opaque): the result of
+ * futoin_uv_file_open(). */
+typedef struct FutoInUvFile FutoInUvFile;
+
+/** Type descriptor of file values passed as step results; its cleanup
+ * drops one reference. */
+extern const FutoInType futoin_uv_file_type;
+
+/**
+ * @brief Argument i as a file (a value of futoin_uv_file_type).
+ * @param args  the arguments a step received (may be NULL)
+ * @param i     the index, 0..3
+ * @return the file, or NULL if argument i is not one
+ * @par Ownership
+ * Borrowed: the value's reference is dropped when the step returns; take
+ * one with futoin_uv_file_ref() to keep the file.
+ * @par Thread
+ * The backend's loop thread (the one that called futoin_uv_new()).
+ */
+FutoInUvFile* futoin_uv_arg_file(const FutoInArgs* args, int i);
+
+/**
+ * @brief Takes a reference to a file.
+ *
+ * The result value of futoin_uv_file_open() holds one reference, dropped
+ * when the receiving step returns; steps that use a file hold one from
+ * when they are added until the step that added them ends, and one while
+ * their request runs in libuv's pool. When the last reference goes, a
+ * descriptor that no futoin_uv_file_close() step closed is closed on the
+ * pool (close errors are not reported then).
+ * @param f  the file (NULL: NULL)
+ * @return f
+ * @par Ownership
+ * The caller owes one futoin_uv_file_release() for it.
+ * @par Thread
+ * The backend's loop thread (the one that called futoin_uv_new()).
+ */
+FutoInUvFile* futoin_uv_file_ref(FutoInUvFile* f);
+/**
+ * @brief Drops one reference (see futoin_uv_file_ref()); the last one
+ * closes the descriptor if it is still open, and frees the handle.
+ *
+ * That close is a request on libuv's pool: let the loop run (futoin_uv_run())
+ * before futoin_uv_free(), which otherwise finishes it and logs a warning
+ * about what was still open.
+ * @param f  the file (NULL: nothing happens)
+ * @par Ownership
+ * Ends one reference of the caller's.
+ * @par Thread
+ * The backend's loop thread (the one that called futoin_uv_new()).
+ */
+void futoin_uv_file_release(FutoInUvFile* f);
+/**
+ * @brief The path the file was opened with.
+ * @param f  the file
+ * @return its path (NULL for NULL f)
+ * @par Ownership
+ * Borrowed: valid while the caller holds a reference.
+ * @par Thread
+ * The backend's loop thread (the one that called futoin_uv_new()).
+ */
+const char* futoin_uv_file_path(const FutoInUvFile* f);
+/**
+ * @brief Whether the file is open: 0 once a futoin_uv_file_close() step
+ * started on it (and for NULL), else 1.
+ * @param f  the file
+ * @return 1 or 0
+ * @par Ownership
+ * Reads only.
+ * @par Thread
+ * The backend's loop thread (the one that called futoin_uv_new()).
+ */
+int futoin_uv_file_is_open(const FutoInUvFile* f);
+
+/**
+ * @brief Step: opens a regular file (uv_fs_open() on libuv's pool).
+ *
+ * O_NONBLOCK, O_NOCTTY and O_CLOEXEC are added to @p flags, and the file
+ * is checked with fstat() before the step succeeds: like
+ * futoin_uv_file_read(), only a regular file is kept open, so that no
+ * request on it can hold a pool thread. Anything else is closed again and
+ * refused with CommError "EISDIR: open PATH: is a directory" or "EFTYPE:
+ * open PATH: not a regular file" ("ENXIO: open PATH: not a regular file
+ * (socket or device)" when open() itself refuses).
+ *
+ * "file_open PATH" describes the wait. When the step is cancelled or
+ * times out while open() runs on the pool, the step ends at once and the
+ * descriptor that open() returns later is closed: nothing leaks.
+ *
+ * Errors: CommError with the libuv number (futoin_uv_errno()): "ENOENT:
+ * open PATH", "EACCES: open PATH", "EEXIST: open PATH" (O_CREAT | O_EXCL),
+ * the refusals above; InternalError "EINVAL: futoin_uv_file_open: path is
+ * NULL" or "... mode M out of range (0..07777)"; out of memory:
+ * InternalError "open: out of memory" (before anything is opened).
+ * @param as     the flow
+ * @param path   the file (not NULL)
+ * @param flags  O_RDONLY, O_WRONLY or O_RDWR, with O_CREAT, O_EXCL,
+ *               O_TRUNC, O_APPEND as open(2)
+ * @param mode   permissions of a created file: 0..07777 (e.g. 0644)
+ *
+ * Success: arg0 = the file (futoin_uv_file_type; futoin_uv_arg_file()).
+ * @par Ownership
+ * path is copied. The value's reference is the next step's, dropped when
+ * it returns: take one with futoin_uv_file_ref() to keep the file.
+ * @par Thread
+ * The backend's loop thread, where futoin_add() is allowed: inside an
+ * execute callback or error handler of the flow as, or on a root that was
+ * not executed yet. The file operations run on libuv's thread pool.
+ */
+void futoin_uv_file_open(FutoInAsyncSteps* as, const char* path, int flags, int mode);
+
+/**
+ * @brief Step: reads at most @p max bytes of a file, at an offset or at
+ * the file's position (one uv_fs_read()).
+ *
+ * A step never reads more than @p max bytes, and holds a buffer of
+ * max + 1 bytes while it runs: a loop of such steps reads a file of any
+ * size in bounded memory (@ref md_RECIPES "docs/RECIPES.md", "Reading a
+ * large file in chunks"). Fewer bytes come only at the end of the file;
+ * an empty result means the end.
+ *
+ * Sequential (@p offset -1): the read starts at the position the handle
+ * keeps (0 after open), which moves by the bytes read when the step
+ * succeeds. A read that fails or is cancelled leaves it where it was. Run
+ * one sequential step on a file at a time.
+ *
+ * "file_pread PATH" describes the wait; a cancel or timeout ends the step
+ * at once, the request's late result is dropped.
+ *
+ * Errors: CommError "EBADF: pread PATH: file is closed" after a
+ * futoin_uv_file_close() step, "EAGAIN: pread PATH: would block", other
+ * read errors ("EIO: pread PATH"); InternalError "EINVAL: ..." for a NULL
+ * f, an offset below -1 or @p max out of range; out of memory (the
+ * buffer): InternalError "pread: out of memory".
+ * @param as      the flow
+ * @param f       the file
+ * @param offset  the byte offset, or -1: the file's position
+ * @param max     the most bytes: 0..UINT32_MAX - 1; 0: 65536
+ *
+ * Success: arg0 = the bytes (FTN_TYPE_UINT8 | FTN_TYPE_ARRAY, NUL after
+ * them; futoin_uv_arg_bytes()).
+ * @par Ownership
+ * The step takes a reference to f when it is added. The bytes are the next
+ * step's value: borrowed by it, freed by the engine when it returns.
+ * @par Thread
+ * The backend's loop thread, where futoin_add() is allowed: inside an
+ * execute callback or error handler of the flow as, or on a root that was
+ * not executed yet. The read runs on libuv's thread pool.
+ */
+void futoin_uv_file_pread(FutoInAsyncSteps* as, FutoInUvFile* f, int64_t offset, size_t max);
+
+/**
+ * @brief Step: writes @p len bytes to a file, at an offset or at the
+ * file's position (uv_fs_write(), again after a short write).
+ *
+ * Sequential (@p offset -1): at the position the handle keeps, which moves
+ * by the bytes written when the step succeeds (a file opened with O_APPEND
+ * is appended to whatever the offset). "file_pwrite PATH" describes the
+ * wait; a cancelled step ends at once, and what the pool was writing may
+ * or may not reach the file.
+ *
+ * Errors: CommError "EBADF: pwrite PATH: file is closed" (also for a file
+ * opened read-only: "EBADF: pwrite PATH"), "ENOSPC: pwrite PATH", "EFBIG:
+ * pwrite PATH"; InternalError "EINVAL: ..." for a NULL f, an offset below
+ * -1, NULL data with len > 0 or len out of range; out of memory (the
+ * copy): InternalError "pwrite: out of memory".
+ * @param as      the flow
+ * @param f       the file
+ * @param offset  the byte offset, or -1: the file's position
+ * @param data    the bytes (copied now; NULL only with len 0)
+ * @param len     how many: 0..UINT32_MAX - 1
+ *
+ * Success: arg0 = bytes written (FTN_TYPE_UINT64).
+ * @par Ownership
+ * data is copied when the step is added; the step takes a reference to f.
+ * @par Thread
+ * The backend's loop thread, where futoin_add() is allowed: inside an
+ * execute callback or error handler of the flow as, or on a root that was
+ * not executed yet. The write runs on libuv's thread pool.
+ */
+void futoin_uv_file_pwrite(FutoInAsyncSteps* as, FutoInUvFile* f, int64_t offset, const void* data,
+        size_t len);
+
+/**
+ * @brief Step: fsync() of a file. "file_fsync PATH" describes the wait.
+ *
+ * Errors: CommError "EBADF: fsync PATH: file is closed", "EIO: fsync
+ * PATH"; InternalError "EINVAL: futoin_uv_file_fsync: f is NULL"; out of
+ * memory: InternalError "fsync: out of memory".
+ * @param as  the flow
+ * @param f   the file
+ *
+ * Success: no values.
+ * @par Ownership
+ * The step takes a reference to f when it is added.
+ * @par Thread
+ * The backend's loop thread, where futoin_add() is allowed: inside an
+ * execute callback or error handler of the flow as, or on a root that was
+ * not executed yet.
+ */
+void futoin_uv_file_fsync(FutoInAsyncSteps* as, FutoInUvFile* f);
+
+/**
+ * @brief Step: fstat() of a file. "file_fstat PATH" describes the wait.
+ *
+ * Success: arg0 = size in bytes (FTN_TYPE_UINT64), arg1 = st_mode, type
+ * bits included (FTN_TYPE_UINT32; S_ISDIR() and the like apply), arg2 =
+ * the modification time in milliseconds since the epoch
+ * (FTN_TYPE_INT64), as futoin_uv_stat().
+ *
+ * Errors: CommError "EBADF: fstat PATH: file is closed"; InternalError
+ * "EINVAL: futoin_uv_file_fstat: f is NULL"; out of memory: InternalError
+ * "fstat: out of memory".
+ * @param as  the flow
+ * @param f   the file
+ * @par Ownership
+ * The step takes a reference to f when it is added.
+ * @par Thread
+ * The backend's loop thread, where futoin_add() is allowed: inside an
+ * execute callback or error handler of the flow as, or on a root that was
+ * not executed yet.
+ */
+void futoin_uv_file_fstat(FutoInAsyncSteps* as, FutoInUvFile* f);
+
+/**
+ * @brief Step: closes a file's descriptor (uv_fs_close()).
+ *
+ * The file counts as closed from when the step starts: steps on it that
+ * start later fail with CommError "EBADF: OP PATH: file is closed". The
+ * descriptor itself is closed once no request on it runs in libuv's pool
+ * (a cancelled read that the pool still runs, say), so that its number is
+ * never reused under such a request. A cancelled close step still closes
+ * the descriptor. "file_close PATH" describes the wait. The handle lives
+ * on until its last reference goes.
+ *
+ * Errors: CommError "EBADF: close PATH: file is closed" (closed already),
+ * "EIO: close PATH"; InternalError "EINVAL: futoin_uv_file_close: f is
+ * NULL"; out of memory: InternalError "close: out of memory" (the file
+ * stays open).
+ * @param as  the flow
+ * @param f   the file
+ *
+ * Success: no values.
+ * @par Ownership
+ * The step takes a reference to f when it is added; the caller's own
+ * references are unchanged.
+ * @par Thread
+ * The backend's loop thread, where futoin_add() is allowed: inside an
+ * execute callback or error handler of the flow as, or on a root that was
+ * not executed yet.
+ */
+void futoin_uv_file_close(FutoInAsyncSteps* as, FutoInUvFile* f);
+
+/**
+ * @brief Step: stat() of a path (follows symbolic links). "stat PATH"
+ * describes the wait.
+ *
+ * Success: arg0 = size (FTN_TYPE_UINT64), arg1 = st_mode (FTN_TYPE_UINT32),
+ * arg2 = modification time in ms since the epoch (FTN_TYPE_INT64).
+ *
+ * Errors: CommError "ENOENT: stat PATH", "EACCES: stat PATH",
+ * "ENOTDIR: stat PATH"; InternalError "EINVAL: futoin_uv_stat: path is
+ * NULL"; out of memory: InternalError "stat: out of memory".
+ * @param as    the flow
+ * @param path  the path (not NULL); copied
+ * @par Ownership
+ * path is copied when the step is added.
+ * @par Thread
+ * The backend's loop thread, where futoin_add() is allowed: inside an
+ * execute callback or error handler of the flow as, or on a root that was
+ * not executed yet.
+ */
+void futoin_uv_stat(FutoInAsyncSteps* as, const char* path);
+
+/**
+ * @brief Step: rename(from, to). "rename FROM" describes the wait.
+ *
+ * Errors: CommError "ENOENT: rename FROM", "EACCES: rename FROM", "EXDEV:
+ * rename FROM", "ENOTEMPTY: rename FROM" (onto a non-empty directory);
+ * InternalError "EINVAL: futoin_uv_rename: from is NULL" (or to); out of
+ * memory: InternalError "rename: out of memory".
+ * @param as    the flow
+ * @param from  the existing path (not NULL)
+ * @param to    the new path (not NULL); replaced if it exists
+ *
+ * Success: no values.
+ * @par Ownership
+ * Both paths are copied when the step is added.
+ * @par Thread
+ * The backend's loop thread, where futoin_add() is allowed: inside an
+ * execute callback or error handler of the flow as, or on a root that was
+ * not executed yet.
+ */
+void futoin_uv_rename(FutoInAsyncSteps* as, const char* from, const char* to);
+
+/**
+ * @brief Step: unlink() of a path. "unlink PATH" describes the wait.
+ *
+ * Errors: CommError "ENOENT: unlink PATH", "EACCES: unlink PATH", "EISDIR:
+ * unlink PATH" (a directory: futoin_uv_rmdir()); InternalError "EINVAL:
+ * futoin_uv_unlink: path is NULL"; out of memory: InternalError "unlink:
+ * out of memory".
+ * @param as    the flow
+ * @param path  the path (not NULL)
+ *
+ * Success: no values.
+ * @par Ownership
+ * path is copied when the step is added.
+ * @par Thread
+ * The backend's loop thread, where futoin_add() is allowed: inside an
+ * execute callback or error handler of the flow as, or on a root that was
+ * not executed yet.
+ */
+void futoin_uv_unlink(FutoInAsyncSteps* as, const char* path);
+
+/**
+ * @brief Step: mkdir() of a path. "mkdir PATH" describes the wait.
+ *
+ * Errors: CommError "EEXIST: mkdir PATH", "ENOENT: mkdir PATH" (no parent),
+ * "EACCES: mkdir PATH", "ENOSPC: mkdir PATH"; InternalError "EINVAL:
+ * futoin_uv_mkdir: path is NULL" or "... mode M out of range (0..07777)";
+ * out of memory: InternalError "mkdir: out of memory".
+ * @param as    the flow
+ * @param path  the directory (not NULL)
+ * @param mode  its permissions, before the umask: 0..07777 (e.g. 0755)
+ *
+ * Success: no values.
+ * @par Ownership
+ * path is copied when the step is added.
+ * @par Thread
+ * The backend's loop thread, where futoin_add() is allowed: inside an
+ * execute callback or error handler of the flow as, or on a root that was
+ * not executed yet.
+ */
+void futoin_uv_mkdir(FutoInAsyncSteps* as, const char* path, int mode);
+
+/**
+ * @brief Step: rmdir() of an empty directory. "rmdir PATH" describes the
+ * wait.
+ *
+ * Errors: CommError "ENOTEMPTY: rmdir PATH", "ENOENT: rmdir PATH",
+ * "ENOTDIR: rmdir PATH"; InternalError "EINVAL: futoin_uv_rmdir: path is
+ * NULL"; out of memory: InternalError "rmdir: out of memory".
+ * @param as    the flow
+ * @param path  the directory (not NULL)
+ *
+ * Success: no values.
+ * @par Ownership
+ * path is copied when the step is added.
+ * @par Thread
+ * The backend's loop thread, where futoin_add() is allowed: inside an
+ * execute callback or error handler of the flow as, or on a root that was
+ * not executed yet.
+ */
+void futoin_uv_rmdir(FutoInAsyncSteps* as, const char* path);
+
+/**
+ * @brief Step: the names in a directory (uv_fs_scandir(), without "." and
+ * ".."). "readdir PATH" describes the wait.
+ *
+ * Success: arg0 = the names (FTN_TYPE_UINT8 | FTN_TYPE_ARRAY), each
+ * followed by a NUL, its length counting those NULs (0 for an empty
+ * directory); arg1 = how many names (FTN_TYPE_UINT32). Walk them with
+ * @code
+ * size_t len;
+ * const char* names = futoin_uv_arg_bytes(args, 0, &len);
+ * for (const char* n = names; n < names + len; n += strlen(n) + 1) { ... }
+ * @endcode
+ * The order is libuv's (not guaranteed sorted).
+ *
+ * Errors: CommError "ENOENT: readdir PATH", "ENOTDIR: readdir PATH",
+ * "EACCES: readdir PATH"; InternalError "EINVAL: futoin_uv_readdir: path is
+ * NULL"; out of memory (the copy of the names): InternalError "ENOMEM:
+ * readdir PATH: out of memory", or "readdir: out of memory" at the start.
+ * @param as    the flow
+ * @param path  the directory (not NULL)
+ * @par Ownership
+ * path is copied when the step is added. The names are the next step's
+ * value: borrowed by it, freed by the engine when it returns.
+ * @par Thread
+ * The backend's loop thread, where futoin_add() is allowed: inside an
+ * execute callback or error handler of the flow as, or on a root that was
+ * not executed yet.
+ */
+void futoin_uv_readdir(FutoInAsyncSteps* as, const char* path);
 
 /**
  * @brief Step: succeeds with no result after ms milliseconds (an AsyncTool
