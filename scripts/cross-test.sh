@@ -22,7 +22,8 @@
 #
 # Environment:
 #   CROSS_BUILD_DIR=dir  build directory (default: build-cross/ARCH)
-#   JOBS=n               parallel build/test jobs (default: 2)
+#   JOBS=n               parallel build jobs (default: 2)
+#   CTEST_JOBS=n         tests run at once (default: JOBS)
 #   FUTOIN_SKIP_DEPS=1   do not install missing packages
 set -euo pipefail
 
@@ -65,5 +66,5 @@ cmake -S . -B "$BUILD" -DCMAKE_TOOLCHAIN_FILE="$PWD/cmake/toolchain-$ARCH.cmake"
     -DFUTOIN_BUILD_BENCH=OFF
 cmake --build "$BUILD" -j"$JOBS"
 built=$SECONDS
-(cd "$BUILD" && ctest --output-on-failure -j"$JOBS")
+(cd "$BUILD" && ctest --output-on-failure -j"${CTEST_JOBS:-$JOBS}")
 echo "cross-test $ARCH: built in $((built - start)) s, tests ran in $((SECONDS - built)) s"

