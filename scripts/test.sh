@@ -42,7 +42,7 @@
 #      stage 1 (TEST_BUILD_ROOT/gcc), then its pytest suites with Debian's
 #      /usr/bin/python3 (a few seconds).
 #
-#   bash scripts/test.sh           the full run, stages 0-14 (CI; about 15 min)
+#   bash scripts/test.sh           the full run, stages 0-14 (CI; about 13 min)
 #   bash scripts/test.sh --quick   stages 0 and 1 only, for the inner development
 #                                  loop (a few minutes)
 #
