@@ -570,13 +570,56 @@ namespace detail {
         }
     };
 
+    /* Numbers and bools that put_value() stores field by field: nothing to
+ * clean up, nothing that throws. */
+    template <class D>
+    inline constexpr bool plain_value =
+            std::is_same_v<D,
+                    bool> || std::is_same_v<D, double> || (std::is_integral_v<D> && std::is_signed_v<D> && sizeof(D) <= 4);
+
+    /* Writes v into slot out, every field. Plain values store their type and
+ * value fields directly, not a whole value built aside and copied: typed
+ * results then cost what the C code writing the same values costs. */
+    template <class V> inline void put_value(FutoInBinaryValue& out, V&& v)
+    {
+        using D = std::decay_t<V>;
+        if constexpr (plain_value<D>) {
+            out.u64 = 0;
+            out.custom_data = nullptr;
+            out.length = 0;
+            if constexpr (std::is_same_v<D, bool>) {
+                out.type = futoin_val_bool(false).type;
+                out.b = v;
+            } else if constexpr (std::is_same_v<D, double>) {
+                out.type = futoin_val_double(0.0).type;
+                out.d = v;
+            } else {
+                out.type = futoin_val_i32(0).type;
+                out.i32 = static_cast<std::int32_t>(v);
+            }
+        } else {
+            out = to_value(std::forward<V>(v));
+        }
+    }
+
     template <class... V> inline void fill_args(FutoInArgs& a, V&&... v)
     {
         static_assert(sizeof...(V) <= 4, "futoin: at most four result values");
+        constexpr std::size_t n = sizeof...(V);
+        std::size_t i = 0;
+        if constexpr ((plain_value<std::decay_t<V>> && ...)) {
+            /* Nothing can throw: the slots after the values are emptied,
+             * the others written whole. */
+            std::memset(a.args + n, 0, (4 - n) * sizeof(a.args[0]));
+            (put_value(a.args[i++], std::forward<V>(v)), ...);
+            (void)i;
+            return;
+        }
+        /* A value may throw (a string copy, a C++ object): every slot empty
+         * first, so that the guard releases only what was made. */
         std::memset(&a, 0, sizeof(a));
         ArgsGuard guard{ &a };
-        std::size_t i = 0;
-        ((a.args[i++] = to_value(std::forward<V>(v))), ...);
+        (put_value(a.args[i++], std::forward<V>(v)), ...);
         (void)i;
         guard.args = nullptr;
     }
