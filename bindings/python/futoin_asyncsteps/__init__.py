@@ -28,6 +28,9 @@ __all__ = [
     "Mutex",
     "Throttle",
     "Limiter",
+    "Model",
+    "Timer",
+    "C_ADD_STEP",
     "live_count",
     "version",
 ]
@@ -280,6 +283,24 @@ def _add_owned(ptr, sd):
     lib.futoin_add_owned(ptr, lib.pyf_step, c_eh, h, lib.pyf_destroy)
 
 
+@ffi.def_extern(error=-1)
+def pyf_add_from_c(ptr, fn_handle, eh_handle):
+    fn = ffi.from_handle(fn_handle).obj
+    eh = ffi.from_handle(eh_handle).obj if eh_handle != ffi.NULL else None
+    if not callable(fn) or (eh is not None and not callable(eh)):
+        lib.futoin_error(ptr, b"InternalError", b"add_python_step(): the value is not callable")
+        return -1
+    _add_owned(ptr, _StepData("step", fn, eh))
+    return 0
+
+
+#: The address of the C entry point that adds a Python step, for C code:
+#: int (*)(FutoInAsyncSteps* as, const FutoInBinaryValue* fn,
+#:         const FutoInBinaryValue* on_error), fn and on_error values that
+#: hold Python callables (docs/PYTHON.md).
+C_ADD_STEP = int(ffi.cast("uintptr_t", ffi.addressof(lib, "pyf_add_python_step")))
+
+
 @ffi.def_extern()
 def pyf_destroy(data):
     sd = ffi.from_handle(data)
@@ -332,6 +353,11 @@ class _Adder:
         _add_owned(self._adder_ptr(), _StepData("parallel", None, on_error, p))
         return p
 
+    def _copy_parallel(self, model_parallel, on_error):
+        p = self.parallel(on_error)
+        for fn, eh in model_parallel.branches:
+            p.add(fn, eh)
+
     def loop(self, fn, label=None):
         """Adds a loop: fn(as_) runs until as_.break_loop()."""
         _add_owned(self._adder_ptr(), _StepData("loop", fn, None, None, _label(label)))
@@ -353,6 +379,21 @@ class _Adder:
         _add_owned(self._adder_ptr(), _StepData("foreach", fn, None, it, _label(label)))
         return self
 
+    def copy_from(self, model):
+        """Adds the steps of a Model, and its state variables that the
+        root's state does not have yet (copyFrom())."""
+        if not isinstance(model, Model):
+            raise TypeError("copy_from(): a Model is expected")
+        ptr = self._adder_ptr()
+        if model._state:
+            state = _state_of(ptr)
+            for key, value in model._state.items():
+                if key not in state._d:
+                    state._d[key] = value
+        for name, args in model._ops:
+            getattr(self, name)(*args)
+        return self
+
     def sync(self, obj, fn, on_error=None):
         """Adds a step that runs inside a Mutex, Throttle or Limiter."""
         if not callable(fn):
@@ -362,6 +403,73 @@ class _Adder:
         # The inner step lives inside the outer (owned) one: released with it.
         _live[inner] = ffi.new_handle(inner)
         _add_owned(ptr, _StepData("sync", None, None, (inner, obj)))
+        return self
+
+
+class Model:
+    """A template of steps and state variables for copy_from(): add steps
+    to it as to a root (add, add_c, parallel, loop, repeat, for_each, sync,
+    copy_from), set its state, then copy it into roots or running steps as
+    often as needed. Nothing runs in the model itself; its callables are
+    shared by the copies, and its state values are assigned as they are
+    (not copied) to each root that lacks them."""
+
+    def __init__(self):
+        self._ops = []
+        self._state = {}
+
+    @property
+    def state(self):
+        """The state variables a copy gives to a root that lacks them."""
+        return self._state
+
+    def _record(self, name, *args):
+        self._ops.append((name, args))
+        return self
+
+    def add(self, fn, on_error=None):
+        if not callable(fn):
+            raise TypeError("add(): fn must be callable")
+        return self._record("add", fn, on_error)
+
+    def add_c(self, fn, on_error=None, data=None):
+        return self._record("add_c", fn, on_error, data)
+
+    def parallel(self, on_error=None):
+        """The branches of a model's parallel step: add them to what this
+        returns; each copy gets its own parallel step with them."""
+        p = _ModelParallel()
+        self._ops.append(("_copy_parallel", (p, on_error)))
+        return p
+
+    def loop(self, fn, label=None):
+        return self._record("loop", fn, label)
+
+    def repeat(self, count, fn, label=None):
+        return self._record("repeat", count, fn, label)
+
+    def for_each(self, iterable, fn, label=None):
+        """The iterable is iterated anew by each copy (a list, a mapping, a
+        range: not a one-shot iterator)."""
+        return self._record("for_each", iterable, fn, label)
+
+    def sync(self, obj, fn, on_error=None):
+        return self._record("sync", obj, fn, on_error)
+
+    def copy_from(self, model):
+        return self._record("copy_from", model)
+
+
+class _ModelParallel:
+    __slots__ = ("branches",)
+
+    def __init__(self):
+        self.branches = []
+
+    def add(self, fn, on_error=None):
+        if not callable(fn):
+            raise TypeError("add(): fn must be callable")
+        self.branches.append((fn, on_error))
         return self
 
 
@@ -445,6 +553,13 @@ def pyf_state_free(data, value):
     del _live[ffi.from_handle(value)]
 
 
+def _state_of(ptr):
+    h = lib.futoin_state(ptr, _STATE_NAME, lib.pyf_state_alloc, lib.pyf_state_free, ffi.NULL)
+    if h == ffi.NULL:
+        raise MisuseError("the state is not available (the root is being freed)")
+    return _State(ffi.from_handle(h).d, ptr)
+
+
 class Steps(_Adder):
     """The AsyncSteps interface a callback gets (as_): valid while the
     callback runs, and after wait_external() until the step completes."""
@@ -484,31 +599,42 @@ class Steps(_Adder):
         if self._in_cb:
             raise _Unwind()
 
-    def success_step(self):
-        """The step completes after its sub-steps (successStep())."""
+    def success_step(self, *values):
+        """Adds a step that succeeds with up to four values (successStep()):
+        the step completes with them after its other sub-steps. Without
+        sub-steps before it, it completes the step at once."""
         self._check(False)
-        lib.futoin_success_step(self._ptr, ffi.NULL)
+        lib.futoin_success_step(self._ptr, _make_args(values) if values else ffi.NULL)
+
+    def _mark_waiting(self):
+        # The step may complete later through this object: the cancel
+        # handler marks it over when the step is cancelled or times out.
+        self._waiting = True
+        self._sd.waiting = self
+        lib.futoin_set_cancel(self._ptr, lib.pyf_on_cancel, _live[self._sd])
 
     def set_timeout(self, seconds):
-        """Fails the step with Timeout unless it completes in time."""
+        """Fails the step with Timeout unless it completes in time. As in
+        C, the step then waits for a later success() or error() on this
+        object (or for its sub-steps)."""
         self._check(False)
         ms = max(0, int(round(float(seconds) * 1000)))
+        self._mark_waiting()
         lib.futoin_set_timeout(self._ptr, min(ms, 0xFFFFFFFF))
 
     def set_cancel(self, fn):
         """fn(as_) runs if the step is cancelled (cancel, timeout, an
-        error elsewhere) before it completed."""
+        error elsewhere) before it completed. As in C, the step then waits
+        for a later success() or error() on this object."""
         self._check(False)
         self._sd.cancel_fn = fn
-        lib.futoin_set_cancel(self._ptr, lib.pyf_on_cancel, _live[self._sd])
+        self._mark_waiting()
 
     def wait_external(self):
         """The step completes only by a later success() or error() on this
         object (from another callback, an asyncio task...)."""
         self._check(False)
-        self._waiting = True
-        self._sd.waiting = self
-        lib.futoin_set_cancel(self._ptr, lib.pyf_on_cancel, _live[self._sd])
+        self._mark_waiting()
         lib.futoin_wait_external(self._ptr)
 
     def await_(self, awaitable):
@@ -543,8 +669,7 @@ class Steps(_Adder):
     def state(self):
         """The root's state mapping (shared with its branches)."""
         self._check(False)
-        h = lib.futoin_state(self._ptr, _STATE_NAME, lib.pyf_state_alloc, lib.pyf_state_free, ffi.NULL)
-        return _State(ffi.from_handle(h).d, self._ptr)
+        return _state_of(self._ptr)
 
     @property
     def c_pointer(self):
@@ -657,6 +782,7 @@ class Loop:
         self.virtual = bool(virtual)
         self._roots = {}
         self._syncs = []
+        self._timers = {}
         self._driver = None
 
     def _check(self):
@@ -693,6 +819,17 @@ class Loop:
         """Virtual clock: moves time forward, running what becomes due."""
         lib.futoin_loop_advance(self._check(), max(0, int(round(seconds * 1000))))
 
+    def call_soon(self, fn, *args):
+        """Runs fn(*args) on the next round of the loop, after what is
+        queued already: a Timer (cancel() stops it). Exceptions of fn are
+        printed to stderr."""
+        return Timer(self, None, fn, args)
+
+    def call_later(self, seconds, fn, *args):
+        """Runs fn(*args) once seconds (a float, millisecond precision)
+        have passed on the loop's clock: a Timer."""
+        return Timer(self, seconds, fn, args)
+
     def attach_asyncio(self, aio_loop=None):
         """Drives this loop from an asyncio event loop (futoin_asyncsteps.aio)."""
         from . import aio
@@ -715,6 +852,10 @@ class Loop:
         ptr = self._ptr
         lib.futoin_loop_free(ptr)
         self._ptr = None
+        # Timers that never ran: dropped with the loop.
+        for t in self._timers:
+            _live.pop(t, None)
+        self._timers.clear()
         for root in list(self._roots):
             root._ptr = None
         self._roots.clear()
@@ -727,6 +868,63 @@ class Loop:
 
     def __exit__(self, *exc):
         self.close()
+
+
+class Timer:
+    """A callback scheduled on a Loop (Loop.call_soon(), call_later())."""
+
+    __slots__ = ("_loop", "_fn", "_args", "_handle", "__weakref__")
+
+    def __init__(self, loop, seconds, fn, args):
+        if not callable(fn):
+            raise TypeError("a timer's fn must be callable")
+        ptr = loop._check()
+        self._loop = loop
+        self._fn = fn
+        self._args = args
+        h = ffi.new_handle(self)
+        if seconds is None:
+            handle = lib.futoin_loop_immediate(ptr, h, lib.pyf_timer)
+        else:
+            ms = min(max(0, int(round(float(seconds) * 1000))), 0xFFFFFFFF)
+            handle = lib.futoin_loop_deferred(ptr, ms, h, lib.pyf_timer)
+        if handle.data1 == ffi.NULL and handle.data2 == ffi.NULL and handle.data3 == 0:
+            raise MemoryError("futoin_loop_immediate()")
+        self._handle = ffi.new("FutoInHandle*", handle)
+        _live[self] = h
+        loop._timers[self] = None
+
+    @property
+    def active(self):
+        """True until the callback ran or was cancelled."""
+        return self in _live
+
+    def cancel(self):
+        """Stops the callback if it has not run yet (no effect after)."""
+        if self not in _live:
+            return
+        ptr = self._loop._ptr
+        if ptr is not None:
+            lib.futoin_loop_try_cancel(ptr, self._handle)
+        self._release()
+
+    def _release(self):
+        _live.pop(self, None)
+        self._loop._timers.pop(self, None)
+        self._fn = self._args = None
+
+
+@ffi.def_extern()
+def pyf_timer(data):
+    t = ffi.from_handle(data)
+    fn, args = t._fn, t._args
+    t._release()
+    if fn is None:
+        return
+    try:
+        fn(*args)
+    except BaseException as exc:
+        _report(exc)
 
 
 class Root(_Adder):
@@ -765,6 +963,11 @@ class Root(_Adder):
         """Cancels a running root: cancel handlers run innermost first."""
         lib.futoin_cancel(self._adder_ptr())
 
+    @property
+    def state(self):
+        """The root's state mapping (the same as its steps' as_.state)."""
+        return _state_of(self._adder_ptr())
+
     def run(self):
         """Executes the root and runs the loop until the root ends: returns
         the last step's result (None, a value, or a tuple of values) or
@@ -794,7 +997,14 @@ class Root(_Adder):
         fut = asyncio.get_running_loop().create_future()
         self._waiters.append(fut)
         self.execute(on_unhandled=_quiet)
-        await fut
+        try:
+            await fut
+        except asyncio.CancelledError:
+            # The task awaiting the root was cancelled: so is the root
+            # (its cancel handlers run now), then the task sees the cancel.
+            if self.running and self._ptr is not None:
+                lib.futoin_cancel(self._ptr)
+            raise
         return self._result()
 
     def _result(self):
@@ -887,6 +1097,14 @@ class _Sync:
             raise MisuseError("the sync object is still in use")
         self._ptr = None
         self._loop._syncs.remove(self)
+
+
+    @property
+    def c_pointer(self):
+        """The FutoInSync* (for C code that syncs on the same object)."""
+        if self._ptr is None:
+            raise MisuseError("the sync object is closed")
+        return self._ptr
 
 
 UNLIMITED = lib.FUTOIN_SYNC_UNLIMITED

@@ -29,6 +29,11 @@ typedef struct FutoInSync_ FutoInSync;
 typedef struct FutoInType_ FutoInType;
 typedef struct FutoInBinaryValue_ FutoInBinaryValue;
 typedef struct FutoInArgs_ FutoInArgs;
+typedef struct FutoInHandle_ {
+    void* data1;
+    void* data2;
+    ptrdiff_t data3;
+} FutoInHandle;
 
 struct FutoInType_ {
     const uint8_t flags;
@@ -87,6 +92,7 @@ typedef void (*FutoInAsyncSteps_cancel_callback)(FutoInAsyncSteps*, void*);
 typedef void (*FutoInDataDestroy)(void*);
 typedef void (*FutoInRootEndCallback)(FutoInAsyncSteps*, void*, const FutoInRootEnd*);
 typedef void (*FutoInLoopWakeup)(void*);
+typedef void (*FutoInLoopCallback)(void* data);
 
 #define FTN_TYPE_CUSTOM_OBJECT ...
 #define FTN_TYPE_STRING ...
@@ -117,6 +123,10 @@ int futoin_loop_wakeup_fd(FutoInLoop* loop);
 uint64_t futoin_loop_now(const FutoInLoop* loop);
 void futoin_loop_advance(FutoInLoop* loop, uint64_t ms);
 size_t futoin_loop_pending(const FutoInLoop* loop);
+FutoInHandle futoin_loop_immediate(FutoInLoop* loop, void* data, FutoInLoopCallback cb);
+FutoInHandle futoin_loop_deferred(FutoInLoop* loop, uint32_t delay_ms, void* data,
+        FutoInLoopCallback cb);
+int futoin_loop_try_cancel(FutoInLoop* loop, FutoInHandle* handle);
 
 /* Roots and steps (asyncsteps.h). */
 FutoInAsyncSteps* futoin_asyncsteps_new(FutoInLoop* loop);
@@ -169,6 +179,8 @@ FutoInBinaryValue pyf_val_bytes(const char* s, size_t n);
 FutoInBinaryValue pyf_val_object(void* handle);
 int pyf_is_object(const FutoInBinaryValue* v);
 extern const FutoInAsyncSteps_execute_callback pyf_step_c;
+int pyf_add_python_step(FutoInAsyncSteps* as, const FutoInBinaryValue* fn,
+        const FutoInBinaryValue* on_error);
 
 extern "Python" {
     void pyf_step(FutoInAsyncSteps*, void*, const FutoInArgs*);
@@ -183,6 +195,8 @@ extern "Python" {
     void* pyf_state_alloc(void*);
     void pyf_state_free(void*, void*);
     void pyf_wakeup(void*);
+    void pyf_timer(void*);
+    int pyf_add_from_c(FutoInAsyncSteps*, void*, void*);
 }
 """
 
@@ -195,6 +209,7 @@ SOURCE = r"""
 #include <string.h>
 
 static void pyf_object_release(void* handle);
+static int pyf_add_from_c(FutoInAsyncSteps* as, void* fn, void* on_error);
 static void pyf_step(FutoInAsyncSteps*, void*, const FutoInArgs*);
 
 /* Strings and bytes: a malloc'ed copy that the value's cleanup frees. */
@@ -247,6 +262,36 @@ static int pyf_is_object(const FutoInBinaryValue* v)
 
 /* The step callback as a C pointer, for C modules that add Python steps. */
 static const FutoInAsyncSteps_execute_callback pyf_step_c = pyf_step;
+
+/* The entry point for C code that adds a Python step (its address is
+ * futoin_asyncsteps.C_ADD_STEP): fn and on_error are values that hold
+ * Python callables, as a C step receives them among its arguments (a
+ * Python step passed them on); on_error may be NULL or a value without a
+ * type. Returns 0 when the step was added; -1 when a value is not a Python
+ * object or not callable: then the flow as gets InternalError. Call it
+ * only on the loop's thread, from a step or error handler of as (the
+ * Python interpreter is entered; the binding's callbacks hold the GIL). */
+static int pyf_add_python_step(FutoInAsyncSteps* as, const FutoInBinaryValue* fn,
+        const FutoInBinaryValue* on_error)
+{
+    void* eh = NULL;
+    if (!as) {
+        return -1;
+    }
+    if (!fn || fn->type != &pyf_object_type) {
+        futoin_error(as, "InternalError", "add_python_step(): fn is not a Python object");
+        return -1;
+    }
+    if (on_error && on_error->type) {
+        if (on_error->type != &pyf_object_type) {
+            futoin_error(as, "InternalError",
+                    "add_python_step(): on_error is not a Python object");
+            return -1;
+        }
+        eh = on_error->custom_data;
+    }
+    return pyf_add_from_c(as, fn->custom_data, eh);
+}
 """
 
 
