@@ -177,13 +177,22 @@ def _from_value(p):
     return conv(p) if conv else p.p
 
 
+_NULL = ffi.NULL
+
+
 def _from_args(args):
-    if args == ffi.NULL:
+    if args == _NULL:
         return ()
-    vals = [_from_value(args.args + i) for i in range(4)]
-    while vals and vals[-1] is None:
-        vals.pop()
-    return tuple(vals)
+    a = args.args
+    # Up to the last value with a type: most steps get none or one.
+    n = 4
+    while n and a[n - 1].type == _NULL:
+        n -= 1
+    if n == 0:
+        return ()
+    if n == 1:
+        return (_from_value(a + 0),)
+    return tuple(_from_value(a + i) for i in range(n))
 
 
 def _to_value(x):

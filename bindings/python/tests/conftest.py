@@ -50,6 +50,16 @@ def cmod(tmp_path_factory):
         void c_recover(FutoInAsyncSteps* as, void* data, const char* code);
         void c_wait(FutoInAsyncSteps* as, void* data, const FutoInArgs* args);
         extern int c_cancelled;
+        void c_set_add_python_step(uintptr_t address);
+        void c_call_python(FutoInAsyncSteps* as, void* data, const FutoInArgs* args);
+        void c_timeout_python(FutoInAsyncSteps* as, void* data, const FutoInArgs* args);
+        void c_call_not_python(FutoInAsyncSteps* as, void* data, const FutoInArgs* args);
+        extern int shared_inside;
+        extern int shared_max;
+        extern char shared_log[1024];
+        void c_enter(const char* who);
+        void c_leave(const char* who);
+        void c_sync_flow(FutoInAsyncSteps* as, void* data, const FutoInArgs* args);
         """
     )
     include = [os.path.join(SRC, "include")]
@@ -65,4 +75,5 @@ def cmod(tmp_path_factory):
     sys.path.insert(0, str(out))
     import _futoin_csteps
 
+    _futoin_csteps.lib.c_set_add_python_step(fa.C_ADD_STEP)
     return _futoin_csteps

@@ -78,3 +78,41 @@ def test_await_failure_and_cancel(loop):
 
     assert asyncio.run(main()) == ("Remote", "failed")
     assert cancelled == [True]
+
+
+def test_task_cancel_cancels_the_root(loop):
+    """Cancelling the asyncio task that awaits run_async() cancels the
+    root: the step's cancel handler runs, the awaited coroutine of a step
+    is cancelled, and the task ends with CancelledError."""
+    log = []
+
+    async def forever():
+        try:
+            await asyncio.sleep(100)
+        except asyncio.CancelledError:
+            log.append("coroutine cancelled")
+            raise
+
+    def waits(as_):
+        as_.set_cancel(lambda a: log.append("step cancelled"))
+        as_.add(lambda a: a.await_(forever()))
+
+    async def main():
+        root = fa.Root(loop)
+        root.add(waits)
+        task = asyncio.ensure_future(root.run_async())
+        await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await asyncio.sleep(0)
+        end = root.end
+        root.close()
+        return end
+
+    end = asyncio.run(main())
+    assert end[0] == "cancelled"
+    # Innermost first: the await step cancels its task (which sees the
+    # cancel on asyncio's next round), then the outer step's handler runs.
+    assert log == ["step cancelled", "coroutine cancelled"]
+    assert fa.live_count() == 0
