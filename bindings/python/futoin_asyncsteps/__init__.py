@@ -12,6 +12,7 @@
 docs/PYTHON.md describes the API, the lifetime of callables and values,
 and how exceptions become step errors.
 """
+import select
 import sys
 import time
 import traceback
@@ -31,6 +32,9 @@ __all__ = [
     "Model",
     "Timer",
     "C_ADD_STEP",
+    "LoopPool",
+    "work_pool_configure",
+    "work_pool_shutdown",
     "live_count",
     "version",
 ]
@@ -388,6 +392,23 @@ class _Adder:
         _add_owned(self._adder_ptr(), _StepData("foreach", fn, None, it, _label(label)))
         return self
 
+    def add_work(self, fn, *args):
+        """Adds a step that runs fn(*args) on the library's worker pool (a
+        thread of its own: blocking calls there leave the loop free) and
+        completes with its result, as Steps.await_() does (None: no value,
+        a tuple: several). fn holds the GIL like any Python code: only
+        work that releases it (I/O, sleep, hashing...) runs in parallel.
+        fn must not use the flow's objects; if the step is cancelled
+        before a worker picks it up, fn never runs."""
+        if not callable(fn):
+            raise TypeError("add_work(): fn must be callable")
+        w = _Work(fn, args)
+        h = ffi.new_handle(w)
+        _live[w] = h
+        # On a refused call, release runs before this returns.
+        lib.futoin_add_work(self._adder_ptr(), lib.pyf_work, h, lib.pyf_work_release)
+        return self
+
     def copy_from(self, model):
         """Adds the steps of a Model, and its state variables that the
         root's state does not have yet (copyFrom())."""
@@ -408,11 +429,184 @@ class _Adder:
         if not callable(fn):
             raise TypeError("sync(): fn must be callable")
         ptr = self._adder_ptr()
-        inner = _StepData("step", fn, on_error)
+        # The critical section gets the previous step's results, as a C
+        # sync step does: the outer step hands them on (extra).
+        inner = _StepData("synced", fn, on_error, ())
         # The inner step lives inside the outer (owned) one: released with it.
         _live[inner] = ffi.new_handle(inner)
         _add_owned(ptr, _StepData("sync", None, None, (inner, obj)))
         return self
+
+
+class _Work:
+    __slots__ = ("fn", "args", "error", "info")
+
+    def __init__(self, fn, args):
+        self.fn = fn
+        self.args = args
+        self.error = None
+        self.info = None
+
+
+@ffi.def_extern()
+def pyf_work(data, out):
+    # On a worker thread (cffi takes the GIL).
+    w = ffi.from_handle(data)
+    fn, args = w.fn, w.args
+    w.fn = w.args = None
+    try:
+        res = fn(*args)
+        if res is None:
+            values = ()
+        elif isinstance(res, tuple):
+            values = res
+        else:
+            values = (res,)
+        filled = _make_args(values)
+        for i in range(4):
+            out.args.args[i] = filled.args[i]
+    except Exception as exc:
+        code, info = _exc_to_error(exc)
+        # Kept alive until the release: the library copies them on return.
+        w.error = ffi.new("char[]", _cstr(code))
+        w.info = ffi.new("char[]", _cstr(info))
+        out.error = w.error
+        out.info = w.info
+    except BaseException as exc:
+        w.error = ffi.new("char[]", b"InternalError")
+        out.error = w.error
+        _report(exc)
+
+
+@ffi.def_extern()
+def pyf_work_release(data):
+    del _live[ffi.from_handle(data)]
+
+
+def work_pool_configure(threads):
+    """Sets the number of worker threads of add_work() (0: one per CPU, at
+    least 2). Returns False once the pool is running (nothing changes)."""
+    return lib.futoin_work_pool_configure(int(threads)) == 0
+
+
+def work_pool_shutdown():
+    """Waits for queued and running work, then joins the workers (a later
+    add_work() starts them again). Not from a worker."""
+    lib.futoin_work_pool_shutdown()
+
+
+class _PoolRoot(_Adder):
+    """The root a LoopPool gives to setup(): add its steps there."""
+
+    __slots__ = ("_ptr",)
+
+    def __init__(self, ptr):
+        self._ptr = ptr
+
+    def _adder_ptr(self):
+        if self._ptr is None:
+            raise MisuseError("a pool root is set up inside setup() only")
+        return self._ptr
+
+    @property
+    def state(self):
+        return _state_of(self._adder_ptr())
+
+
+class _Spawn:
+    __slots__ = ("setup", "done", "pool")
+
+    def __init__(self, setup, done, pool):
+        self.setup = setup
+        self.done = done
+        self.pool = pool
+
+
+@ffi.def_extern()
+def pyf_pool_setup(ptr, data):
+    sp = ffi.from_handle(data)
+    root = _PoolRoot(ptr)
+    try:
+        sp.setup(root)
+    except Exception as exc:
+        code, info = _exc_to_error(exc)
+        lib.futoin_error(ptr, _cstr(code), _cstr(info))
+    except BaseException as exc:
+        _report(exc)
+    finally:
+        root._ptr = None
+
+
+@ffi.def_extern()
+def pyf_pool_done(data, code):
+    sp = ffi.from_handle(data)
+    del _live[sp]
+    done = sp.done
+    if done is None:
+        return
+    try:
+        done(None if code == ffi.NULL else ffi.string(code).decode("utf-8", "surrogateescape"))
+    except BaseException as exc:
+        _report(exc)
+
+
+class LoopPool:
+    """Loops on threads of their own (futoin_loop_pool_*): spawn() places a
+    new root on the least-loaded loop. Their Python callbacks run on those
+    threads, taking the GIL in turn; share data between them with
+    threading locks and shared sync objects (Mutex.shared()...)."""
+
+    def __init__(self, threads=0):
+        self._ptr = lib.futoin_loop_pool_new(int(threads))
+        if self._ptr == ffi.NULL:
+            raise MemoryError("futoin_loop_pool_new(%d)" % threads)
+
+    @property
+    def size(self):
+        return lib.futoin_loop_pool_size(self._check())
+
+    def _check(self):
+        if self._ptr is None:
+            raise MisuseError("the pool is closed")
+        return self._ptr
+
+    def spawn(self, setup, done=None):
+        """setup(root) runs on the chosen loop's thread with a new root to
+        add steps to (the pool executes it then); done(code) runs there
+        when the root ended: code None on success, else the error code
+        ("Cancelled" when the pool stopped first). Returns the loop's
+        index."""
+        if not callable(setup) or (done is not None and not callable(done)):
+            raise TypeError("spawn(): setup and done must be callable")
+        ptr = self._check()
+        sp = _Spawn(setup, done, self)
+        h = ffi.new_handle(sp)
+        _live[sp] = h
+        i = lib.futoin_loop_pool_spawn(ptr, lib.pyf_pool_setup, lib.pyf_pool_done, h)
+        if i < 0:
+            del _live[sp]
+            raise MisuseError("spawn(): the pool is stopping (or out of memory)")
+        return i
+
+    def stop(self, now=False):
+        """Stops the loops (returns at once): roots that have not finished
+        are cancelled; now=True drops pending callbacks too."""
+        lib.futoin_loop_pool_stop(
+            self._check(), lib.FUTOIN_LOOP_STOP_NOW if now else lib.FUTOIN_LOOP_STOP_DRAIN
+        )
+
+    def close(self):
+        """Stops (drains) the pool and joins its threads."""
+        if self._ptr is None:
+            return
+        ptr, self._ptr = self._ptr, None
+        lib.futoin_loop_pool_free(ptr)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
 
 class Model:
@@ -719,8 +913,12 @@ def pyf_step(ptr, data, args):
         lib.futoin_add_loop(ptr, lib.pyf_loop_body, data, sd.label)
     elif kind == "repeat":
         lib.futoin_repeat(ptr, sd.extra, lib.pyf_repeat_body, data, sd.label)
+    elif kind == "synced":
+        values, sd.extra = sd.extra, ()
+        _run(Steps(ptr, sd), sd.fn, *values)
     elif kind == "sync":
         inner, obj = sd.extra
+        inner.extra = _from_args(args)
         eh = lib.pyf_on_error if inner.on_error is not None else ffi.NULL
         lib.futoin_add_sync(ptr, obj._ptr, lib.pyf_step, eh, _live[inner])
 
@@ -818,6 +1016,13 @@ class Loop:
 
     def stop(self):
         lib.futoin_loop_stop(self._check())
+
+    def _wait(self, delay):
+        fd = lib.futoin_loop_wakeup_fd(self._check())
+        if fd < 0:
+            time.sleep(0.001 if delay is None else min(delay, 0.001))
+        else:
+            select.select([fd], [], [], delay)
 
     @property
     def now(self):
@@ -984,17 +1189,19 @@ class Root(_Adder):
         loop = self.event_loop
         self.execute(on_unhandled=_quiet)
         while self.running:
-            _more, delay = loop.iterate()
+            more, delay = loop.iterate()
             if not self.running:
                 break
-            if delay is None:
+            if delay is None and more != 1:
                 self.cancel()
                 raise Error("InternalError", "the loop ran dry with the root still waiting")
-            if delay > 0:
-                if loop.virtual:
+            if delay is None or delay > 0:
+                if loop.virtual and delay is not None:
                     loop.advance(delay)
                 else:
-                    time.sleep(delay)
+                    # Until the next timer, or until another thread (a
+                    # worker's result) queues work: the wake-up fd.
+                    loop._wait(delay)
         return self._result()
 
     async def run_async(self):
@@ -1095,8 +1302,15 @@ class _Sync:
         if ptr == ffi.NULL:
             raise MemoryError("a sync object")
         self._ptr = ptr
-        loop._syncs.append(self)
+        if loop is not None:
+            loop._syncs.append(self)
         self._loop = loop
+
+    @classmethod
+    def _shared(cls, ptr):
+        obj = cls.__new__(cls)
+        _Sync.__init__(obj, None, ptr)
+        return obj
 
     def close(self):
         """Frees the object; MisuseError while flows still use it."""
@@ -1105,7 +1319,8 @@ class _Sync:
         if lib.futoin_sync_free(self._ptr) != 0:
             raise MisuseError("the sync object is still in use")
         self._ptr = None
-        self._loop._syncs.remove(self)
+        if self._loop is not None:
+            self._loop._syncs.remove(self)
 
 
     @property
@@ -1125,6 +1340,11 @@ class Mutex(_Sync):
     def __init__(self, loop, max=1, max_queue=UNLIMITED):
         super().__init__(loop, lib.futoin_mutex_new(loop._check(), max, max_queue))
 
+    @classmethod
+    def shared(cls, max=1, max_queue=UNLIMITED):
+        """A Mutex for flows on any loops and threads (a LoopPool's)."""
+        return cls._shared(lib.futoin_mutex_new_shared(max, max_queue))
+
 
 class Throttle(_Sync):
     """At most max entries per period (seconds), at most max_queue waiting."""
@@ -1133,16 +1353,33 @@ class Throttle(_Sync):
         ms = int(round(period * 1000))
         super().__init__(loop, lib.futoin_throttle_new(loop._check(), max, ms, max_queue))
 
+    @classmethod
+    def shared(cls, max, period=1.0, max_queue=UNLIMITED):
+        """A Throttle for flows on any real-clock loops and threads."""
+        ms = int(round(period * 1000))
+        return cls._shared(lib.futoin_throttle_new_shared(max, ms, max_queue))
+
 
 class Limiter(_Sync):
     """Concurrency and rate limits combined (FutoInLimiterOptions)."""
 
     def __init__(self, loop, concurrent=1, max_queue=0, rate=1, period=1.0, burst=0):
-        opts = ffi.new("FutoInLimiterOptions*")
-        lib.futoin_limiter_options_init(opts)
-        opts.concurrent = concurrent
-        opts.max_queue = max_queue
-        opts.rate = rate
-        opts.period_ms = int(round(period * 1000))
-        opts.burst = burst
+        opts = _limiter_options(concurrent, max_queue, rate, period, burst)
         super().__init__(loop, lib.futoin_limiter_new(loop._check(), opts))
+
+    @classmethod
+    def shared(cls, concurrent=1, max_queue=0, rate=1, period=1.0, burst=0):
+        """A Limiter for flows on any real-clock loops and threads."""
+        opts = _limiter_options(concurrent, max_queue, rate, period, burst)
+        return cls._shared(lib.futoin_limiter_new_shared(opts))
+
+
+def _limiter_options(concurrent, max_queue, rate, period, burst):
+    opts = ffi.new("FutoInLimiterOptions*")
+    lib.futoin_limiter_options_init(opts)
+    opts.concurrent = concurrent
+    opts.max_queue = max_queue
+    opts.rate = rate
+    opts.period_ms = int(round(period * 1000))
+    opts.burst = burst
+    return opts

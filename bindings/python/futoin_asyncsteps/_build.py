@@ -173,6 +173,34 @@ int futoin_sync_free(FutoInSync* sync);
 
 const char* futoin_version(void);
 
+/* Threads (threads.h, sync.h): loop pools, the worker pool, shared sync
+ * objects. */
+typedef struct FutoInLoopPool FutoInLoopPool;
+typedef struct FutoInWorkResult {
+    FutoInArgs args;
+    const char* error;
+    const char* info;
+} FutoInWorkResult;
+typedef void (*FutoInWorkFn)(void* work_data, FutoInWorkResult* out);
+typedef void (*FutoInWorkRelease)(void* work_data);
+typedef void (*FutoInPoolSetup)(FutoInAsyncSteps* root, void* data);
+typedef void (*FutoInPoolDone)(void* data, const char* code);
+#define FUTOIN_LOOP_STOP_DRAIN ...
+#define FUTOIN_LOOP_STOP_NOW ...
+FutoInLoopPool* futoin_loop_pool_new(unsigned n);
+unsigned futoin_loop_pool_size(const FutoInLoopPool* pool);
+int futoin_loop_pool_spawn(FutoInLoopPool* pool, FutoInPoolSetup setup, FutoInPoolDone done,
+        void* data);
+void futoin_loop_pool_stop(FutoInLoopPool* pool, int mode);
+void futoin_loop_pool_free(FutoInLoopPool* pool);
+void futoin_add_work(FutoInAsyncSteps* as, FutoInWorkFn fn, void* work_data,
+        FutoInWorkRelease release);
+int futoin_work_pool_configure(unsigned threads);
+void futoin_work_pool_shutdown(void);
+FutoInSync* futoin_mutex_new_shared(uint32_t max, uint32_t max_queue);
+FutoInSync* futoin_throttle_new_shared(uint32_t max, uint32_t period_ms, uint32_t max_queue);
+FutoInSync* futoin_limiter_new_shared(const FutoInLimiterOptions* opts);
+
 /* The binding's own helpers (set_source below). */
 FutoInBinaryValue pyf_val_str(const char* s, size_t n);
 FutoInBinaryValue pyf_val_bytes(const char* s, size_t n);
@@ -197,6 +225,10 @@ extern "Python" {
     void pyf_wakeup(void*);
     void pyf_timer(void*);
     int pyf_add_from_c(FutoInAsyncSteps*, void*, void*);
+    void pyf_work(void*, FutoInWorkResult*);
+    void pyf_work_release(void*);
+    void pyf_pool_setup(FutoInAsyncSteps*, void*);
+    void pyf_pool_done(void*, const char*);
 }
 """
 
@@ -205,6 +237,7 @@ SOURCE = r"""
 #include <futoin/asyncsteps.h>
 #include <futoin/asynctool.h>
 #include <futoin/sync.h>
+#include <futoin/threads.h>
 #include <stdlib.h>
 #include <string.h>
 

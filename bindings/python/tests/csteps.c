@@ -56,8 +56,8 @@ void c_wait(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 
 /* The binding's entry point (futoin_asyncsteps.C_ADD_STEP), set by the
  * tests: adds a Python step whose callable arrived as a value. */
-typedef int (*AddPythonStep)(
-        FutoInAsyncSteps* as, const FutoInBinaryValue* fn, const FutoInBinaryValue* on_error);
+typedef int (*AddPythonStep)(FutoInAsyncSteps* as, const FutoInBinaryValue* fn,
+        const FutoInBinaryValue* on_error);
 static AddPythonStep add_python_step;
 
 void c_set_add_python_step(uintptr_t address)

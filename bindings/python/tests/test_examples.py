@@ -2,10 +2,9 @@
 # The C examples of examples/, written in Python, against the expected
 # output of examples/expected/*.txt (and .stderr) byte for byte. Examples
 # that wait on timers run on the virtual clock: the same output, at once.
-# threads_pool is not reproduced: the binding drives one loop on the
-# calling thread (docs/PYTHON.md).
 import os
 import sys
+import threading
 
 import futoin_asyncsteps as fa
 
@@ -368,3 +367,84 @@ def test_limiter_rejects(vloop, capfd):
         root.close()
     limiter.close()
     assert output(capfd) == expected("limiter_rejects")
+
+
+def test_threads_pool(capfd):
+    """Loop threads, the worker pool and a shared Mutex: six jobs on a
+    pool of two loops, each computing a checksum on a worker, then
+    appending to a shared ledger inside the shared Mutex."""
+    JOBS, LOOPS, WORKERS, BAD_JOB = 6, 2, 2, 4
+    ledger_lock = fa.Mutex.shared(1)
+    ledger = []
+    cond = threading.Condition()
+    counts = {"inside": 0, "max": 0, "finished": 0}
+    outcome = {}
+    checksum = {}
+    fa.work_pool_configure(WORKERS)  # False if already running: kept as is
+
+    def checksum_work(job):
+        # On a worker thread: may block, must not touch the loop.
+        if job == BAD_JOB:
+            raise fa.Error("BadInput", "record %d is malformed" % job)
+        record = b"record-%d" % job
+        h = 2166136261
+        for _ in range(20000):
+            for c in record:
+                h = ((h ^ c) * 16777619) & 0xFFFFFFFF
+        return h
+
+    def append_work(job):
+        ledger.append(job)  # the job holds ledger_lock meanwhile
+
+    def job_setup(job):
+        def leave_section(as_):
+            with cond:
+                counts["inside"] -= 1
+
+        def record(as_, value):
+            checksum[job] = value
+            with cond:
+                counts["inside"] += 1
+                counts["max"] = max(counts["max"], counts["inside"])
+            as_.add_work(append_work, job)
+            as_.add(leave_section)
+
+        def setup(root):
+            root.add_work(checksum_work, job)
+            root.sync(ledger_lock, record)
+
+        return setup
+
+    def job_done(job):
+        def done(code):
+            with cond:
+                outcome[job] = code or "ok"
+                counts["finished"] += 1
+                cond.notify()
+
+        return done
+
+    pool = fa.LoopPool(LOOPS)
+    print(
+        "%d jobs on %d loop threads, blocking work on %d worker threads"
+        % (JOBS, pool.size, WORKERS)
+    )
+    started = 0
+    for job in range(1, JOBS + 1):
+        pool.spawn(job_setup(job), job_done(job))
+        started += 1
+    with cond:
+        cond.wait_for(lambda: counts["finished"] == started, timeout=60)
+    pool.close()
+    fa.work_pool_shutdown()
+    for job in range(1, JOBS + 1):
+        if outcome[job] == "ok":
+            print("job %d: checksum %08x, recorded" % (job, checksum[job]))
+            assert ledger.count(job) == 1
+        else:
+            print("job %d: failed with %s, not recorded" % (job, outcome[job]))
+            assert job not in ledger
+    print("ledger: %d records" % len(ledger))
+    print("jobs inside the shared Mutex at once: at most %d" % counts["max"])
+    ledger_lock.close()
+    assert output(capfd) == expected("threads_pool")
