@@ -12,6 +12,7 @@
 docs/PYTHON.md describes the API, the lifetime of callables and values,
 and how exceptions become step errors.
 """
+import array
 import select
 import sys
 import time
@@ -157,6 +158,23 @@ _SCALARS = {
 }
 
 
+# array.array typecodes by what their items are here.
+_ARRAY_BASES = {}
+for _code in "bBhHiIlLqQfd":
+    _size = array.array(_code).itemsize
+    if _code in "fd":
+        _base = lib.FTN_TYPE_FLOAT if _size == 4 else lib.FTN_TYPE_DOUBLE
+    elif _code.islower():
+        _base = {1: lib.FTN_TYPE_INT8, 2: lib.FTN_TYPE_INT16, 4: lib.FTN_TYPE_INT32, 8: lib.FTN_TYPE_INT64}[_size]
+    else:
+        _base = {1: lib.FTN_TYPE_UINT8, 2: lib.FTN_TYPE_UINT16, 4: lib.FTN_TYPE_UINT32, 8: lib.FTN_TYPE_UINT64}[_size]
+    _ARRAY_BASES[_code] = _base
+del _code, _size, _base
+
+_UTF16 = "utf-16-le" if sys.byteorder == "little" else "utf-16-be"
+_UTF32 = "utf-32-le" if sys.byteorder == "little" else "utf-32-be"
+
+
 def _from_value(p):
     """The Python value of a FutoInBinaryValue* (borrowed: converted now)."""
     t = p.type
@@ -173,6 +191,10 @@ def _from_value(p):
         return p.p
     if base == lib.FTN_TYPE_STRING:
         return ffi.unpack(p.cstr, p.length).decode("utf-8", "surrogateescape")
+    if base == lib.FTN_TYPE_STRING16:
+        return ffi.buffer(p.p, p.length * 2)[:].decode(_UTF16, "surrogatepass")
+    if base == lib.FTN_TYPE_STRING32:
+        return ffi.buffer(p.p, p.length * 4)[:].decode(_UTF32, "surrogatepass")
     if base == lib.FTN_TYPE_CUSTOM_OBJECT:
         if lib.pyf_is_object(p):
             return ffi.from_handle(p.custom_data).obj
@@ -222,6 +244,15 @@ def _to_value(x):
         if v.type == ffi.NULL:
             raise MemoryError("futoin_asyncsteps: a bytes value")
         return v
+    elif t is array.array:
+        base = _ARRAY_BASES.get(x.typecode)
+        if base is not None:
+            if len(x) >= 1 << 32:
+                raise ValueError("futoin_asyncsteps: an array of 2**32 items or more")
+            v = lib.pyf_val_array(base, ffi.from_buffer(x), len(x), x.itemsize)
+            if v.type == ffi.NULL:
+                raise MemoryError("futoin_asyncsteps: an array value")
+            return v
     box = _Box(x)
     h = ffi.new_handle(box)
     _live[box] = h

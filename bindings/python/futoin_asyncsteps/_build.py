@@ -96,6 +96,8 @@ typedef void (*FutoInLoopCallback)(void* data);
 
 #define FTN_TYPE_CUSTOM_OBJECT ...
 #define FTN_TYPE_STRING ...
+#define FTN_TYPE_STRING16 ...
+#define FTN_TYPE_STRING32 ...
 #define FTN_TYPE_BOOL ...
 #define FTN_TYPE_INT8 ...
 #define FTN_TYPE_INT16 ...
@@ -204,6 +206,7 @@ FutoInSync* futoin_limiter_new_shared(const FutoInLimiterOptions* opts);
 /* The binding's own helpers (set_source below). */
 FutoInBinaryValue pyf_val_str(const char* s, size_t n);
 FutoInBinaryValue pyf_val_bytes(const char* s, size_t n);
+FutoInBinaryValue pyf_val_array(int base, const void* data, size_t count, size_t elem_size);
 FutoInBinaryValue pyf_val_object(void* handle);
 int pyf_is_object(const FutoInBinaryValue* v);
 extern const FutoInAsyncSteps_execute_callback pyf_step_c;
@@ -275,6 +278,41 @@ static FutoInBinaryValue pyf_val_str(const char* s, size_t n)
 static FutoInBinaryValue pyf_val_bytes(const char* s, size_t n)
 {
     return pyf_copy(&pyf_bytes_type, s, n);
+}
+
+/* Arrays (array.array): a malloc'ed copy of the elements, one type per
+ * base type, freed by the value's cleanup. */
+#define PYF_ARRAY_TYPE(b) [b] = { (FutoInTypeFlags)((b) | FTN_TYPE_ARRAY), pyf_free_cleanup }
+static const FutoInType pyf_array_types[16] = {
+    PYF_ARRAY_TYPE(FTN_TYPE_BOOL),
+    PYF_ARRAY_TYPE(FTN_TYPE_INT8),
+    PYF_ARRAY_TYPE(FTN_TYPE_INT16),
+    PYF_ARRAY_TYPE(FTN_TYPE_INT32),
+    PYF_ARRAY_TYPE(FTN_TYPE_INT64),
+    PYF_ARRAY_TYPE(FTN_TYPE_UINT8),
+    PYF_ARRAY_TYPE(FTN_TYPE_UINT16),
+    PYF_ARRAY_TYPE(FTN_TYPE_UINT32),
+    PYF_ARRAY_TYPE(FTN_TYPE_UINT64),
+    PYF_ARRAY_TYPE(FTN_TYPE_FLOAT),
+    PYF_ARRAY_TYPE(FTN_TYPE_DOUBLE),
+};
+/* No type (an empty value) when out of memory or base is not a number. */
+static FutoInBinaryValue pyf_val_array(int base, const void* data, size_t count, size_t elem_size)
+{
+    FutoInBinaryValue r;
+    memset(&r, 0, sizeof(r));
+    if (base < 0 || base > 15 || !pyf_array_types[base].cleanup || count > UINT32_MAX) {
+        return r;
+    }
+    void* copy = malloc(count * elem_size + 1);
+    if (!copy) {
+        return r;
+    }
+    memcpy(copy, data, count * elem_size);
+    r.type = &pyf_array_types[base];
+    r.p = copy;
+    r.length = (uint32_t)count;
+    return r;
 }
 
 /* A Python object: custom_data is a cffi handle the binding keeps alive

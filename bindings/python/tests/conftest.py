@@ -60,6 +60,8 @@ def cmod(tmp_path_factory):
         void c_enter(const char* who);
         void c_leave(const char* who);
         void c_sync_flow(FutoInAsyncSteps* as, void* data, const FutoInArgs* args);
+        void c_arrays(FutoInAsyncSteps* as, void* data, const FutoInArgs* args);
+        void c_sum(FutoInAsyncSteps* as, void* data, const FutoInArgs* args);
         """
     )
     include = [os.path.join(SRC, "include")]

@@ -167,3 +167,64 @@ void c_sync_flow(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
     snprintf(f->name, sizeof(f->name), "C%d", id);
     futoin_add_sync(as, (FutoInSync*)data, c_critical, NULL, f);
 }
+
+/* ---- Arrays and UTF-16/32 strings ------------------------------------- */
+
+static const FutoInType c_i16_array = { FTN_TYPE_INT16 | FTN_TYPE_ARRAY, NULL };
+static const FutoInType c_u16_string = { FTN_TYPE_STRING16, NULL };
+static const FutoInType c_u32_string = { FTN_TYPE_STRING32, NULL };
+static const int16_t c_shorts[3] = { 1, -2, 30000 };
+static const uint16_t c_text16[3] = { 'h', 0xe9, 0x263a };
+static const uint32_t c_text32[2] = { 'x', 0x1f600 };
+
+/* () -> (int16[] {1, -2, 30000}, UTF-16 "hé☺", UTF-32 "x😀") */
+void c_arrays(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)data, (void)args;
+    FutoInBinaryValue a, s16, s32;
+    memset(&a, 0, sizeof(a));
+    memset(&s16, 0, sizeof(s16));
+    memset(&s32, 0, sizeof(s32));
+    a.type = &c_i16_array;
+    a.p = c_shorts;
+    a.length = 3;
+    s16.type = &c_u16_string;
+    s16.p = c_text16;
+    s16.length = 3;
+    s32.type = &c_u32_string;
+    s32.p = c_text32;
+    s32.length = 2;
+    futoin_success3(as, a, s16, s32);
+}
+
+/* (array of int32, int64, uint8 or double) -> (sum as double, length) */
+void c_sum(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)data;
+    const FutoInBinaryValue* v = &args->args[0];
+    double sum = 0;
+    if (!v->type || !(v->type->flags & FTN_TYPE_ARRAY)) {
+        futoin_error(as, "CError", "not an array");
+        return;
+    }
+    for (uint32_t i = 0; i < v->length; ++i) {
+        switch (v->type->flags & FTN_BASE_TYPE_MASK) {
+        case FTN_TYPE_INT32:
+            sum += ((const int32_t*)v->p)[i];
+            break;
+        case FTN_TYPE_INT64:
+            sum += (double)((const int64_t*)v->p)[i];
+            break;
+        case FTN_TYPE_UINT8:
+            sum += ((const uint8_t*)v->p)[i];
+            break;
+        case FTN_TYPE_DOUBLE:
+            sum += ((const double*)v->p)[i];
+            break;
+        default:
+            futoin_error(as, "CError", "unexpected element type");
+            return;
+        }
+    }
+    futoin_success2(as, futoin_val_double(sum), futoin_val_i64(v->length));
+}

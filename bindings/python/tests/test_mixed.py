@@ -2,6 +2,8 @@
 # Python steps and C steps (tests/csteps.c) in one flow: values both ways,
 # errors raised in one language and handled in the other, timeout and
 # cancel of a C step.
+import array
+
 import pytest
 
 import futoin_asyncsteps as fa
@@ -216,3 +218,26 @@ def test_mutex_shared_by_python_and_c_flows(vloop, cmod, c):
     croot.close()
     mutex.close()
     assert lib.shared_inside == 0 and fa.live_count() == 0
+
+
+def test_arrays_and_wide_strings(vloop, cmod, c):
+    """array.array goes to C as a typed array (a copy); C arrays come back
+    as lists (uint8 as bytes), UTF-16/32 strings as str."""
+    for value, expected in (
+        (array.array("i", [1, 2, -3]), (0.0, 3)),
+        (array.array("q", [2**40, 1]), (float(2**40 + 1), 2)),
+        (array.array("d", [0.5, 0.25]), (0.75, 2)),
+        (b"\x01\x02\xff", (258.0, 3)),
+        (array.array("i"), (0.0, 0)),
+    ):
+        with fa.Root(vloop) as root:
+            root.add(lambda as_, v=value: as_.success(v))
+            root.add_c(c.c_sum)
+            assert root.run() == expected
+    seen = []
+    with fa.Root(vloop) as root:
+        root.add(lambda as_: as_.success(array.array("h", [7, -7]), array.array("B", b"ab")))
+        root.add(lambda as_, *v: seen.append(v))
+        root.add_c(c.c_arrays)
+        assert root.run() == ([1, -2, 30000], "h\u00e9\u263a", "x\U0001f600")
+    assert seen == [([7, -7], b"ab")]
