@@ -259,18 +259,39 @@ def _to_value(x):
     return lib.pyf_val_object(h)
 
 
+# The library's plain types, for filling the commonest values in place
+# (no call into C for them).
+_T_I64 = lib.futoin_val_i64(0).type
+_T_DOUBLE = lib.futoin_val_double(0.0).type
+_I64_MIN = -(1 << 63)
+_I64_END = 1 << 63
+
+
 def _make_args(values):
-    if len(values) > 4:
+    n = len(values)
+    if n > 4:
         raise MisuseError("at most four values pass from a step to the next")
     args = ffi.new("FutoInArgs*")
-    try:
-        for i, x in enumerate(values):
-            if x is not None:
-                args.args[i] = _to_value(x)
-    except BaseException:
-        for i in range(4):
-            lib.futoin_reset_binval(args.args + i)
-        raise
+    if n:
+        a = args.args
+        try:
+            for i in range(n):
+                x = values[i]
+                t = type(x)
+                if t is int and _I64_MIN <= x < _I64_END:
+                    slot = a[i]
+                    slot.type = _T_I64
+                    slot.i64 = x
+                elif t is float:
+                    slot = a[i]
+                    slot.type = _T_DOUBLE
+                    slot.d = x
+                elif x is not None:
+                    a[i] = _to_value(x)
+        except BaseException:
+            for i in range(4):
+                lib.futoin_reset_binval(a + i)
+            raise
     return args
 
 
