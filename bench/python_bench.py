@@ -8,8 +8,9 @@ callbacks (a loop.call_soon() chain), all timed in one run.
 
 Each workload passes an int from one step to the next and adds 1 (the
 binding's steps in roots of 100 steps, created, run and closed); each is
-the median of 5 repetitions after a warm-up, reported in ns per step and as
-a ratio to the call_soon chain measured in the same run (docs/PERFORMANCE.md).
+the median of 5 repetitions (interleaved) after a warm-up, reported in ns
+per step and as a ratio to the call_soon chain measured in the same run
+(docs/PERFORMANCE.md).
 """
 import asyncio
 import statistics
@@ -141,11 +142,15 @@ WORKLOADS = [
 def main():
     print("futoin_asyncsteps %s, Python %s, %d steps per run, median of %d"
           % (fa.version(), sys.version.split()[0], N, REPEAT))
-    results = []
-    for name, fn in WORKLOADS:
+    for _name, fn in WORKLOADS:
         fn(N // 10)  # warm-up
-        times = [fn(N) for _ in range(REPEAT)]
-        results.append((name, statistics.median(times) / N * 1e9))
+    # Repetitions interleaved: a change of the machine's load in the middle
+    # of the run touches every workload alike.
+    times = {name: [] for name, _fn in WORKLOADS}
+    for _ in range(REPEAT):
+        for name, fn in WORKLOADS:
+            times[name].append(fn(N))
+    results = [(name, statistics.median(times[name]) / N * 1e9) for name, _fn in WORKLOADS]
     base = results[0][1]
     print("%-46s %10s %8s" % ("workload", "ns/step", "ratio"))
     for name, ns in results:
