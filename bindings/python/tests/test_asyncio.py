@@ -116,3 +116,29 @@ def test_task_cancel_cancels_the_root(loop):
     # cancel on asyncio's next round), then the outer step's handler runs.
     assert log == ["step cancelled", "coroutine cancelled"]
     assert fa.live_count() == 0
+
+
+def test_work_result_wakes_asyncio(loop):
+    """A worker's result reaches a loop driven by asyncio through the
+    wake-up fd, while coroutines keep running."""
+    ticks = []
+
+    def blocking(n):
+        time.sleep(0.05)
+        return n * 2
+
+    async def ticker():
+        for _ in range(3):
+            ticks.append(1)
+            await asyncio.sleep(0.01)
+
+    async def main():
+        root = fa.Root(loop)
+        root.add_work(blocking, 21)
+        result, _ = await asyncio.gather(root.run_async(), ticker())
+        root.close()
+        return result
+
+    assert asyncio.run(main()) == 42
+    assert len(ticks) == 3
+    assert fa.live_count() == 0
