@@ -1109,25 +1109,29 @@ class Loop:
         return Root(self)
 
     def close(self):
-        """Frees the loop: its roots first (cancelled if running)."""
+        """Frees the loop: its roots first (cancelled if running), then
+        its Mutex, Throttle and Limiter objects, then the loop itself."""
         if self._ptr is None:
             return
         if self._driver is not None:
             self._driver.close()
             self._driver = None
+        # Roots first: their cancel releases the sync objects, which the
+        # library wants freed before their loop.
+        for root in list(self._roots):
+            root.close()
+        self._roots.clear()
+        for s in self._syncs:
+            lib.futoin_sync_free(s._ptr)
+            s._ptr = None
+        self._syncs = []
         ptr = self._ptr
-        lib.futoin_loop_free(ptr)
         self._ptr = None
+        lib.futoin_loop_free(ptr)
         # Timers that never ran: dropped with the loop.
         for t in self._timers:
             _live.pop(t, None)
         self._timers.clear()
-        for root in list(self._roots):
-            root._ptr = None
-        self._roots.clear()
-        for s in self._syncs:
-            s._ptr = None
-        self._syncs = []
 
     def __enter__(self):
         return self
