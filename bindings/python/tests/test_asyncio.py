@@ -45,7 +45,7 @@ def test_root_awaited_with_timers(loop):
     assert result == 21
     assert code == "Timeout"
     assert "awaited" in log and log.count("tick") == 3
-    assert 0.05 <= elapsed < 2.0
+    assert elapsed >= 0.05  # the timers cannot fire early
 
 
 def test_await_failure_and_cancel(loop):
