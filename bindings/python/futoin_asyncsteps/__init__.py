@@ -85,10 +85,29 @@ class _Unwind(BaseException):
     callback; the binding catches it when the callback returns."""
 
 
-def _report(exc):
+# Python Loop objects by the address of their FutoInLoop, to find a flow's
+# misuse handler.
+_loops = {}
+
+
+def _report(exc, loop=None, what="a callback"):
     """An exception that cannot become a step error (in a cancel handler,
-    an unhandled-error callback, a step that already completed)."""
-    sys.stderr.write("futoin_asyncsteps: exception in a callback:\n")
+    a timer, an unhandled-error callback, a step that already completed):
+    to the misuse handler of loop (a Loop, or a FutoInLoop*) if it has one,
+    else to stderr with its traceback."""
+    if loop is not None and not isinstance(loop, Loop):
+        loop = _loops.get(int(ffi.cast("uintptr_t", loop)))
+    handler = loop._misuse if loop is not None else None
+    if handler is not None:
+        name = type(exc).__name__
+        msg = str(exc)
+        try:
+            handler("exception in %s: %s" % (what, "%s: %s" % (name, msg) if msg else name))
+            return
+        except BaseException as exc2:
+            exc = exc2
+            what = "the misuse handler"
+    sys.stderr.write("futoin_asyncsteps: exception in %s:\n" % what)
     traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
 
 
@@ -527,7 +546,7 @@ def pyf_work(data, out):
     except BaseException as exc:
         w.error = ffi.new("char[]", b"InternalError")
         out.error = w.error
-        _report(exc)
+        _report(exc, None, "a work function")
 
 
 @ffi.def_extern()
@@ -584,7 +603,7 @@ def pyf_pool_setup(ptr, data):
         code, info = _exc_to_error(exc)
         lib.futoin_error(ptr, _cstr(code), _cstr(info))
     except BaseException as exc:
-        _report(exc)
+        _report(exc, None, "a pool root's setup")
     finally:
         root._ptr = None
 
@@ -599,7 +618,7 @@ def pyf_pool_done(data, code):
     try:
         done(None if code == ffi.NULL else ffi.string(code).decode("utf-8", "surrogateescape"))
     except BaseException as exc:
-        _report(exc)
+        _report(exc, None, "a pool root's done callback")
 
 
 class LoopPool:
@@ -938,8 +957,10 @@ def _run(steps, fn, *args):
     except _Unwind:
         pass
     except Exception as exc:  # a step error: the exception's code and info
-        if steps._done or steps._sd.dead:
-            _report(exc)
+        if steps._sd.dead:
+            _report(exc, None, "a step that has ended")
+        elif steps._done:
+            _report(exc, lib.futoin_asyncsteps_loop(steps._ptr), "a step that has completed")
         else:
             code, info = _exc_to_error(exc)
             steps._done = True
@@ -1022,10 +1043,11 @@ def pyf_on_cancel(ptr, data):
     if fn is not None:
         steps = Steps(ptr, sd)
         steps._done = True  # the step is over: only its own clean-up is left
+        loop = lib.futoin_asyncsteps_loop(ptr)  # before fn: it may free the root
         try:
             fn(steps)
         except BaseException as exc:
-            _report(exc)
+            _report(exc, loop, "a cancel handler")
 
 
 # ---- loop and roots -------------------------------------------------------------
@@ -1043,6 +1065,29 @@ class Loop:
         self._syncs = []
         self._timers = {}
         self._driver = None
+        self._misuse = None
+        self._h = ffi.new_handle(self)
+        _loops[self._key()] = self
+
+    def _key(self):
+        return int(ffi.cast("uintptr_t", self._ptr))
+
+    def set_misuse_handler(self, fn):
+        """fn(info) receives what cannot become a step error: the
+        library's misuse reports for this loop (docs/MISUSE.md), errors
+        escaping a root executed without on_unhandled, and exceptions of
+        the binding's callbacks that have no step to fail (cancel handlers,
+        timers, on_unhandled, steps that had completed), as
+        "exception in a cancel handler: TypeName: message". None: back to
+        the default, a line on stderr (with the traceback for exceptions)."""
+        ptr = self._check()
+        if fn is not None and not callable(fn):
+            raise TypeError("set_misuse_handler(): fn must be callable or None")
+        self._misuse = fn
+        if fn is None:
+            lib.futoin_set_misuse_handler(ptr, ffi.NULL, ffi.NULL)
+        else:
+            lib.futoin_set_misuse_handler(ptr, lib.pyf_misuse, self._h)
 
     def _check(self):
         if self._ptr is None:
@@ -1126,8 +1171,10 @@ class Loop:
             s._ptr = None
         self._syncs = []
         ptr = self._ptr
+        _loops.pop(self._key(), None)
         self._ptr = None
         lib.futoin_loop_free(ptr)
+        self._misuse = None
         # Timers that never ran: dropped with the loop.
         for t in self._timers:
             _live.pop(t, None)
@@ -1138,6 +1185,19 @@ class Loop:
 
     def __exit__(self, *exc):
         self.close()
+
+
+@ffi.def_extern()
+def pyf_misuse(data, ptr, info):
+    loop = ffi.from_handle(data)
+    fn = loop._misuse
+    if fn is None:
+        return
+    try:
+        fn(ffi.string(info).decode("utf-8", "surrogateescape"))
+    except BaseException as exc:
+        sys.stderr.write("futoin_asyncsteps: exception in the misuse handler:\n")
+        traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
 
 
 class Timer:
@@ -1194,7 +1254,7 @@ def pyf_timer(data):
     try:
         fn(*args)
     except BaseException as exc:
-        _report(exc)
+        _report(exc, t._loop, "a timer")
 
 
 class Root(_Adder):
@@ -1329,7 +1389,7 @@ def pyf_unhandled(ptr, data, code):
         else:
             cb(code, info)
     except BaseException as exc:
-        _report(exc)
+        _report(exc, root.event_loop, "an unhandled-error callback")
 
 
 @ffi.def_extern()
@@ -1347,7 +1407,7 @@ def pyf_on_end(ptr, data, end):
             if not w.done():
                 w.set_result(None)
         except BaseException as exc:
-            _report(exc)
+            _report(exc, root.event_loop, "the end of a root")
 
 
 # ---- sync objects -----------------------------------------------------------------

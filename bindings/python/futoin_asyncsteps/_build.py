@@ -93,6 +93,7 @@ typedef void (*FutoInDataDestroy)(void*);
 typedef void (*FutoInRootEndCallback)(FutoInAsyncSteps*, void*, const FutoInRootEnd*);
 typedef void (*FutoInLoopWakeup)(void*);
 typedef void (*FutoInLoopCallback)(void* data);
+typedef void (*FutoInMisuseHandler)(void* data, FutoInAsyncSteps* as, const char* info);
 
 #define FTN_TYPE_CUSTOM_OBJECT ...
 #define FTN_TYPE_STRING ...
@@ -132,6 +133,8 @@ int futoin_loop_try_cancel(FutoInLoop* loop, FutoInHandle* handle);
 
 /* Roots and steps (asyncsteps.h). */
 FutoInAsyncSteps* futoin_asyncsteps_new(FutoInLoop* loop);
+FutoInLoop* futoin_asyncsteps_loop(FutoInAsyncSteps* as);
+void futoin_set_misuse_handler(FutoInLoop* loop, FutoInMisuseHandler cb, void* data);
 void futoin_asyncsteps_free(FutoInAsyncSteps* root);
 void futoin_add_owned(FutoInAsyncSteps* as, FutoInAsyncSteps_execute_callback f,
         FutoInAsyncSteps_error_callback eh, void* data, FutoInDataDestroy destroy);
@@ -227,6 +230,7 @@ extern "Python" {
     void pyf_state_free(void*, void*);
     void pyf_wakeup(void*);
     void pyf_timer(void*);
+    void pyf_misuse(void*, FutoInAsyncSteps*, const char*);
     int pyf_add_from_c(FutoInAsyncSteps*, void*, void*);
     void pyf_work(void*, FutoInWorkResult*);
     void pyf_work_release(void*);

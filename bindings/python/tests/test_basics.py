@@ -360,3 +360,38 @@ def test_model_copies(vloop):
     with fa.Root(vloop) as root, pytest.raises(TypeError):
         root.copy_from(object())
     assert fa.live_count() == 0
+
+
+def test_misuse_handler(vloop, capfd):
+    reports = []
+    vloop.set_misuse_handler(reports.append)
+
+    def waits(as_):
+        as_.set_cancel(lambda a: 1 / 0)
+
+    def reenters(as_):
+        vloop.iterate()  # a round inside a round: refused, reported
+
+    with fa.Root(vloop) as root:
+        root.add(reenters)
+        root.add(waits)
+        root.execute()
+        vloop.call_soon(lambda: int("x"))
+        vloop.iterate()
+        vloop.iterate()
+        root.cancel()
+    assert len(reports) == 3, reports
+    assert reports[0].startswith("futoin_loop_iterate() called from inside a callback")
+    assert reports[1] == "exception in a timer: ValueError: invalid literal for int() with base 10: 'x'"
+    assert reports[2] == "exception in a cancel handler: ZeroDivisionError: division by zero"
+    assert capfd.readouterr().err == ""
+    # A handler that raises: its exception goes to stderr; None: the default.
+    vloop.set_misuse_handler(lambda info: 1 / 0)
+    vloop.call_soon(lambda: int("x"))
+    vloop.run()
+    assert "exception in the misuse handler" in capfd.readouterr().err
+    vloop.set_misuse_handler(None)
+    vloop.call_soon(lambda: int("x"))
+    vloop.run()
+    err = capfd.readouterr().err
+    assert "exception in a timer" in err and "ValueError" in err
