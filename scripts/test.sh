@@ -341,7 +341,7 @@ cp -r "$ROOT_DIR/bindings/python/." "$PY_DIR/"
 (cd "$PY_DIR" && FUTOIN_BUILD_DIR="$BUILD_ROOT/gcc" FUTOIN_INCLUDE_DIRS="$ROOT_DIR/include" \
     /usr/bin/python3 setup.py -q build_ext --inplace)
 (cd "$PY_DIR" && FUTOIN_BUILD_DIR="$BUILD_ROOT/gcc" FUTOIN_INCLUDE_DIRS="$ROOT_DIR/include" \
-    FUTOIN_SOURCE_DIR="$ROOT_DIR" PYTHONPATH="$PY_DIR" \
+    FUTOIN_SOURCE_DIR="$ROOT_DIR" PYTHONPATH="$PY_DIR" FUTOIN_CSTEPS_DIR="$PY_DIR/csteps" \
     /usr/bin/python3 -m pytest -q -p no:cacheprovider tests)
 # The C side under valgrind: every malloc through the C allocator
 # (PYTHONMALLOC=malloc), no invalid access, and no block "definitely lost"
@@ -349,9 +349,11 @@ cp -r "$ROOT_DIR/bindings/python/." "$PY_DIR/"
 # the tracemalloc test (it traces Python's allocations itself) and the
 # threads_pool example (its checksums are pure Python: slow there, and
 # test_threads covers the same C paths); the lifetime tests run 2,000
-# steps instead of 100,000.
+# steps instead of 100,000, and the C module of the mixed tests is the one
+# the first run built (FUTOIN_CSTEPS_DIR).
 (cd "$PY_DIR" && FUTOIN_BUILD_DIR="$BUILD_ROOT/gcc" FUTOIN_INCLUDE_DIRS="$ROOT_DIR/include" \
-    FUTOIN_SOURCE_DIR="$ROOT_DIR" PYTHONPATH="$PY_DIR" PYTHONMALLOC=malloc FUTOIN_PY_STEPS=2000 \
+    FUTOIN_SOURCE_DIR="$ROOT_DIR" PYTHONPATH="$PY_DIR" FUTOIN_CSTEPS_DIR="$PY_DIR/csteps" \
+    PYTHONMALLOC=malloc FUTOIN_PY_STEPS=2000 \
     valgrind -q --error-exitcode=1 --leak-check=full --show-leak-kinds=definite \
     --errors-for-leak-kinds=definite \
     --suppressions=tests/valgrind.supp \
