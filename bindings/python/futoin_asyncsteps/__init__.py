@@ -30,6 +30,7 @@ __all__ = [
     "Mutex",
     "Throttle",
     "Limiter",
+    "UNLIMITED",
     "Model",
     "Timer",
     "C_ADD_STEP",
@@ -41,9 +42,10 @@ __all__ = [
 ]
 
 # What the C side holds a handle to: step data, values that are Python
-# objects, state mappings, roots. Each key is unique (a small holder
-# object), its value the cffi handle the C side has; the entry goes away
-# exactly once, when the library says it is done with the pointer.
+# objects, state mappings, timers, work items and pool roots. Each key is
+# unique (a small holder object), its value the cffi handle the C side
+# has; the entry goes away exactly once, when the library says it is done
+# with the pointer.
 _live = {}
 
 # Labels of loops, break and continue: kept for the process (few).
