@@ -40,7 +40,8 @@
 #  14. the Python binding (bindings/python, docs/PYTHON.md): its cffi
 #      extension built in a temporary directory against the library of
 #      stage 1 (TEST_BUILD_ROOT/gcc), then its pytest suites with Debian's
-#      /usr/bin/python3 (a few seconds).
+#      /usr/bin/python3, then most suites again under valgrind with
+#      PYTHONMALLOC=malloc (about 30 s in all).
 #
 #   bash scripts/test.sh           the full run, stages 0-14 (CI; about 13 min)
 #   bash scripts/test.sh --quick   stages 0 and 1 only, for the inner development
@@ -332,7 +333,7 @@ passed
 # extension built there, then the pytest suites run with Debian's Python
 # (not a pyenv one on PATH without these packages).
 stage "python binding"
-futoin_need python3-cffi python3-dev python3-pytest python3-setuptools
+futoin_need python3-cffi python3-dev python3-pytest python3-setuptools valgrind
 PY_DIR="$BUILD_ROOT/python"
 rm -rf "$PY_DIR"
 mkdir -p "$PY_DIR"
@@ -340,7 +341,24 @@ cp -r "$ROOT_DIR/bindings/python/." "$PY_DIR/"
 (cd "$PY_DIR" && FUTOIN_BUILD_DIR="$BUILD_ROOT/gcc" FUTOIN_INCLUDE_DIRS="$ROOT_DIR/include" \
     /usr/bin/python3 setup.py -q build_ext --inplace)
 (cd "$PY_DIR" && FUTOIN_BUILD_DIR="$BUILD_ROOT/gcc" FUTOIN_INCLUDE_DIRS="$ROOT_DIR/include" \
-    FUTOIN_SOURCE_DIR="$ROOT_DIR" PYTHONPATH="$PY_DIR" \
+    FUTOIN_SOURCE_DIR="$ROOT_DIR" PYTHONPATH="$PY_DIR" FUTOIN_CSTEPS_DIR="$PY_DIR/csteps" \
     /usr/bin/python3 -m pytest -q -p no:cacheprovider tests)
+# The C side under valgrind: every malloc through the C allocator
+# (PYTHONMALLOC=malloc), no invalid access, and no block "definitely lost"
+# but cffi's own one-time allocations (tests/valgrind.supp). Left out:
+# the tracemalloc test (it traces Python's allocations itself) and the
+# threads_pool example (its checksums are pure Python: slow there, and
+# test_threads covers the same C paths); the lifetime tests run 2,000
+# steps instead of 100,000, and the C module of the mixed tests is the one
+# the first run built (FUTOIN_CSTEPS_DIR).
+(cd "$PY_DIR" && FUTOIN_BUILD_DIR="$BUILD_ROOT/gcc" FUTOIN_INCLUDE_DIRS="$ROOT_DIR/include" \
+    FUTOIN_SOURCE_DIR="$ROOT_DIR" PYTHONPATH="$PY_DIR" FUTOIN_CSTEPS_DIR="$PY_DIR/csteps" \
+    PYTHONMALLOC=malloc FUTOIN_PY_STEPS=2000 \
+    valgrind -q --error-exitcode=1 --leak-check=full --show-leak-kinds=definite \
+    --errors-for-leak-kinds=definite \
+    --suppressions=tests/valgrind.supp \
+    /usr/bin/python3 -m pytest -q -p no:cacheprovider -k "not memory_is_flat and not threads_pool" \
+    tests/test_mixed.py tests/test_lifetime.py tests/test_examples.py tests/test_basics.py \
+    tests/test_threads.py)
 passed
 CURRENT=""
