@@ -84,6 +84,11 @@
 #endif
 #endif
 
+/**
+ * @def FUTOIN_CXX_NORETURN
+ * [[noreturn]] on error(), break_loop() and continue_loop() when they throw
+ * (FUTOIN_CXX_EXCEPTIONS 1); empty for -fno-exceptions, where they return.
+ */
 #if FUTOIN_CXX_EXCEPTIONS
 #define FUTOIN_CXX_NORETURN [[noreturn]]
 #else
@@ -125,6 +130,7 @@ private:
     std::string code_;
 };
 
+/** @cond FUTOIN_DETAIL */
 namespace detail {
 
     /* Thrown by Steps::error(), break_loop() and continue_loop() after the
@@ -895,6 +901,7 @@ namespace detail {
     }
 
 } // namespace detail
+/** @endcond */
 
 /**
  * A non-owning view over a FutoInAsyncSteps* (a root, a flow, a parallel
@@ -1079,7 +1086,7 @@ public:
     /**
      * Adds a step that waits for a std::future-like object without
      * blocking the loop: std::future<T>, std::shared_future<T>, anything
-     * with wait_for(duration) answering a status whose ::ready means
+     * with wait_for(duration) answering a status whose `ready` means
      * ready, and get(). The step succeeds with get()'s value (typed, as
      * success() passes it: the next step takes a T; nothing for void) or,
      * when get() throws, fails as a step that throws does (a futoin::Error
@@ -1110,6 +1117,7 @@ protected:
     FutoInAsyncSteps* as_; /**< the C object */
 };
 
+/** @cond FUTOIN_DETAIL */
 namespace detail {
 
     /* ---- the thunks the engine calls ----------------------------------------- */
@@ -1483,6 +1491,7 @@ namespace detail {
     };
 
 } // namespace detail
+/** @endcond */
 
 /* ---- Steps: the templates ---------------------------------------------------- */
 
@@ -1761,6 +1770,7 @@ template <class T, class... A> inline T* Steps::stack(A&&... args)
     return detail::stack_new<T>(as_, std::forward<A>(args)...);
 }
 
+/** @cond FUTOIN_DETAIL */
 namespace detail {
 
     /* The state of an await_future() step, in its stack() memory: the
@@ -1835,6 +1845,7 @@ namespace detail {
     };
 
 } // namespace detail
+/** @endcond */
 
 template <class Fut>
 inline Steps& Steps::await_future(Fut&& fut, std::chrono::milliseconds max_poll)
@@ -2069,6 +2080,7 @@ private:
     std::optional<std::tuple<T...>> values_;
 };
 
+/** @cond FUTOIN_DETAIL */
 namespace detail {
     /* The values of a FutoInOutcome as T... (checked by the caller). */
     template <class... T, std::size_t... I>
@@ -2078,6 +2090,7 @@ namespace detail {
         return std::tuple<T...>(T(std::move(ArgConv<std::decay_t<T>>::get(a.args[I])))...);
     }
 } // namespace detail
+/** @endcond */
 
 template <class... T> inline Outcome<T...> Root::promise()
 {

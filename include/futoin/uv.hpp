@@ -383,6 +383,7 @@ namespace uv {
         futoin_uv_accept(as.handle(), srv);
     }
 
+    /** @cond FUTOIN_DETAIL */
     namespace impl {
         template <class F> inline void serve_thunk(void* data, FutoInUvStream* s) noexcept
         {
@@ -391,6 +392,7 @@ namespace uv {
                     [&] { (*f)(Stream::ref(s)); });
         }
     }
+    /** @endcond */
 
     /**
      * An accept loop (futoin_uv_serve()) that calls cb(Stream) for each
@@ -506,6 +508,7 @@ namespace uv {
 
 } // namespace uv
 
+/** @cond FUTOIN_DETAIL */
 namespace detail {
 
     /* Result values of the backend as step parameters. */
@@ -550,6 +553,7 @@ namespace detail {
     };
 
 } // namespace detail
+/** @endcond */
 
 } // namespace futoin
 
