@@ -38,24 +38,7 @@ struct Run {
     }
 };
 
-int setup(void**)
-{
-    Track::reset();
-    return 0;
-}
-int teardown(void**)
-{
-    // Every closure and value made by a test is gone with its loop.
-    assert_int_equal(Track::live, 0);
-    assert_int_equal(Track::bad, 0);
-    return 0;
-}
-
 // ---- typed results -------------------------------------------------------
-
-struct Point {
-    int x, y;
-};
 
 void test_values(void**)
 {
@@ -726,30 +709,42 @@ void test_external_completion(void**)
 int main()
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_values, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_type_mismatch, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_small_closures_stay_in_data, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_pool_is_reused, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_closure_destroyed_after_success, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_closure_destroyed_after_error, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_closure_destroyed_on_timeout, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_closure_destroyed_on_cancel, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_closure_destroyed_on_root_free, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_closure_destroyed_on_loop_free, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_big_closure, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_throwing_copy, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_exceptions_from_steps, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_exceptions_from_handlers, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_exception_from_cancel_handler, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_exception_from_unhandled_handler, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_exceptions_from_loop_bodies, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_loops, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_parallel, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_state_and_stack, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_success_step_and_timeout_values, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_sync_mutex, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_unhandled_handler_gets_root, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_external_completion, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_values, track_setup, track_teardown),
+        cmocka_unit_test_setup_teardown(test_type_mismatch, track_setup, track_teardown),
+        cmocka_unit_test_setup_teardown(test_small_closures_stay_in_data, track_setup,
+                track_teardown),
+        cmocka_unit_test_setup_teardown(test_pool_is_reused, track_setup, track_teardown),
+        cmocka_unit_test_setup_teardown(test_closure_destroyed_after_success, track_setup,
+                track_teardown),
+        cmocka_unit_test_setup_teardown(test_closure_destroyed_after_error, track_setup,
+                track_teardown),
+        cmocka_unit_test_setup_teardown(test_closure_destroyed_on_timeout, track_setup,
+                track_teardown),
+        cmocka_unit_test_setup_teardown(test_closure_destroyed_on_cancel, track_setup,
+                track_teardown),
+        cmocka_unit_test_setup_teardown(test_closure_destroyed_on_root_free, track_setup,
+                track_teardown),
+        cmocka_unit_test_setup_teardown(test_closure_destroyed_on_loop_free, track_setup,
+                track_teardown),
+        cmocka_unit_test_setup_teardown(test_big_closure, track_setup, track_teardown),
+        cmocka_unit_test_setup_teardown(test_throwing_copy, track_setup, track_teardown),
+        cmocka_unit_test_setup_teardown(test_exceptions_from_steps, track_setup, track_teardown),
+        cmocka_unit_test_setup_teardown(test_exceptions_from_handlers, track_setup, track_teardown),
+        cmocka_unit_test_setup_teardown(test_exception_from_cancel_handler, track_setup,
+                track_teardown),
+        cmocka_unit_test_setup_teardown(test_exception_from_unhandled_handler, track_setup,
+                track_teardown),
+        cmocka_unit_test_setup_teardown(test_exceptions_from_loop_bodies, track_setup,
+                track_teardown),
+        cmocka_unit_test_setup_teardown(test_loops, track_setup, track_teardown),
+        cmocka_unit_test_setup_teardown(test_parallel, track_setup, track_teardown),
+        cmocka_unit_test_setup_teardown(test_state_and_stack, track_setup, track_teardown),
+        cmocka_unit_test_setup_teardown(test_success_step_and_timeout_values, track_setup,
+                track_teardown),
+        cmocka_unit_test_setup_teardown(test_sync_mutex, track_setup, track_teardown),
+        cmocka_unit_test_setup_teardown(test_unhandled_handler_gets_root, track_setup,
+                track_teardown),
+        cmocka_unit_test_setup_teardown(test_external_completion, track_setup, track_teardown),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
