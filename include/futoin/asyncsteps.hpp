@@ -838,17 +838,56 @@ namespace detail {
         futoin_error(as, FUTOIN_INTERNAL_ERROR, info);
     }
 
-    /* The argument for parameter P: custom objects are moved from (the engine
- * drops them after the step), or passed as lvalues to a T& parameter. */
-    template <class P> inline decltype(auto) pass_arg(const FutoInBinaryValue& v)
+    /* How many successive values a parameter of decayed type D takes: 1, or
+ * ArgConv<D>::span for a record made of several values (e.g.
+ * futoin::uv::Stat: size, mode and time), whose match() and get() take a
+ * pointer to the first of them. */
+    template <class D, class = void> struct ArgSpan : std::integral_constant<std::size_t, 1> {
+    };
+    template <class D>
+    struct ArgSpan<D, std::void_t<decltype(ArgConv<D>::span)>>
+        : std::integral_constant<std::size_t, ArgConv<D>::span> {
+    };
+    template <class P> using ParamType = std::remove_cv_t<std::remove_reference_t<P>>;
+
+    /* The number of values the parameters P... take together. */
+    template <class... P> constexpr std::size_t value_count() noexcept
     {
-        using D = std::remove_cv_t<std::remove_reference_t<P>>;
-        if constexpr (std::is_lvalue_reference_v<P>) {
-            return ArgConv<D>::get(v);
-        } else if constexpr (std::is_lvalue_reference_v<decltype(ArgConv<D>::get(v))>) {
-            return std::move(ArgConv<D>::get(v));
+        return (std::size_t(0) + ... + ArgSpan<ParamType<P>>::value);
+    }
+    /* The index of the first value of parameter I among P... */
+    template <std::size_t I, class... P> constexpr std::size_t value_index() noexcept
+    {
+        constexpr std::size_t spans[] = { ArgSpan<ParamType<P>>::value..., 0 };
+        std::size_t at = 0;
+        for (std::size_t k = 0; k < I; ++k) {
+            at += spans[k];
+        }
+        return at;
+    }
+    template <class D> inline Match match_values(const FutoInBinaryValue* v) noexcept
+    {
+        if constexpr (ArgSpan<D>::value == 1) {
+            return ArgConv<D>::match(*v);
         } else {
+            return ArgConv<D>::match(v);
+        }
+    }
+
+    /* The argument for parameter P from its first value v: custom objects
+ * are moved from (the engine drops them after the step), or passed as
+ * lvalues to a T& parameter. */
+    template <class P> inline decltype(auto) pass_arg(const FutoInBinaryValue* v)
+    {
+        using D = ParamType<P>;
+        if constexpr (ArgSpan<D>::value != 1) {
             return ArgConv<D>::get(v);
+        } else if constexpr (std::is_lvalue_reference_v<P>) {
+            return ArgConv<D>::get(*v);
+        } else if constexpr (std::is_lvalue_reference_v<decltype(ArgConv<D>::get(*v))>) {
+            return std::move(ArgConv<D>::get(*v));
+        } else {
+            return ArgConv<D>::get(*v);
         }
     }
 
@@ -857,7 +896,7 @@ namespace detail {
     inline void call_typed(F& f, S& s, const FutoInArgs* args, std::tuple<P...>*,
             std::index_sequence<I...>)
     {
-        static_assert(sizeof...(P) <= 4, "futoin: a step receives at most four results");
+        static_assert(value_count<P...>() <= 4, "futoin: a step receives at most four results");
         if constexpr (sizeof...(P) == 0) {
             (void)args;
             f(s);
@@ -869,16 +908,17 @@ namespace detail {
             }
             bool ok = true;
             (void)((ok = [&] {
-                using D = std::remove_cv_t<std::remove_reference_t<P>>;
-                const Match m = ArgConv<D>::match(args->args[I]);
+                using D = ParamType<P>;
+                constexpr std::size_t at = value_index<I, P...>();
+                const Match m = match_values<D>(&args->args[at]);
                 if (m != Match::ok) {
-                    report_mismatch(s.handle(), I, ArgConv<D>::name, args->args[I], m);
+                    report_mismatch(s.handle(), I, ArgConv<D>::name, args->args[at], m);
                     return false;
                 }
                 return true;
             }()) && ...);
             if (ok) {
-                f(s, pass_arg<P>(args->args[I])...);
+                f(s, pass_arg<P>(&args->args[value_index<I, P...>()])...);
             }
         }
     }
