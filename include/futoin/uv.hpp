@@ -109,17 +109,17 @@ namespace uv {
     class CStr {
     public:
         /** @param s a C string, or NULL (passed on as NULL) */
-        CStr(const char* s) noexcept // NOLINT(google-explicit-constructor)
+        CStr(const char* s) noexcept
             : p_(s)
         {
         }
         /** @param s a string (borrowed for the call) */
-        CStr(const std::string& s) noexcept // NOLINT(google-explicit-constructor)
+        CStr(const std::string& s) noexcept
             : p_(s.c_str())
         {
         }
         /** @param s a view, copied with a NUL after it */
-        CStr(std::string_view s) // NOLINT(google-explicit-constructor)
+        CStr(std::string_view s)
         {
             if (s.find('\0') != std::string_view::npos) {
                 return; /* NULL: refused by the C function */
