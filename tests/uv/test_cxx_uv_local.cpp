@@ -442,7 +442,7 @@ void test_files_and_paths(void**)
 // Errors as the C API documents them, seen by the C++ error handler:
 // ENOENT from stat and open (code, error_info, uv_errno()), a path with a
 // NUL refused before anything runs, a value of another type than the
-// record a step wants.
+// record a step wants, empty owners given to steps.
 void test_file_errors(void**)
 {
     TempDir dir;
@@ -481,11 +481,15 @@ void test_file_errors(void**)
                             uv::file_write(as, dir / "x", "12");
                             as.add([](Steps&, uv::Stat) {});
                         },
-                        record);
+                        record)
+                // Empty owners: the C step refuses the NULL it receives.
+                .add([](Steps& as) { uv::file_pread(as, uv::File()); }, record)
+                .add([](Steps& as) { uv::udp_recv(as, uv::Udp()); }, record)
+                .add([](Steps& as) { uv::process_wait(as, uv::Process()); }, record);
         root.execute([&](Steps& as, std::string_view code) { got.push_back(seen(as, code)); });
         b.run();
     }
-    assert_int_equal(got.size(), 4u);
+    assert_int_equal(got.size(), 7u);
     const std::string enoent = std::to_string(UV_ENOENT);
     assert_string_equal(got[0].c_str(),
             ("CommError|ENOENT: stat " + missing + "|" + enoent).c_str());
@@ -497,6 +501,13 @@ void test_file_errors(void**)
     assert_string_equal(got[3].c_str(),
             "InternalError|futoin::Steps: parameter 1 of the step wants futoin::uv::Stat (size, "
             "mode, mtime), the result is a uint64 (2)|0");
+    const std::string einval = "|" + std::to_string(UV_EINVAL);
+    assert_string_equal(got[4].c_str(),
+            ("InternalError|EINVAL: futoin_uv_file_pread: f is NULL" + einval).c_str());
+    assert_string_equal(got[5].c_str(),
+            ("InternalError|EINVAL: futoin_uv_udp_recv: u is NULL" + einval).c_str());
+    assert_string_equal(got[6].c_str(),
+            ("InternalError|EINVAL: futoin_uv_process_wait: p is NULL" + einval).c_str());
 }
 
 } // namespace
