@@ -15,6 +15,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <list>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -252,6 +253,64 @@ void test_unix_socket_serve_and_peer_gone(void**)
     rd.reset();
     assert_string_equal(got.c_str(),
             ("x,CommError|EOF: read: connection closed by peer|" + std::to_string(UV_EOF)).c_str());
+}
+
+// serve() on a Unix socket: each connection starts a session root of its
+// own; the client writes a line and goes away, and the session reads the
+// line, then the end of the stream. Closing the server ends serve().
+void test_unix_socket_serve_client_gone(void**)
+{
+    TempDir dir;
+    const std::string path = dir / "srv.sock";
+    uv::Backend b;
+    int err = 0;
+    uv::Server srv = uv::pipe_server(b, path, 0, &err);
+    assert_true(static_cast<bool>(srv));
+    std::list<futoin::Root> sessions;
+    std::string serve_log;
+    std::string session_log;
+    std::string client_log;
+    {
+        futoin::Root acceptor = b.root();
+        acceptor.add([&](Steps& as) {
+            uv::serve(as, srv, [&, t = Track(1)](uv::Stream s) {
+                srv.close(); // one connection
+                futoin::Root& r = sessions.emplace_back(b.loop());
+                r.add([s, t = Track(2)](Steps& as) {
+                     uv::read_line(as, s);
+                 }).add([&session_log, s](Steps& as, std::string_view line) {
+                    session_log += "line " + std::string(line) + ";";
+                    uv::read_line(as, s);
+                    as.add([](Steps&, std::string_view) {});
+                });
+                r.execute([&session_log](Steps& as, std::string_view code) {
+                    session_log += seen(as, code);
+                });
+            });
+        });
+        acceptor.execute([&serve_log](Steps& as, std::string_view code) {
+            serve_log = std::string(code) + "|" + std::string(as.error_info());
+        });
+        futoin::Root client = b.root();
+        client.add([&path](Steps& as) {
+                  uv::pipe_connect(as, path);
+              }).add([](Steps& as, uv::Stream s) {
+            uv::write(as, s, "x\n");
+            uv::close(as, std::move(s)); // gone
+        });
+        client.execute([&client_log](Steps& as, std::string_view code) {
+            client_log = seen(as, code);
+        });
+        b.run();
+        assert_int_equal(sessions.size(), 1u);
+        sessions.clear();
+    }
+    srv.reset();
+    assert_string_equal(serve_log.c_str(), "CommError|ECANCELED: accept: server closed");
+    assert_string_equal(session_log.c_str(),
+            ("line x;CommError|EOF: read: connection closed by peer|" + std::to_string(UV_EOF))
+                    .c_str());
+    assert_string_equal(client_log.c_str(), "");
 }
 
 // ---- child processes -----------------------------------------------------------
@@ -518,6 +577,8 @@ int main()
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_udp_echo_with_sender, track_setup, track_teardown),
         cmocka_unit_test_setup_teardown(test_unix_socket_serve_and_peer_gone, track_setup,
+                track_teardown),
+        cmocka_unit_test_setup_teardown(test_unix_socket_serve_client_gone, track_setup,
                 track_teardown),
         cmocka_unit_test_setup_teardown(test_process_output_and_status, track_setup,
                 track_teardown),
