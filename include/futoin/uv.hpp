@@ -1097,13 +1097,13 @@ namespace uv {
     template <class F> inline void serve(Steps& as, FutoInUvServer* srv, F&& cb)
     {
         using FD = std::decay_t<F>;
-        as.add([srv = Server::ref(srv), cb = FD(std::forward<F>(cb))](Steps& as) mutable {
-            FD* f = as.stack<FD>(std::move(cb));
+        as.add([srv = Server::ref(srv), cb = FD(std::forward<F>(cb))](Steps& step) mutable {
+            FD* f = step.stack<FD>(std::move(cb));
             if (!f) {
-                as.error(FUTOIN_INTERNAL_ERROR, "ENOMEM: serve: out of memory");
+                step.error(FUTOIN_INTERNAL_ERROR, "ENOMEM: serve: out of memory");
                 return; /* -fno-exceptions: error() returns */
             }
-            futoin_uv_serve(as.handle(), srv, &impl::serve_thunk<FD>, f);
+            futoin_uv_serve(step.handle(), srv, &impl::serve_thunk<FD>, f);
         });
     }
 
