@@ -24,7 +24,8 @@
  *   signal), futoin::uv::DirNames (a directory's names); a step may take
  *   the record's values as separate parameters instead;
  * - strings go in as futoin::uv::CStr: a const char*, a std::string or a
- *   std::string_view (copied with a NUL after it);
+ *   std::string_view (copied with a NUL after it); one with a NUL inside
+ *   is passed as NULL, which the C step refuses;
  * - each step function is one call of its C function: nothing is
  *   allocated and nothing wrapped around it, so it costs what the C step
  *   costs (a std::string_view is copied to the stack first, to the heap
@@ -102,9 +103,10 @@ namespace uv {
      * `const char*` (passed as it is, NULL too), a `std::string` (its
      * c_str()) or a `std::string_view`, copied with a NUL after it (on the
      * stack up to 127 bytes). The C functions copy what they keep, so a
-     * temporary is fine. A `std::string_view` that contains a NUL is passed
-     * as NULL, so that the step fails with InternalError "EINVAL: ...: path
-     * is NULL" rather than act on a shorter name.
+     * temporary is fine. A `std::string` or `std::string_view` that
+     * contains a NUL is passed as NULL, so that the step fails with
+     * InternalError "EINVAL: ...: path is NULL" rather than act on a
+     * shorter name.
      */
     class CStr {
     public:
@@ -113,9 +115,10 @@ namespace uv {
             : p_(s)
         {
         }
-        /** @param s a string (borrowed for the call) */
+        /** @param s a string (borrowed for the call; NULL if it contains
+         * a NUL) */
         CStr(const std::string& s) noexcept
-            : p_(s.c_str())
+            : p_(std::memchr(s.data(), '\0', s.size()) ? nullptr : s.c_str())
         {
         }
         /** @param s a view, copied with a NUL after it */

@@ -536,6 +536,12 @@ void test_file_errors(void**)
                         },
                         record)
                 .add(
+                        [](Steps& as) {
+                            uv::mkdir(as, std::string("a\0b", 3));
+                            as.add([](Steps&) {});
+                        },
+                        record)
+                .add(
                         [&dir](Steps& as) {
                             uv::file_write(as, dir / "x", "12");
                             as.add([](Steps&, uv::Stat) {});
@@ -548,7 +554,7 @@ void test_file_errors(void**)
         root.execute([&](Steps& as, std::string_view code) { got.push_back(seen(as, code)); });
         b.run();
     }
-    assert_int_equal(got.size(), 7u);
+    assert_int_equal(got.size(), 8u);
     const std::string enoent = std::to_string(UV_ENOENT);
     assert_string_equal(got[0].c_str(),
             ("CommError|ENOENT: stat " + missing + "|" + enoent).c_str());
@@ -558,14 +564,17 @@ void test_file_errors(void**)
             ("InternalError|EINVAL: futoin_uv_unlink: path is NULL|" + std::to_string(UV_EINVAL))
                     .c_str());
     assert_string_equal(got[3].c_str(),
+            ("InternalError|EINVAL: futoin_uv_mkdir: path is NULL|" + std::to_string(UV_EINVAL))
+                    .c_str());
+    assert_string_equal(got[4].c_str(),
             "InternalError|futoin::Steps: parameter 1 of the step wants futoin::uv::Stat (size, "
             "mode, mtime), the result is a uint64 (2)|0");
     const std::string einval = "|" + std::to_string(UV_EINVAL);
-    assert_string_equal(got[4].c_str(),
-            ("InternalError|EINVAL: futoin_uv_file_pread: f is NULL" + einval).c_str());
     assert_string_equal(got[5].c_str(),
-            ("InternalError|EINVAL: futoin_uv_udp_recv: u is NULL" + einval).c_str());
+            ("InternalError|EINVAL: futoin_uv_file_pread: f is NULL" + einval).c_str());
     assert_string_equal(got[6].c_str(),
+            ("InternalError|EINVAL: futoin_uv_udp_recv: u is NULL" + einval).c_str());
+    assert_string_equal(got[7].c_str(),
             ("InternalError|EINVAL: futoin_uv_process_wait: p is NULL" + einval).c_str());
 }
 
