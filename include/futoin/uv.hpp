@@ -29,7 +29,7 @@
  * - each step function is one call of its C function: nothing is
  *   allocated and nothing wrapped around it, so it costs what the C step
  *   costs (a std::string_view is copied to the stack first, to the heap
- *   beyond 127 bytes).
+ *   beyond 127 bytes; a std::string is searched for a NUL).
  *
  * The rules of futoin/uv.h hold unchanged: everything on the backend's
  * loop thread; a step function is called where futoin_add() is allowed;
