@@ -21,6 +21,7 @@
 #include <vector>
 
 #include <fcntl.h>
+#include <ftw.h>
 #include <unistd.h>
 
 using futoin::Steps;
@@ -43,10 +44,13 @@ struct TempDir {
     }
     ~TempDir()
     {
-        const std::string cmd = "rm -rf '" + path + "'";
-        if (std::system(cmd.c_str()) != 0) {
+        if (nftw(path.c_str(), &remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0) {
             std::fprintf(stderr, "could not remove %s\n", path.c_str());
         }
+    }
+    static int remove_entry(const char* p, const struct stat*, int, struct FTW*)
+    {
+        return std::remove(p);
     }
     std::string operator/(const char* name) const
     {
