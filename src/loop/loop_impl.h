@@ -66,8 +66,9 @@ enum { XPOLL_EMBEDDED = 1, XPOLL_BACKLOG = 2 };
 
 /* How other threads wake the loop thread up (bits of need_signal and of
  * armed): SIG_FD, a post to the wake-up fd, or the event on Windows (the
- * loop thread waits on it in run(), or an embedder polls the fd); SIG_HOOK, a call of the wake-up callback
- * of futoin_loop_set_wakeup() on the posting thread. */
+ * loop thread waits on it in run(), or an embedder polls the fd);
+ * SIG_HOOK, a call of the wake-up callback of futoin_loop_set_wakeup() on
+ * the posting thread. */
 enum { SIG_FD = 1, SIG_HOOK = 2 };
 
 /* What a ring slot holds: the immediate is stored in the ring itself. */

@@ -93,9 +93,10 @@ int futoin__loop_dump_request(FutoInLoop* loop)
     atomic_fetch_add(&loop->xbusy, 1);
     futoin__xq_push(&loop->xq, m);
     /* Only the wake-up fd (or event), and only when that is all the loop
-     * waits for: write() is async-signal-safe, the embedder's wake-up callback need
-     * not be (a loop driven through one sees the request on its next
-     * round). Taking SIG_FD from the flag owes exactly the write. */
+     * waits for: write() is async-signal-safe (and SetEvent() callable
+     * from the thread Windows runs a handler on), the embedder's wake-up
+     * callback need not be (a loop driven through one sees the request on
+     * its next round). Taking SIG_FD from the flag owes exactly the post. */
     int expect = SIG_FD;
     if (atomic_compare_exchange_strong(&loop->need_signal, &expect, 0)) {
         futoin__loop_wake_post(loop);

@@ -14,9 +14,10 @@
 #include <sched.h>
 
 /* Any thread, after making work visible (a push or a release): the post
- * (a write to the wake-up fd, or setting the event on Windows) is owed by whoever takes need_signal from 1 to 0. Sequentially
- * consistent with the loop thread's "set need_signal, then look for work",
- * so one of the two always sees the other. */
+ * (a write to the wake-up fd, or setting the event on Windows) is owed by
+ * whoever takes need_signal from 1 to 0. Sequentially consistent with the
+ * loop thread's "set need_signal, then look for work", so one of the two
+ * always sees the other. */
 void futoin__loop_signal_if_needed(FutoInLoop* loop)
 {
     if (atomic_load(&loop->need_signal)) {
@@ -41,10 +42,10 @@ static void signal_arm(FutoInLoop* loop, int mode)
 
 /* Takes need_signal back. If another thread took it first, its signal is
  * owed (it may not have happened yet). A post to the wake-up object: wait
- * for it and consume it, so the object is clean again (the wait is at most the producer's
- * next few instructions). A call of the hook: nothing to consume (at worst
- * the outer loop wakes up once for nothing). Returns 1 when another thread
- * took it. */
+ * for it and consume it, so the object is clean again (the wait is at most
+ * the producer's next few instructions). A call of the hook: nothing to
+ * consume (at worst the outer loop wakes up once for nothing). Returns 1
+ * when another thread took it. */
 int futoin__loop_signal_disarm(FutoInLoop* loop)
 {
     int mode = loop->armed;
@@ -89,15 +90,15 @@ void futoin__loop_embed_arm(FutoInLoop* loop)
 void futoin__loop_block_until(FutoInLoop* loop, uint64_t due_ns)
 {
     if (futoin__loop_wake_open(loop) != 0) {
-        /* Out of file descriptors (or handles): other threads cannot wake us, so
-         * sleep in short slices rather than until the timer. */
+        /* Out of file descriptors (or handles): other threads cannot
+         * wake us, so sleep in short slices rather than until the timer. */
         uint64_t slice = futoin__loop_clock_ns() + NS_PER_MS;
         futoin__loop_sleep_until(due_ns < slice ? due_ns : slice);
         return;
     }
     if (!(loop->armed & SIG_FD)) {
-        /* The loop thread itself waits: the wake-up object, whatever an embedder
-         * armed (at worst its hook fires once for nothing). */
+        /* The loop thread itself waits: the wake-up object, whatever an
+         * embedder armed (at worst its hook fires once for nothing). */
         futoin__loop_signal_disarm(loop);
         signal_arm(loop, SIG_FD);
     }
