@@ -85,10 +85,14 @@ if [ "$ARCH" = mingw64 ]; then
         # The system's deb entries as deb-src ones (deb822 .sources files
         # and one-line .list files).
         for f in /etc/apt/sources.list.d/*.sources; do
-            [ -e "$f" ] && sed 's/^Types:.*/Types: deb-src/' "$f" >"$apt_tmp/parts/$(basename "$f")"
+            if [ -e "$f" ]; then
+                sed 's/^Types:.*/Types: deb-src/' "$f" >"$apt_tmp/parts/$(basename "$f")"
+            fi
         done
         for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-            [ -e "$f" ] && sed -n 's/^deb \(.*\)/deb-src \1/p' "$f" >"$apt_tmp/parts/$(basename "$f").list"
+            if [ -e "$f" ]; then
+                sed -n 's/^deb \(.*\)/deb-src \1/p' "$f" >"$apt_tmp/parts/$(basename "$f").list"
+            fi
         done
         apt_opts=(-o Dir::Etc::SourceList=/dev/null -o "Dir::Etc::SourceParts=$apt_tmp/parts"
             -o "Dir::State::Lists=$apt_tmp/lists" -o "Dir::Cache=$apt_tmp/cache"
