@@ -2,20 +2,47 @@
 /*
  * A stdio stream whose text ends up in memory (observe_impl.h, ObsText):
  * open_memstream() on the POSIX systems; Windows has none, so there the
- * text goes to a temporary file (tmpfile(): removed when closed) and is
- * read back into memory.
+ * text goes to a temporary file, deleted when it is closed, and is read
+ * back into memory.
  */
 #include "observe/observe_impl.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#ifdef _WIN32
+#ifndef WIN32_LEAN_AND_MEAN
+#define WIN32_LEAN_AND_MEAN
+#endif
+#include <windows.h>
+#endif
+
+#ifdef _WIN32
+/* Not tmpfile(): msvcrt makes that file in the root directory of the
+ * current drive, where a user may not write. A file of the user's
+ * temporary directory instead, opened with msvcrt's "T" (short-lived: kept
+ * in the cache if it can be) and "D" (deleted when closed). */
+static FILE* temp_file(void)
+{
+    wchar_t dir[MAX_PATH + 1];
+    wchar_t path[MAX_PATH + 1];
+    DWORD n = GetTempPathW(MAX_PATH + 1, dir);
+    if (n == 0 || n > MAX_PATH || GetTempFileNameW(dir, L"fut", 0, path) == 0) {
+        return NULL;
+    }
+    FILE* f = _wfopen(path, L"w+bTD");
+    if (!f) {
+        DeleteFileW(path);
+    }
+    return f;
+}
+#endif
 
 int futoin__obs_text_open(ObsText* t)
 {
     t->text = NULL;
     t->len = 0;
 #ifdef _WIN32
-    t->f = tmpfile();
+    t->f = temp_file();
 #else
     t->f = open_memstream(&t->text, &t->len);
 #endif
