@@ -42,8 +42,12 @@
 #      stage 1 (TEST_BUILD_ROOT/gcc), then its pytest suites with Debian's
 #      /usr/bin/python3, then most suites again under valgrind with
 #      PYTHONMALLOC=malloc (about 30 s in all).
+#  15. 64-bit Windows under wine64: Debian's mingw-w64 gcc and g++, cmocka
+#      built for mingw from Debian's source package, the static library,
+#      every example and the tests that need no POSIX
+#      (scripts/cross-test.sh mingw64; docs/PORTING.md).
 #
-#   bash scripts/test.sh           the full run, stages 0-14 (CI; about 13 min)
+#   bash scripts/test.sh           the full run, stages 0-15 (CI; about 14 min)
 #   bash scripts/test.sh --quick   stages 0 and 1 only, for the inner development
 #                                  loop (a few minutes)
 #
@@ -99,7 +103,8 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 STAGES=("source checks" "gcc Release -Werror" "clang-tidy lint" "clang ASan+UBSan"
     "gcc valgrind" "clang TSan (threads)" "fuzz engine vs model" "install + consumers"
     "gcc 32-bit step layout" "API reference (Doxygen)" "debian packages"
-    "portable POSIX path" "aarch64 (qemu-user)" "s390x (qemu-user)" "python binding")
+    "portable POSIX path" "aarch64 (qemu-user)" "s390x (qemu-user)" "python binding"
+    "windows (mingw-w64 + wine64)")
 if [ $QUICK = 1 ]; then
     STAGES=("source checks" "gcc Release -Werror")
 fi
@@ -360,5 +365,14 @@ cp -r "$ROOT_DIR/bindings/python/." "$PY_DIR/"
     /usr/bin/python3 -m pytest -q -p no:cacheprovider -k "not memory_is_flat and not threads_pool" \
     tests/test_mixed.py tests/test_lifetime.py tests/test_examples.py tests/test_basics.py \
     tests/test_threads.py)
+passed
+
+# 15 ------------------------------------------------------------------------
+# Windows: mingw-w64 and wine64 (scripts/cross-test.sh, which installs
+# them and builds cmocka for mingw): the Win32 wake-up, aligned allocation,
+# processor count and signal dump, winpthreads, the examples' output.
+stage "windows (mingw-w64 + wine64)"
+CROSS_BUILD_DIR="$BUILD_ROOT/cross-mingw64" JOBS=$JOBS CTEST_JOBS=$CTEST_JOBS \
+    bash scripts/cross-test.sh mingw64
 passed
 CURRENT=""
