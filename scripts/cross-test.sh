@@ -130,7 +130,8 @@ if [ "$ARCH" = mingw64 ]; then
     PKG_CONFIG_PATH=$CMOCKA/lib/pkgconfig cmake -S . -B "$BUILD" \
         -DCMAKE_TOOLCHAIN_FILE="$PWD/cmake/toolchain-mingw64.cmake" \
         -DCMAKE_BUILD_TYPE=Release -DFUTOIN_WERROR=ON -DFUTOIN_WITH_UV=OFF \
-        -DFUTOIN_BUILD_BENCH=OFF -DFUTOIN_BUILD_SHARED=OFF -DFUTOIN_BUILD_TESTS=ON
+        -DFUTOIN_BUILD_BENCH=OFF -DFUTOIN_BUILD_SHARED=OFF -DFUTOIN_BUILD_TESTS=ON \
+        -DFUTOIN_CXX_TEST_CXX20=OFF
     cmake --build "$BUILD" -j"$JOBS"
     built=$SECONDS
 
@@ -158,7 +159,7 @@ start=$SECONDS
 rm -rf "$BUILD"
 cmake -S . -B "$BUILD" -DCMAKE_TOOLCHAIN_FILE="$PWD/cmake/toolchain-$ARCH.cmake" \
     -DCMAKE_BUILD_TYPE=Release -DFUTOIN_WERROR=ON -DFUTOIN_WITH_UV=ON \
-    -DFUTOIN_BUILD_BENCH=OFF
+    -DFUTOIN_BUILD_BENCH=OFF -DFUTOIN_CXX_TEST_CXX20=OFF
 cmake --build "$BUILD" -j"$JOBS"
 built=$SECONDS
 (cd "$BUILD" && ctest --output-on-failure -j"${CTEST_JOBS:-$JOBS}")
