@@ -151,9 +151,20 @@ static void cl_unhandled(FutoInAsyncSteps* as, void* data, const char* code)
     futoin_uv_stream_close(r->client.s);
 }
 
+/* docs/ERRORS.md: the error_info of out of memory ends in "out of memory",
+ * and says it once. */
+static int oom_text_ok(const char* info)
+{
+    const char* at = strstr(info, "out of memory");
+    size_t len = strlen(info);
+    return at && strstr(at + 1, "out of memory") == NULL && len >= 13
+            && strcmp(info + len - 13, "out of memory") == 0;
+}
+
 static int side_oom(const Side* s)
 {
-    return s->unhandled && strcmp(s->code, FUTOIN_INTERNAL_ERROR) == 0 && oom_info_ok(s->info);
+    return s->unhandled && strcmp(s->code, FUTOIN_INTERNAL_ERROR) == 0 && oom_info_ok(s->info)
+            && oom_text_ok(s->info);
 }
 
 /* A side's outcome, when the other side may have failed first: an error
