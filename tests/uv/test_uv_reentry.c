@@ -55,8 +55,10 @@
  * calls more, on the same root: the same kind of step again (on the same
  * socket, process or file), and closing the kind's handle
  * (futoin_uv_udp_close(), futoin_uv_stream_close(), a futoin_uv_file_close()
- * step; futoin_uv_process_kill() of the child that exited), whose return or
- * state the row records.
+ * step; futoin_uv_process_kill() of the child), whose return or state the
+ * row records. A child process of a row must have been reaped at the end
+ * (waitpid() finds no such child); the eh_wait_timeout kind calls from the
+ * handler of a Timeout while the kill policy is still ending its child.
  *
  * Callbacks never assert (cmocka would longjmp through the engine and
  * libuv): they record, and the test body checks.
@@ -85,6 +87,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <futoin/sync.h>
@@ -130,6 +133,7 @@ typedef enum {
     K_READDIR,    /* the step after futoin_uv_readdir() */
     K_EH_PIPE,    /* the error handler of a pipe connect that failed (no socket file) */
     K_EH_FOPEN,   /* the error handler of a file open that failed (no file) */
+    K_EH_WAIT_TO, /* the error handler of a process wait that timed out (child still there) */
     K_COUNT
 } Kind;
 
@@ -137,7 +141,7 @@ static const char* const kind_names[K_COUNT] = { "serve_cb", "accept", "connect"
     "read_exact", "read_some", "read_until", "write", "close", "resolve", "file_read", "file_write",
     "sleep", "listen", "eh_eof", "eh_refused", "udp_recv", "udp_send", "pipe_connect",
     "pipe_serve_cb", "process_wait", "file_open", "file_pread", "file_pwrite", "file_fstat",
-    "file_close", "readdir", "eh_pipe_enoent", "eh_open_enoent" };
+    "file_close", "readdir", "eh_pipe_enoent", "eh_open_enoent", "eh_wait_timeout" };
 
 typedef enum {
     C_SUCCESS,     /* success1(a tracked value) */
@@ -228,6 +232,7 @@ struct Fx {
     FutoInUvStream* stream; /* the stream the completion gave (borrowed) */
     FutoInUvProcess* proc;  /* the harness's reference */
     FutoInUvFile* file;     /* the harness's reference */
+    long pid;               /* of the child: reaped at the end */
 };
 
 static char g_dir[64];
@@ -365,6 +370,10 @@ static void do_again(Fx* fx, FutoInAsyncSteps* x)
     case K_PROC_WAIT:
         futoin_uv_process_wait(x, fx->proc); /* exited: completes at once */
         break;
+    case K_EH_WAIT_TO:
+        /* The child is being ended by the kill policy: this waits for it. */
+        futoin_uv_process_wait(x, fx->proc);
+        break;
     case K_FOPEN:
         futoin_uv_file_open(x, g_path_r, O_RDONLY, 0);
         break;
@@ -403,7 +412,8 @@ static void do_close(Fx* fx, FutoInAsyncSteps* x)
         futoin_uv_stream_close(fx->stream);
         snprintf(fx->ret, sizeof(fx->ret), "open=%d", futoin_uv_stream_is_open(fx->stream));
         break;
-    case K_PROC_WAIT: {
+    case K_PROC_WAIT:
+    case K_EH_WAIT_TO: {
         int r = futoin_uv_process_kill(fx->proc, SIGTERM);
         snprintf(fx->ret, sizeof(fx->ret), "kill=%s", r ? uv_err_name(r) : "0");
         break;
@@ -642,6 +652,10 @@ static void trig_eh(FutoInAsyncSteps* as, void* data, const char* code)
         snprintf(want, sizeof(want), "ENOENT: connect %s", g_missing);
         fx->arg_ok = strcmp(code, FUTOIN_CONNECT_ERROR) == 0 && strcmp(info, want) == 0
                 && futoin_uv_errno(as) == UV_ENOENT;
+    } else if (fx->row->kind == K_EH_WAIT_TO) {
+        snprintf(want, sizeof(want), "wait pid %ld /bin/sh", futoin_uv_process_pid(fx->proc));
+        fx->arg_ok = strcmp(code, FUTOIN_TIMEOUT) == 0 && strcmp(info, want) == 0
+                && !futoin_uv_process_exited(fx->proc, NULL, NULL);
     } else if (fx->row->kind == K_EH_FOPEN) {
         snprintf(want, sizeof(want), "ENOENT: open %s", g_missing);
         fx->arg_ok = strcmp(code, FUTOIN_COMM_ERROR) == 0 && strcmp(info, want) == 0
@@ -754,6 +768,25 @@ static void missing_pipe_step(FutoInAsyncSteps* as, void* data, const FutoInArgs
     (void)data, (void)args;
     futoin_uv_pipe_connect(as, g_missing);
 }
+/* A child that does not end by itself, waited for under a short timeout:
+ * the Timeout reaches the handler while the kill policy ends the child
+ * (SIGTERM: it is not ignored). */
+static void wait_timeout_step(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    Fx* fx = ((RootCtx*)data)->fx;
+    const char* argv[] = { "/bin/sh", "-c", "exec sleep 30", NULL };
+    FutoInUvSpawnOptions o;
+    memset(&o, 0, sizeof(o));
+    o.file = "/bin/sh";
+    o.argv = argv;
+    o.stdio[0] = o.stdio[1] = FUTOIN_UV_STDIO_IGNORE;
+    o.kill_grace_ms = 100;
+    fx->proc = futoin_uv_spawn(fx->uv, &o, NULL);
+    fx->pid = futoin_uv_process_pid(fx->proc);
+    futoin_set_timeout(as, 20);
+    futoin_uv_process_wait(as, fx->proc);
+}
 static void missing_open_step(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)data, (void)args;
@@ -858,6 +891,7 @@ static void outer1(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
         o.argv = argv;
         o.stdio[0] = o.stdio[1] = FUTOIN_UV_STDIO_IGNORE;
         fx->proc = futoin_uv_spawn(fx->uv, &o, NULL);
+        fx->pid = futoin_uv_process_pid(fx->proc);
         futoin_uv_process_wait(as, fx->proc);
         futoin_add(as, trig_step, NULL, rc);
         break;
@@ -885,6 +919,9 @@ static void outer1(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
         break;
     case K_EH_FOPEN:
         futoin_add(as, missing_open_step, trig_eh, rc);
+        break;
+    case K_EH_WAIT_TO:
+        futoin_add(as, wait_timeout_step, trig_eh, rc);
         break;
     case K_COUNT:
         break;
@@ -1271,6 +1308,12 @@ static const char* run_row(const Row* r, char* sig, size_t sig_len, char* why, s
         close(fx->ufd);
     }
     futoin_uv_free(fx->uv);
+    int child_left = 0;
+    if (fx->pid > 0) {
+        int st;
+        errno = 0;
+        child_left = waitpid((pid_t)fx->pid, &st, WNOHANG) != -1 || errno != ECHILD;
+    }
 
     CHECK(!fx->expired, "the run did not end within %u ms (watchdog)",
             (unsigned)futoin_test_ms(WATCHDOG_MS));
@@ -1286,6 +1329,7 @@ static const char* run_row(const Row* r, char* sig, size_t sig_len, char* why, s
     CHECK(held_rc == FUTOIN_SYNC_OK, "the held Mutex was left busy or freed (%d)", held_rc);
     CHECK(idle_rc == FUTOIN_SYNC_OK, "the idle Mutex was left busy (%d)", idle_rc);
     CHECK(left == 0, "%d libuv handles left open (streams or servers not closed)", left);
+    CHECK(!child_left, "the child %ld was not reaped", fx->pid);
     CHECK(fx->ntrk < NTRACK, "too many tracked objects");
     for (int i = 0; i < fx->ntrk; ++i) {
         CHECK(fx->trk[i].cleaned == 1, "tracked object %d cleaned up %d times", i,
@@ -1321,6 +1365,7 @@ static const char* run_row(const Row* r, char* sig, size_t sig_len, char* why, s
 #define N_EOF "EOF: read: connection closed by peer" /* the completion's error went on */
 #define N_REF "ECONNREFUSED: connect 127.0.0.1:"     /* the completion's error went on */
 #define N_PIPE "ENOENT: connect /"                   /* the completion's error went on */
+#define N_WAIT "wait pid "                           /* the Timeout names the wait */
 #define N_OPEN "ENOENT: open /"                      /* the completion's error went on */
 #define N_CLOSED "EBADF: close /tmp/futoin-uvre-"    /* ... "/r: file is closed" */
 
@@ -1955,6 +2000,29 @@ static const Row rows[] = {
     R(K_EH_FOPEN, C_SYNC_HELD, T_SYNC, "r1[eh:CommError after] r2[] r3[] m0 sync=BUSY", N_OPEN),
     R(K_EH_FOPEN, C_LOOP_STOP, T_LOOP, "r1[eh:CommError after] r2[] r3[] m0 runs=1", N_OPEN),
     R(K_EH_FOPEN, C_UV_STOP, T_LOOP, "r1[eh:CommError after] r2[] r3[] m0 runs=2", N_OPEN),
+    /* eh_wait_timeout */
+    R(K_EH_WAIT_TO, C_SUCCESS, T_SAME, "r1[after] r2[] r3[] m0", NULL),
+    R(K_EH_WAIT_TO, C_ERROR, T_SAME, "r1[eh:ReErr after] r2[] r3[] m0", N_INFO),
+    R(K_EH_WAIT_TO, C_ADD, T_SAME, "r1[added after] r2[] r3[] m0", NULL),
+    R(K_EH_WAIT_TO, C_EXECUTE, T_SAME, "r1[eh:InternalError after] r2[] r3[] m0", N_EXEC),
+    R(K_EH_WAIT_TO, C_CANCEL, T_SAME, "r1[] r2[] r3[] m0", NULL),
+    R(K_EH_WAIT_TO, C_FREE, T_SAME, "r1[] r2[] r3[] m0", NULL),
+    R(K_EH_WAIT_TO, C_STATE, T_SAME, "r1[eh:Timeout after] r2[] r3[] m0 state=ptr", N_WAIT),
+    R(K_EH_WAIT_TO, C_STACK, T_SAME, "r1[eh:Timeout after] r2[] r3[] m0 stack=ptr", N_WAIT),
+    R(K_EH_WAIT_TO, C_SET_TIMEOUT, T_SAME, "r1[eh:InternalError after] r2[] r3[] m0", N_EH),
+    R(K_EH_WAIT_TO, C_AGAIN, T_SAME, "r1[after] r2[] r3[] m0", NULL),
+    R(K_EH_WAIT_TO, C_CLOSE, T_SAME, "r1[eh:Timeout after] r2[] r3[] m0 kill=0", N_WAIT),
+    R(K_EH_WAIT_TO, C_SUCCESS, T_OTHER, "r1[eh:Timeout after] r2[after] r3[] m0", N_WAIT),
+    R(K_EH_WAIT_TO, C_ERROR, T_OTHER, "r1[eh:Timeout after] r2[eh:ReErr after] r3[] m0", N_WAIT),
+    R(K_EH_WAIT_TO, C_ADD, T_OTHER, "r1[eh:Timeout after] r2[] r3[] m1", N_ADD),
+    R(K_EH_WAIT_TO, C_EXECUTE, T_OTHER, "r1[eh:Timeout after] r2[] r3[] m1", N_EXEC),
+    R(K_EH_WAIT_TO, C_CANCEL, T_OTHER, "r1[eh:Timeout after] r2[ch] r3[] m0", N_WAIT),
+    R(K_EH_WAIT_TO, C_FREE, T_OTHER, "r1[eh:Timeout after] r2[ch] r3[] m0", N_WAIT),
+    R(K_EH_WAIT_TO, C_EXECUTE, T_IDLE, "r1[eh:Timeout after] r2[] r3[run] m0", N_WAIT),
+    R(K_EH_WAIT_TO, C_SYNC_IDLE, T_SYNC, "r1[eh:Timeout after] r2[] r3[] m0 sync=OK", N_WAIT),
+    R(K_EH_WAIT_TO, C_SYNC_HELD, T_SYNC, "r1[eh:Timeout after] r2[] r3[] m0 sync=BUSY", N_WAIT),
+    R(K_EH_WAIT_TO, C_LOOP_STOP, T_LOOP, "r1[eh:Timeout after] r2[] r3[] m0 runs=1", N_WAIT),
+    R(K_EH_WAIT_TO, C_UV_STOP, T_LOOP, "r1[eh:Timeout after] r2[] r3[] m0 runs=2", N_WAIT),
 };
 
 static int setup_files(void** state)
