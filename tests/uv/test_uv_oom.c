@@ -375,7 +375,8 @@ static OomResult leak_check(OomResult res, int fds_before, char* why, size_t siz
     return res;
 }
 
-/* ---- the process program: a child's stdout lines, then its exit ---- */
+/* ---- the process program: a child's stdout lines, then its exit ----
+ * The child's stdin, stdout and stderr are pipes. */
 
 typedef struct {
     FutoInUvProcess* p;
@@ -431,9 +432,11 @@ static OomResult proc_program_run(char* why, size_t size)
     memset(&o, 0, sizeof(o));
     o.file = "/bin/sh";
     o.argv = argv;
-    o.stdio[0] = FUTOIN_UV_STDIO_IGNORE;
+    /* Three pipes: a failure after the first or the second must close
+     * those made already. stdin and stderr are not used. */
+    o.stdio[0] = FUTOIN_UV_STDIO_PIPE;
     o.stdio[1] = FUTOIN_UV_STDIO_PIPE;
-    o.stdio[2] = FUTOIN_UV_STDIO_INHERIT;
+    o.stdio[2] = FUTOIN_UV_STDIO_PIPE;
     o.kill_grace_ms = 200;
     int err = 0;
     r.p = futoin_uv_spawn(uv, &o, &err);
