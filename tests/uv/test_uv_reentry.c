@@ -58,7 +58,7 @@
  * step; futoin_uv_process_kill() of the child), whose return or state the
  * row records. A child process of a row must have been reaped at the end
  * (waitpid() finds no such child); the eh_wait_timeout kind calls from the
- * handler of a Timeout while the kill policy is still ending its child.
+ * handler of a Timeout after the kill policy sent its child SIGTERM.
  *
  * Callbacks never assert (cmocka would longjmp through the engine and
  * libuv): they record, and the test body checks.
@@ -134,6 +134,7 @@ typedef enum {
     K_EH_PIPE,    /* the error handler of a pipe connect that failed (no socket file) */
     K_EH_FOPEN,   /* the error handler of a file open that failed (no file) */
     K_EH_WAIT_TO, /* the error handler of a process wait that timed out (child still there) */
+    K_EH_UDP,     /* the error handler of a UDP receive whose socket was closed */
     K_COUNT
 } Kind;
 
@@ -141,7 +142,8 @@ static const char* const kind_names[K_COUNT] = { "serve_cb", "accept", "connect"
     "read_exact", "read_some", "read_until", "write", "close", "resolve", "file_read", "file_write",
     "sleep", "listen", "eh_eof", "eh_refused", "udp_recv", "udp_send", "pipe_connect",
     "pipe_serve_cb", "process_wait", "file_open", "file_pread", "file_pwrite", "file_fstat",
-    "file_close", "readdir", "eh_pipe_enoent", "eh_open_enoent", "eh_wait_timeout" };
+    "file_close", "readdir", "eh_pipe_enoent", "eh_open_enoent", "eh_wait_timeout",
+    "eh_udp_closed" };
 
 typedef enum {
     C_SUCCESS,     /* success1(a tracked value) */
@@ -361,6 +363,9 @@ static void do_again(Fx* fx, FutoInAsyncSteps* x)
     case K_UDP_RECV:
         futoin_uv_udp_recv(x, fx->udp, 0); /* the second datagram of the peer */
         break;
+    case K_EH_UDP:
+        futoin_uv_udp_recv(x, fx->udp, 0); /* closed: ECANCELED */
+        break;
     case K_UDP_SEND:
         futoin_uv_udp_send(x, fx->udp, "127.0.0.1", fx->uport, "dgram", 5);
         break;
@@ -404,6 +409,7 @@ static void do_close(Fx* fx, FutoInAsyncSteps* x)
     switch (fx->row->kind) {
     case K_UDP_RECV:
     case K_UDP_SEND:
+    case K_EH_UDP:
         futoin_uv_udp_close(fx->udp);
         snprintf(fx->ret, sizeof(fx->ret), "queued=%zu", futoin_uv_udp_queued(fx->udp));
         break;
@@ -412,10 +418,17 @@ static void do_close(Fx* fx, FutoInAsyncSteps* x)
         futoin_uv_stream_close(fx->stream);
         snprintf(fx->ret, sizeof(fx->ret), "open=%d", futoin_uv_stream_is_open(fx->stream));
         break;
-    case K_PROC_WAIT:
-    case K_EH_WAIT_TO: {
+    case K_PROC_WAIT: {
         int r = futoin_uv_process_kill(fx->proc, SIGTERM);
         snprintf(fx->ret, sizeof(fx->ret), "kill=%s", r ? uv_err_name(r) : "0");
+        break;
+    }
+    case K_EH_WAIT_TO: {
+        /* 0 while the child is there, UV_ESRCH once its exit was reported:
+         * the kill policy's SIGTERM went first, so either may be seen. */
+        int r = futoin_uv_process_kill(fx->proc, SIGTERM);
+        snprintf(fx->ret, sizeof(fx->ret), "kill=%s",
+                r == 0 || r == UV_ESRCH ? "0|ESRCH" : uv_err_name(r));
         break;
     }
     case K_FOPEN:
@@ -559,6 +572,20 @@ static void closer(void* data)
     futoin_uv_server_close(fx->srv);
 }
 
+/* eh_udp_closed: the program closes the socket while a receive waits. */
+static void udp_closer(void* data)
+{
+    Fx* fx = data;
+    futoin_uv_udp_close(fx->udp);
+}
+static void udp_recv_step(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    Fx* fx = ((RootCtx*)data)->fx;
+    futoin_uv_udp_recv(as, fx->udp, 0);
+    futoin_loop_deferred(fx->loop, futoin_test_ms(5), fx, udp_closer);
+}
+
 static int bytes_are(const FutoInArgs* args, const char* text)
 {
     size_t len = 0;
@@ -654,8 +681,14 @@ static void trig_eh(FutoInAsyncSteps* as, void* data, const char* code)
                 && futoin_uv_errno(as) == UV_ENOENT;
     } else if (fx->row->kind == K_EH_WAIT_TO) {
         snprintf(want, sizeof(want), "wait pid %ld /bin/sh", futoin_uv_process_pid(fx->proc));
-        fx->arg_ok = strcmp(code, FUTOIN_TIMEOUT) == 0 && strcmp(info, want) == 0
-                && !futoin_uv_process_exited(fx->proc, NULL, NULL);
+        /* The cancel handler sent SIGTERM first; whether libuv has
+         * reaped the child by now depends on timing. */
+        fx->arg_ok = strcmp(code, FUTOIN_TIMEOUT) == 0 && strcmp(info, want) == 0;
+    } else if (fx->row->kind == K_EH_UDP) {
+        snprintf(want, sizeof(want), "ECANCELED: udp_recv 127.0.0.1:%u: socket closed",
+                futoin_uv_udp_port(fx->udp));
+        fx->arg_ok = strcmp(code, FUTOIN_COMM_ERROR) == 0 && strcmp(info, want) == 0
+                && futoin_uv_errno(as) == UV_ECANCELED && futoin_uv_udp_queued(fx->udp) == 0;
     } else if (fx->row->kind == K_EH_FOPEN) {
         snprintf(want, sizeof(want), "ENOENT: open %s", g_missing);
         fx->arg_ok = strcmp(code, FUTOIN_COMM_ERROR) == 0 && strcmp(info, want) == 0
@@ -768,23 +801,16 @@ static void missing_pipe_step(FutoInAsyncSteps* as, void* data, const FutoInArgs
     (void)data, (void)args;
     futoin_uv_pipe_connect(as, g_missing);
 }
-/* A child that does not end by itself, waited for under a short timeout:
- * the Timeout reaches the handler while the kill policy ends the child
- * (SIGTERM: it is not ignored). */
+/* A child that does not end by itself (started by the setup: a spawn
+ * takes long under valgrind, and the loop's clock would be behind when
+ * the timer starts), waited for under a short timeout: the Timeout reaches
+ * the handler while the kill policy ends the child (SIGTERM: it is not
+ * ignored). */
 static void wait_timeout_step(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
     Fx* fx = ((RootCtx*)data)->fx;
-    const char* argv[] = { "/bin/sh", "-c", "exec sleep 30", NULL };
-    FutoInUvSpawnOptions o;
-    memset(&o, 0, sizeof(o));
-    o.file = "/bin/sh";
-    o.argv = argv;
-    o.stdio[0] = o.stdio[1] = FUTOIN_UV_STDIO_IGNORE;
-    o.kill_grace_ms = 100;
-    fx->proc = futoin_uv_spawn(fx->uv, &o, NULL);
-    fx->pid = futoin_uv_process_pid(fx->proc);
-    futoin_set_timeout(as, 20);
+    futoin_set_timeout(as, futoin_test_ms(20));
     futoin_uv_process_wait(as, fx->proc);
 }
 static void missing_open_step(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
@@ -922,6 +948,9 @@ static void outer1(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
         break;
     case K_EH_WAIT_TO:
         futoin_add(as, wait_timeout_step, trig_eh, rc);
+        break;
+    case K_EH_UDP:
+        futoin_add(as, udp_recv_step, trig_eh, rc);
         break;
     case K_COUNT:
         break;
@@ -1192,7 +1221,8 @@ static const char* run_row(const Row* r, char* sig, size_t sig_len, char* why, s
         break;
     }
     case K_UDP_RECV:
-    case K_UDP_SEND: {
+    case K_UDP_SEND:
+    case K_EH_UDP: {
         int uerr = 0;
         fx->udp = futoin_uv_udp_new(fx->uv, "127.0.0.1", 0, 0, &uerr);
         fx->ufd = udp_peer(&fx->uport);
@@ -1209,6 +1239,19 @@ static const char* run_row(const Row* r, char* sig, size_t sig_len, char* why, s
         fx->lfd = listen_unix(g_sock_l);
         setup_ok = fx->lfd >= 0;
         break;
+    case K_EH_WAIT_TO: {
+        const char* argv[] = { "/bin/sh", "-c", "exec sleep 30", NULL };
+        FutoInUvSpawnOptions o;
+        memset(&o, 0, sizeof(o));
+        o.file = "/bin/sh";
+        o.argv = argv;
+        o.stdio[0] = o.stdio[1] = FUTOIN_UV_STDIO_IGNORE;
+        o.kill_grace_ms = 100;
+        fx->proc = futoin_uv_spawn(fx->uv, &o, NULL);
+        fx->pid = futoin_uv_process_pid(fx->proc);
+        setup_ok = fx->proc != NULL;
+        break;
+    }
     case K_PIPE_SERVE: {
         int uerr = 0;
         unlink(g_sock_s);
@@ -1366,6 +1409,7 @@ static const char* run_row(const Row* r, char* sig, size_t sig_len, char* why, s
 #define N_REF "ECONNREFUSED: connect 127.0.0.1:"     /* the completion's error went on */
 #define N_PIPE "ENOENT: connect /"                   /* the completion's error went on */
 #define N_WAIT "wait pid "                           /* the Timeout names the wait */
+#define N_UDPC "ECANCELED: udp_recv 127.0.0.1:"      /* ...: socket closed */
 #define N_OPEN "ENOENT: open /"                      /* the completion's error went on */
 #define N_CLOSED "EBADF: close /tmp/futoin-uvre-"    /* ... "/r: file is closed" */
 
@@ -2011,7 +2055,7 @@ static const Row rows[] = {
     R(K_EH_WAIT_TO, C_STACK, T_SAME, "r1[eh:Timeout after] r2[] r3[] m0 stack=ptr", N_WAIT),
     R(K_EH_WAIT_TO, C_SET_TIMEOUT, T_SAME, "r1[eh:InternalError after] r2[] r3[] m0", N_EH),
     R(K_EH_WAIT_TO, C_AGAIN, T_SAME, "r1[after] r2[] r3[] m0", NULL),
-    R(K_EH_WAIT_TO, C_CLOSE, T_SAME, "r1[eh:Timeout after] r2[] r3[] m0 kill=0", N_WAIT),
+    R(K_EH_WAIT_TO, C_CLOSE, T_SAME, "r1[eh:Timeout after] r2[] r3[] m0 kill=0|ESRCH", N_WAIT),
     R(K_EH_WAIT_TO, C_SUCCESS, T_OTHER, "r1[eh:Timeout after] r2[after] r3[] m0", N_WAIT),
     R(K_EH_WAIT_TO, C_ERROR, T_OTHER, "r1[eh:Timeout after] r2[eh:ReErr after] r3[] m0", N_WAIT),
     R(K_EH_WAIT_TO, C_ADD, T_OTHER, "r1[eh:Timeout after] r2[] r3[] m1", N_ADD),
@@ -2023,6 +2067,29 @@ static const Row rows[] = {
     R(K_EH_WAIT_TO, C_SYNC_HELD, T_SYNC, "r1[eh:Timeout after] r2[] r3[] m0 sync=BUSY", N_WAIT),
     R(K_EH_WAIT_TO, C_LOOP_STOP, T_LOOP, "r1[eh:Timeout after] r2[] r3[] m0 runs=1", N_WAIT),
     R(K_EH_WAIT_TO, C_UV_STOP, T_LOOP, "r1[eh:Timeout after] r2[] r3[] m0 runs=2", N_WAIT),
+    /* eh_udp_closed */
+    R(K_EH_UDP, C_SUCCESS, T_SAME, "r1[after] r2[] r3[] m0", NULL),
+    R(K_EH_UDP, C_ERROR, T_SAME, "r1[eh:ReErr after] r2[] r3[] m0", N_INFO),
+    R(K_EH_UDP, C_ADD, T_SAME, "r1[added after] r2[] r3[] m0", NULL),
+    R(K_EH_UDP, C_EXECUTE, T_SAME, "r1[eh:InternalError after] r2[] r3[] m0", N_EXEC),
+    R(K_EH_UDP, C_CANCEL, T_SAME, "r1[] r2[] r3[] m0", NULL),
+    R(K_EH_UDP, C_FREE, T_SAME, "r1[] r2[] r3[] m0", NULL),
+    R(K_EH_UDP, C_STATE, T_SAME, "r1[eh:CommError after] r2[] r3[] m0 state=ptr", N_UDPC),
+    R(K_EH_UDP, C_STACK, T_SAME, "r1[eh:CommError after] r2[] r3[] m0 stack=ptr", N_UDPC),
+    R(K_EH_UDP, C_SET_TIMEOUT, T_SAME, "r1[eh:InternalError after] r2[] r3[] m0", N_EH),
+    R(K_EH_UDP, C_AGAIN, T_SAME, "r1[eh:CommError after] r2[] r3[] m0", N_UDPC),
+    R(K_EH_UDP, C_CLOSE, T_SAME, "r1[eh:CommError after] r2[] r3[] m0 queued=0", N_UDPC),
+    R(K_EH_UDP, C_SUCCESS, T_OTHER, "r1[eh:CommError after] r2[after] r3[] m0", N_UDPC),
+    R(K_EH_UDP, C_ERROR, T_OTHER, "r1[eh:CommError after] r2[eh:ReErr after] r3[] m0", N_UDPC),
+    R(K_EH_UDP, C_ADD, T_OTHER, "r1[eh:CommError after] r2[] r3[] m1", N_ADD),
+    R(K_EH_UDP, C_EXECUTE, T_OTHER, "r1[eh:CommError after] r2[] r3[] m1", N_EXEC),
+    R(K_EH_UDP, C_CANCEL, T_OTHER, "r1[eh:CommError after] r2[ch] r3[] m0", N_UDPC),
+    R(K_EH_UDP, C_FREE, T_OTHER, "r1[eh:CommError after] r2[ch] r3[] m0", N_UDPC),
+    R(K_EH_UDP, C_EXECUTE, T_IDLE, "r1[eh:CommError after] r2[] r3[run] m0", N_UDPC),
+    R(K_EH_UDP, C_SYNC_IDLE, T_SYNC, "r1[eh:CommError after] r2[] r3[] m0 sync=OK", N_UDPC),
+    R(K_EH_UDP, C_SYNC_HELD, T_SYNC, "r1[eh:CommError after] r2[] r3[] m0 sync=BUSY", N_UDPC),
+    R(K_EH_UDP, C_LOOP_STOP, T_LOOP, "r1[eh:CommError after] r2[] r3[] m0 runs=1", N_UDPC),
+    R(K_EH_UDP, C_UV_STOP, T_LOOP, "r1[eh:CommError after] r2[] r3[] m0 runs=2", N_UDPC),
 };
 
 static int setup_files(void** state)
