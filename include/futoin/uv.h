@@ -1411,7 +1411,9 @@ FutoInUvServer* futoin_uv_pipe_server_new(FutoInUv* uv, const char* path, int ba
  * Success: arg0 = the server (futoin_uv_server_type). Errors: ConnectError
  * "<UV_E...>: listen PATH" ("EADDRINUSE: listen /run/app.sock"), with
  * futoin_uv_errno() its number; a NULL path or a negative backlog:
- * InternalError "EINVAL: futoin_uv_pipe_listen: ..." when the step is added.
+ * InternalError "EINVAL: futoin_uv_pipe_listen: ..." when the step is added;
+ * out of memory: InternalError "ENOMEM: listen PATH: out of memory" (or
+ * "listen: out of memory" when the step cannot be added).
  * @param as       the flow
  * @param path     as futoin_uv_pipe_server_new(); copied
  * @param backlog  as futoin_uv_pipe_server_new()

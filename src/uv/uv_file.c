@@ -92,6 +92,12 @@ static const char* const NAMES[] = { "", "open", "pread", "pwrite", "fsync", "fs
     "stat", "rename", "unlink", "mkdir", "rmdir", "readdir" };
 static const char* const WAITS[] = { "", "file_open", "file_pread", "file_pwrite", "file_fsync",
     "file_fstat", "file_close", "stat", "rename", "unlink", "mkdir", "rmdir", "readdir" };
+/* The error_info of a step that cannot start for want of memory, as
+ * futoin/uv.h documents it (literals: a failing step keeps the pointer). */
+static const char* const NOMEM[] = { "", "open: out of memory", "pread: out of memory",
+    "pwrite: out of memory", "fsync: out of memory", "fstat: out of memory", "close: out of memory",
+    "stat: out of memory", "rename: out of memory", "unlink: out of memory", "mkdir: out of memory",
+    "rmdir: out of memory", "readdir: out of memory" };
 
 /* ---- the handle ---- */
 
@@ -354,7 +360,9 @@ static void on_done(uv_fs_t* req)
         }
         uv_fs_req_cleanup(req);
         if (!names) {
-            op_fail(op, FUTOIN_INTERNAL_ERROR, UV_ENOMEM, "out of memory");
+            /* "ENOMEM: readdir PATH: out of memory" (the ENOMEM form adds
+             * the words itself). */
+            op_fail(op, FUTOIN_INTERNAL_ERROR, UV_ENOMEM, NULL);
             return;
         }
         names[total] = '\0';
@@ -449,7 +457,7 @@ static void fs_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
     FsParams* p = data;
     const char* what = NAMES[p->kind];
     if (p->oom) {
-        futoin__uv_failf(as, FUTOIN_INTERNAL_ERROR, UV_ENOMEM, "%s: out of memory", what);
+        futoin__uv_error(as, FUTOIN_INTERNAL_ERROR, UV_ENOMEM, NOMEM[p->kind]);
         return;
     }
     FutoInUv* uv = futoin__uv_require(as, what);
@@ -464,7 +472,7 @@ static void fs_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
     size_t plen = p->f ? strlen(path) + 1 : p->plen;
     FsOp* op = calloc(1, sizeof(*op) + plen);
     if (!op) {
-        futoin__uv_failf(as, FUTOIN_INTERNAL_ERROR, UV_ENOMEM, "%s: out of memory", what);
+        futoin__uv_error(as, FUTOIN_INTERNAL_ERROR, UV_ENOMEM, NOMEM[p->kind]);
         return;
     }
     memcpy(op->path, path, plen);
@@ -482,7 +490,7 @@ static void fs_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
         op->newf = calloc(1, sizeof(FutoInUvFile) + plen);
         if (!op->newf) {
             op_free(op);
-            futoin__uv_failf(as, FUTOIN_INTERNAL_ERROR, UV_ENOMEM, "%s: out of memory", what);
+            futoin__uv_error(as, FUTOIN_INTERNAL_ERROR, UV_ENOMEM, NOMEM[p->kind]);
             return;
         }
         op->newf->uv = uv;
@@ -493,7 +501,7 @@ static void fs_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
         op->buf = malloc(p->len + 1);
         if (!op->buf) {
             op_free(op);
-            futoin__uv_failf(as, FUTOIN_INTERNAL_ERROR, UV_ENOMEM, "%s: out of memory", what);
+            futoin__uv_error(as, FUTOIN_INTERNAL_ERROR, UV_ENOMEM, NOMEM[p->kind]);
             return;
         }
     } else if (p->kind == K_PWRITE) {
@@ -526,7 +534,7 @@ static FsParams* add_params(FutoInAsyncSteps* as, int kind, FutoInUvFile* f, con
     size_t l1 = path ? strlen(path) + 1 : 0;
     size_t l2 = path2 ? strlen(path2) + 1 : 0;
     FsParams* p = futoin__uv_add_step(as, fs_start, sizeof(FsParams) + l1 + l2, fs_params_free,
-            "file: out of memory");
+            NOMEM[kind]);
     if (!p) {
         return NULL;
     }

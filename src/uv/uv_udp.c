@@ -68,11 +68,19 @@ typedef struct {
     FutoInUvUdp* u;
 } UdpParams;
 
-static void udp_destroy(FutoInUvUdp* u)
+/* Frees the queued datagrams: nobody can receive them any more. */
+static void drop_queue(FutoInUvUdp* u)
 {
     for (unsigned i = 0; i < u->count; ++i) {
         free(u->q[(u->head + i) % FUTOIN_UV_UDP_QUEUE_MAX].data);
     }
+    u->count = 0;
+    u->head = 0;
+}
+
+static void udp_destroy(FutoInUvUdp* u)
+{
+    drop_queue(u);
     free(u->spare);
     free(u);
 }
@@ -120,6 +128,9 @@ static void udp_close(FutoInUvUdp* u)
     }
     u->closing = 1;
     u->reading = 0;
+    /* As documented: the queue goes with the close, not with the last
+     * reference (futoin_uv_udp_queued() is then 0). */
+    drop_queue(u);
     uv_close((uv_handle_t*)&u->udp, on_udp_closed);
     fail_receiver(u, FUTOIN_COMM_ERROR, UV_ECANCELED, ": socket closed");
 }

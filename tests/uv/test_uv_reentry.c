@@ -51,7 +51,14 @@
  * reference is dropped, so it stops listening when R1's critical section
  * ends.
  *
- * No cell found a defect of src/uv (gcc, clang ASan+UBSan, valgrind).
+ * The kinds of UDP, Unix sockets, child processes and file handles have two
+ * calls more, on the same root: the same kind of step again (on the same
+ * socket, process or file), and closing the kind's handle
+ * (futoin_uv_udp_close(), futoin_uv_stream_close(), a futoin_uv_file_close()
+ * step; futoin_uv_process_kill() of the child), whose return or state the
+ * row records. A child process of a row must have been reaped at the end
+ * (waitpid() finds no such child); the eh_wait_timeout kind calls from the
+ * handler of a Timeout after the kill policy sent its child SIGTERM.
  *
  * Callbacks never assert (cmocka would longjmp through the engine and
  * libuv): they record, and the test body checks.
@@ -79,6 +86,8 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <futoin/sync.h>
@@ -111,12 +120,30 @@ typedef enum {
     K_LISTEN,     /* the step after futoin_uv_tcp_listen() (completes in its step) */
     K_EH_EOF,     /* the error handler of a read that failed (EOF) */
     K_EH_REFUSED, /* the error handler of a connect that failed (refused) */
+    K_UDP_RECV,   /* the step after futoin_uv_udp_recv() */
+    K_UDP_SEND,   /* the step after futoin_uv_udp_send() */
+    K_PIPE_CONN,  /* the step after futoin_uv_pipe_connect() */
+    K_PIPE_SERVE, /* the FutoInUvConnectionCb of futoin_uv_serve() on a Unix socket */
+    K_PROC_WAIT,  /* the step after futoin_uv_process_wait() */
+    K_FOPEN,      /* the step after futoin_uv_file_open() */
+    K_FPREAD,     /* the step after futoin_uv_file_pread() */
+    K_FPWRITE,    /* the step after futoin_uv_file_pwrite() */
+    K_FFSTAT,     /* the step after futoin_uv_file_fstat() */
+    K_FCLOSE,     /* the step after futoin_uv_file_close() */
+    K_READDIR,    /* the step after futoin_uv_readdir() */
+    K_EH_PIPE,    /* the error handler of a pipe connect that failed (no socket file) */
+    K_EH_FOPEN,   /* the error handler of a file open that failed (no file) */
+    K_EH_WAIT_TO, /* the error handler of a process wait that timed out (child still there) */
+    K_EH_UDP,     /* the error handler of a UDP receive whose socket was closed */
     K_COUNT
 } Kind;
 
 static const char* const kind_names[K_COUNT] = { "serve_cb", "accept", "connect", "read_line",
     "read_exact", "read_some", "read_until", "write", "close", "resolve", "file_read", "file_write",
-    "sleep", "listen", "eh_eof", "eh_refused" };
+    "sleep", "listen", "eh_eof", "eh_refused", "udp_recv", "udp_send", "pipe_connect",
+    "pipe_serve_cb", "process_wait", "file_open", "file_pread", "file_pwrite", "file_fstat",
+    "file_close", "readdir", "eh_pipe_enoent", "eh_open_enoent", "eh_wait_timeout",
+    "eh_udp_closed" };
 
 typedef enum {
     C_SUCCESS,     /* success1(a tracked value) */
@@ -132,12 +159,14 @@ typedef enum {
     C_SYNC_HELD,   /* futoin_sync_free() of the Mutex R1 is inside */
     C_LOOP_STOP,   /* futoin_loop_stop() of the backend's FutoInLoop */
     C_UV_STOP,     /* uv_stop() of the backend's uv_loop_t */
+    C_AGAIN,       /* the same kind of step again, on the same handle */
+    C_CLOSE,       /* close the kind's handle (socket, stream, file; kill a child) */
     C_COUNT
 } CallKind;
 
 static const char* const call_names[C_COUNT] = { "success", "error", "add", "execute", "cancel",
     "free", "state", "stack", "setTimeout", "sync_free_idle", "sync_free_held", "loop_stop",
-    "uv_stop" };
+    "uv_stop", "again", "close" };
 
 typedef enum { T_SAME, T_OTHER, T_IDLE, T_SYNC, T_LOOP } Target;
 
@@ -198,11 +227,22 @@ struct Fx {
     char ret[32];
     Track trk[NTRACK];
     int ntrk;
+    /* The kinds of local sockets, processes and files. */
+    FutoInUvUdp* udp;       /* the harness's reference */
+    int ufd;                /* plain UDP socket: the peer; -1 if none */
+    unsigned uport;         /* its port */
+    FutoInUvStream* stream; /* the stream the completion gave (borrowed) */
+    FutoInUvProcess* proc;  /* the harness's reference */
+    FutoInUvFile* file;     /* the harness's reference */
+    long pid;               /* of the child: reaped at the end */
 };
 
 static char g_dir[64];
 static char g_path_r[96];
 static char g_path_w[96];
+static char g_sock_l[96]; /* a plain listening Unix socket */
+static char g_sock_s[96]; /* the FutoInUvServer of the pipe serve kind */
+static char g_missing[96];
 static char g_big[BIG_WRITE];
 
 /* ------------------------------------------------------------------------ */
@@ -315,6 +355,95 @@ static void wait_step(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 /* ------------------------------------------------------------------------ */
 /* The call                                                                  */
 
+/* The same kind of step again, added on x; its result goes to the step
+ * after the callback. */
+static void do_again(Fx* fx, FutoInAsyncSteps* x)
+{
+    switch (fx->row->kind) {
+    case K_UDP_RECV:
+        futoin_uv_udp_recv(x, fx->udp, 0); /* the second datagram of the peer */
+        break;
+    case K_EH_UDP:
+        futoin_uv_udp_recv(x, fx->udp, 0); /* closed: ECANCELED */
+        break;
+    case K_UDP_SEND:
+        futoin_uv_udp_send(x, fx->udp, "127.0.0.1", fx->uport, "dgram", 5);
+        break;
+    case K_PIPE_CONN:
+        futoin_uv_pipe_connect(x, g_sock_l);
+        break;
+    case K_PROC_WAIT:
+        futoin_uv_process_wait(x, fx->proc); /* exited: completes at once */
+        break;
+    case K_EH_WAIT_TO:
+        /* The child is being ended by the kill policy: this waits for it. */
+        futoin_uv_process_wait(x, fx->proc);
+        break;
+    case K_FOPEN:
+        futoin_uv_file_open(x, g_path_r, O_RDONLY, 0);
+        break;
+    case K_FPREAD:
+        futoin_uv_file_pread(x, fx->file, 0, 0);
+        break;
+    case K_FPWRITE:
+        futoin_uv_file_pwrite(x, fx->file, 0, "x", 1);
+        break;
+    case K_FFSTAT:
+        futoin_uv_file_fstat(x, fx->file);
+        break;
+    case K_FCLOSE:
+        futoin_uv_file_close(x, fx->file); /* closed already: EBADF */
+        break;
+    case K_READDIR:
+        futoin_uv_readdir(x, g_dir);
+        break;
+    default:
+        break;
+    }
+}
+
+/* Closes the kind's handle: at once for sockets and streams, with a close
+ * step on x for files; a child that exited is sent a signal. */
+static void do_close(Fx* fx, FutoInAsyncSteps* x)
+{
+    switch (fx->row->kind) {
+    case K_UDP_RECV:
+    case K_UDP_SEND:
+    case K_EH_UDP:
+        futoin_uv_udp_close(fx->udp);
+        snprintf(fx->ret, sizeof(fx->ret), "queued=%zu", futoin_uv_udp_queued(fx->udp));
+        break;
+    case K_PIPE_CONN:
+    case K_PIPE_SERVE:
+        futoin_uv_stream_close(fx->stream);
+        snprintf(fx->ret, sizeof(fx->ret), "open=%d", futoin_uv_stream_is_open(fx->stream));
+        break;
+    case K_PROC_WAIT: {
+        int r = futoin_uv_process_kill(fx->proc, SIGTERM);
+        snprintf(fx->ret, sizeof(fx->ret), "kill=%s", r ? uv_err_name(r) : "0");
+        break;
+    }
+    case K_EH_WAIT_TO: {
+        /* 0 while the child is there, UV_ESRCH once its exit was reported:
+         * the kill policy's SIGTERM went first, so either may be seen. */
+        int r = futoin_uv_process_kill(fx->proc, SIGTERM);
+        snprintf(fx->ret, sizeof(fx->ret), "kill=%s",
+                r == 0 || r == UV_ESRCH ? "0|ESRCH" : uv_err_name(r));
+        break;
+    }
+    case K_FOPEN:
+    case K_FPREAD:
+    case K_FPWRITE:
+    case K_FFSTAT:
+    case K_FCLOSE:
+        futoin_uv_file_close(x, fx->file);
+        snprintf(fx->ret, sizeof(fx->ret), "open=%d", futoin_uv_file_is_open(fx->file));
+        break;
+    default:
+        break;
+    }
+}
+
 static void do_call(Fx* fx, RootCtx* rc, FutoInAsyncSteps* x)
 {
     switch (fx->row->call) {
@@ -381,6 +510,12 @@ static void do_call(Fx* fx, RootCtx* rc, FutoInAsyncSteps* x)
     case C_UV_STOP:
         uv_stop(fx->l);
         break;
+    case C_AGAIN:
+        do_again(fx, x);
+        break;
+    case C_CLOSE:
+        do_close(fx, x);
+        break;
     case C_COUNT:
         break;
     }
@@ -401,7 +536,7 @@ static void trigger(Fx* fx, FutoInAsyncSteps* as_same)
         return;
     }
     fx->called = 1;
-    if (fx->row->kind == K_SERVE_CB) {
+    if (fx->row->kind == K_SERVE_CB || fx->row->kind == K_PIPE_SERVE) {
         /* The accept loop runs until its server is closed: the program
          * closes it a little later (not part of the cell). Outside a
          * round each timer reads the clock itself: scaled, so that a
@@ -435,6 +570,22 @@ static void closer(void* data)
 {
     Fx* fx = data;
     futoin_uv_server_close(fx->srv);
+}
+
+/* eh_udp_closed: the program closes the socket while a receive waits. */
+static void udp_closer(void* data)
+{
+    Fx* fx = data;
+    futoin_uv_udp_close(fx->udp);
+}
+static void udp_recv_step(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    Fx* fx = ((RootCtx*)data)->fx;
+    futoin_uv_udp_recv(as, fx->udp, 0);
+    /* Not scaled: a close before the receive started gives the same
+     * error. */
+    futoin_loop_deferred(fx->loop, 5, fx, udp_closer);
 }
 
 static int bytes_are(const FutoInArgs* args, const char* text)
@@ -473,6 +624,35 @@ static int args_ok(Fx* fx, const FutoInArgs* args)
         return bytes_are(args, "data\n");
     case K_FILE_WRITE:
         return futoin_arg_int(args, 0, -1) == 1;
+    case K_UDP_RECV:
+        return bytes_are(args, "dgram") && strcmp(futoin_arg_cstr(args, 1, "?"), "127.0.0.1") == 0
+                && futoin_arg_int(args, 2, -1) == (int64_t)fx->uport;
+    case K_PIPE_CONN:
+        fx->stream = futoin_uv_arg_stream(args, 0);
+        return fx->stream && strcmp(futoin_uv_stream_peer(fx->stream), g_sock_l) == 0;
+    case K_PROC_WAIT:
+        return futoin_arg_int(args, 0, -1) == 7 && futoin_arg_int(args, 1, -1) == 0;
+    case K_FOPEN:
+        fx->file = futoin_uv_file_ref(futoin_uv_arg_file(args, 0));
+        return fx->file && strcmp(futoin_uv_file_path(fx->file), g_path_r) == 0;
+    case K_FPREAD:
+        return bytes_are(args, "data\n");
+    case K_FPWRITE:
+        return futoin_arg_int(args, 0, -1) == 1;
+    case K_FFSTAT:
+        return futoin_arg_int(args, 0, -1) == 5 && S_ISREG(futoin_arg_int(args, 1, 0));
+    case K_FCLOSE:
+        return !futoin_uv_file_is_open(fx->file);
+    case K_READDIR: {
+        /* The names of the directory: "r" at least. */
+        size_t len = 0;
+        const char* names = futoin_uv_arg_bytes(args, 0, &len);
+        int seen = 0;
+        for (const char* n = names; n && n < names + len; n += strlen(n) + 1) {
+            seen |= strcmp(n, "r") == 0;
+        }
+        return seen && futoin_arg_int(args, 1, 0) >= 1;
+    }
     case K_WRITE:
         /* Queued by libuv: the peer had to read before the step ran. */
         fx->drained_at_trigger = fx->drained;
@@ -493,9 +673,28 @@ static void trig_eh(FutoInAsyncSteps* as, void* data, const char* code)
 {
     Fx* fx = ((RootCtx*)data)->fx;
     const char* info = futoin_error_info(as);
+    char want[160];
     if (fx->row->kind == K_EH_EOF) {
         fx->arg_ok = strcmp(code, FUTOIN_COMM_ERROR) == 0
                 && strcmp(info, "EOF: read: connection closed by peer") == 0;
+    } else if (fx->row->kind == K_EH_PIPE) {
+        snprintf(want, sizeof(want), "ENOENT: connect %s", g_missing);
+        fx->arg_ok = strcmp(code, FUTOIN_CONNECT_ERROR) == 0 && strcmp(info, want) == 0
+                && futoin_uv_errno(as) == UV_ENOENT;
+    } else if (fx->row->kind == K_EH_WAIT_TO) {
+        snprintf(want, sizeof(want), "wait pid %ld /bin/sh", futoin_uv_process_pid(fx->proc));
+        /* The cancel handler sent SIGTERM first; whether libuv has
+         * reaped the child by now depends on timing. */
+        fx->arg_ok = strcmp(code, FUTOIN_TIMEOUT) == 0 && strcmp(info, want) == 0;
+    } else if (fx->row->kind == K_EH_UDP) {
+        snprintf(want, sizeof(want), "ECANCELED: udp_recv 127.0.0.1:%u: socket closed",
+                futoin_uv_udp_port(fx->udp));
+        fx->arg_ok = strcmp(code, FUTOIN_COMM_ERROR) == 0 && strcmp(info, want) == 0
+                && futoin_uv_errno(as) == UV_ECANCELED && futoin_uv_udp_queued(fx->udp) == 0;
+    } else if (fx->row->kind == K_EH_FOPEN) {
+        snprintf(want, sizeof(want), "ENOENT: open %s", g_missing);
+        fx->arg_ok = strcmp(code, FUTOIN_COMM_ERROR) == 0 && strcmp(info, want) == 0
+                && futoin_uv_errno(as) == UV_ENOENT;
     } else {
         fx->arg_ok = strcmp(code, FUTOIN_CONNECT_ERROR) == 0 && strstr(info, "ECONNREFUSED");
     }
@@ -506,6 +705,10 @@ static void conn_cb(void* data, FutoInUvStream* s)
 {
     Fx* fx = data;
     fx->arg_ok = s != NULL && futoin_uv_stream_is_open(s);
+    if (fx->row->kind == K_PIPE_SERVE) {
+        fx->stream = s;
+        fx->arg_ok = fx->arg_ok && strcmp(futoin_uv_stream_peer(s), g_sock_s) == 0;
+    }
     trigger(fx, NULL);
 }
 
@@ -571,6 +774,51 @@ static void refused_step(FutoInAsyncSteps* as, void* data, const FutoInArgs* arg
 {
     (void)args;
     futoin_uv_tcp_connect(as, "127.0.0.1", ((RootCtx*)data)->fx->port);
+}
+
+/* The file kinds: the opened file is kept (the harness's reference), then
+ * the operation under test is queued. */
+static void got_file(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    Fx* fx = ((RootCtx*)data)->fx;
+    fx->file = futoin_uv_file_ref(futoin_uv_arg_file(args, 0));
+    switch (fx->row->kind) {
+    case K_FPREAD:
+        futoin_uv_file_pread(as, fx->file, 0, 0);
+        break;
+    case K_FPWRITE:
+        futoin_uv_file_pwrite(as, fx->file, 0, "x", 1);
+        break;
+    case K_FFSTAT:
+        futoin_uv_file_fstat(as, fx->file);
+        break;
+    default:
+        futoin_uv_file_close(as, fx->file);
+        break;
+    }
+    futoin_add(as, trig_step, NULL, data);
+}
+static void missing_pipe_step(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)data, (void)args;
+    futoin_uv_pipe_connect(as, g_missing);
+}
+/* A child that does not end by itself (started by the setup), waited for
+ * under a short timeout: the Timeout reaches the handler after the kill
+ * policy sent the child SIGTERM (it is not ignored). */
+static void wait_timeout_step(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    Fx* fx = ((RootCtx*)data)->fx;
+    /* Not scaled for valgrind: the timer can only fire after this round,
+     * in which the wait step starts. */
+    futoin_set_timeout(as, 20);
+    futoin_uv_process_wait(as, fx->proc);
+}
+static void missing_open_step(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)data, (void)args;
+    futoin_uv_file_open(as, g_missing, O_RDONLY, 0);
 }
 
 /* R1's critical section. */
@@ -647,10 +895,69 @@ static void outer1(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
     case K_EH_REFUSED:
         futoin_add(as, refused_step, trig_eh, rc);
         break;
+    case K_UDP_RECV:
+        futoin_uv_udp_recv(as, fx->udp, 0);
+        futoin_add(as, trig_step, NULL, rc);
+        break;
+    case K_UDP_SEND:
+        futoin_uv_udp_send(as, fx->udp, "127.0.0.1", fx->uport, "dgram", 5);
+        futoin_add(as, trig_step, NULL, rc);
+        break;
+    case K_PIPE_CONN:
+        futoin_uv_pipe_connect(as, g_sock_l);
+        futoin_add(as, trig_step, NULL, rc);
+        break;
+    case K_PIPE_SERVE:
+        futoin_uv_serve(as, fx->srv, conn_cb, fx);
+        break;
+    case K_PROC_WAIT: {
+        /* Started here, so that the step waits for the exit. */
+        const char* argv[] = { "/bin/sh", "-c", "exit 7", NULL };
+        FutoInUvSpawnOptions o;
+        memset(&o, 0, sizeof(o));
+        o.file = "/bin/sh";
+        o.argv = argv;
+        o.stdio[0] = o.stdio[1] = FUTOIN_UV_STDIO_IGNORE;
+        fx->proc = futoin_uv_spawn(fx->uv, &o, NULL);
+        fx->pid = futoin_uv_process_pid(fx->proc);
+        futoin_uv_process_wait(as, fx->proc);
+        futoin_add(as, trig_step, NULL, rc);
+        break;
+    }
+    case K_FOPEN:
+        futoin_uv_file_open(as, g_path_r, O_RDONLY, 0);
+        futoin_add(as, trig_step, NULL, rc);
+        break;
+    case K_FPREAD:
+    case K_FFSTAT:
+    case K_FCLOSE:
+        futoin_uv_file_open(as, g_path_r, O_RDONLY, 0);
+        futoin_add(as, got_file, NULL, rc);
+        break;
+    case K_FPWRITE:
+        futoin_uv_file_open(as, g_path_w, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        futoin_add(as, got_file, NULL, rc);
+        break;
+    case K_READDIR:
+        futoin_uv_readdir(as, g_dir);
+        futoin_add(as, trig_step, NULL, rc);
+        break;
+    case K_EH_PIPE:
+        futoin_add(as, missing_pipe_step, trig_eh, rc);
+        break;
+    case K_EH_FOPEN:
+        futoin_add(as, missing_open_step, trig_eh, rc);
+        break;
+    case K_EH_WAIT_TO:
+        futoin_add(as, wait_timeout_step, trig_eh, rc);
+        break;
+    case K_EH_UDP:
+        futoin_add(as, udp_recv_step, trig_eh, rc);
+        break;
     case K_COUNT:
         break;
     }
-    if (fx->srv && fx->row->kind != K_SERVE_CB) {
+    if (fx->srv && fx->row->kind != K_SERVE_CB && fx->row->kind != K_PIPE_SERVE) {
         /* The queued accept holds its own reference: the server stops
          * listening when that step goes (R1's critical section ends). */
         futoin_uv_server_release(fx->srv);
@@ -699,6 +1006,80 @@ static int client_connect(unsigned port, int rcvbuf)
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     a.sin_port = htons((uint16_t)port);
+    if (connect(fd, (struct sockaddr*)&a, sizeof(a)) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* A plain UDP socket on 127.0.0.1, its port in *port, or -1. */
+static int udp_peer(unsigned* port)
+{
+    int fd = socket(AF_INET, SOCK_DGRAM, 0);
+    if (fd < 0) {
+        return -1;
+    }
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(a);
+    if (bind(fd, (struct sockaddr*)&a, sizeof(a)) != 0
+            || getsockname(fd, (struct sockaddr*)&a, &len) != 0) {
+        close(fd);
+        return -1;
+    }
+    *port = ntohs(a.sin_port);
+    return fd;
+}
+
+static int udp_send_to(int fd, unsigned port, const char* text)
+{
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons((uint16_t)port);
+    ssize_t n = sendto(fd, text, strlen(text), 0, (struct sockaddr*)&a, sizeof(a));
+    return n == (ssize_t)strlen(text) ? 0 : -1;
+}
+
+static int unix_addr(struct sockaddr_un* a, const char* path)
+{
+    memset(a, 0, sizeof(*a));
+    a->sun_family = AF_UNIX;
+    if (strlen(path) >= sizeof(a->sun_path)) {
+        return -1;
+    }
+    memcpy(a->sun_path, path, strlen(path) + 1);
+    return 0;
+}
+
+/* A plain listening Unix socket at path (replaced), or -1. */
+static int listen_unix(const char* path)
+{
+    struct sockaddr_un a;
+    int fd = unix_addr(&a, path) == 0 ? socket(AF_UNIX, SOCK_STREAM, 0) : -1;
+    if (fd < 0) {
+        return -1;
+    }
+    unlink(path);
+    if (bind(fd, (struct sockaddr*)&a, sizeof(a)) != 0 || listen(fd, 16) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* A blocking client connected to the Unix socket at path, or -1. */
+static int connect_unix(const char* path)
+{
+    struct sockaddr_un a;
+    int fd = unix_addr(&a, path) == 0 ? socket(AF_UNIX, SOCK_STREAM, 0) : -1;
+    if (fd < 0) {
+        return -1;
+    }
     if (connect(fd, (struct sockaddr*)&a, sizeof(a)) != 0) {
         close(fd);
         return -1;
@@ -772,7 +1153,7 @@ static const char* run_row(const Row* r, char* sig, size_t sig_len, char* why, s
         }                                                                                          \
     } while (0)
     fx->row = r;
-    fx->cfd = fx->lfd = -1;
+    fx->cfd = fx->lfd = fx->ufd = -1;
     fx->uv = futoin_uv_new(NULL);
     if (!fx->uv) {
         free(fx);
@@ -841,6 +1222,49 @@ static const char* run_row(const Row* r, char* sig, size_t sig_len, char* why, s
         }
         break;
     }
+    case K_UDP_RECV:
+    case K_UDP_SEND:
+    case K_EH_UDP: {
+        int uerr = 0;
+        fx->udp = futoin_uv_udp_new(fx->uv, "127.0.0.1", 0, 0, &uerr);
+        fx->ufd = udp_peer(&fx->uport);
+        setup_ok = fx->udp && fx->ufd >= 0;
+        if (setup_ok && r->kind == K_UDP_RECV) {
+            /* Two: one for the step under test, one for a receive again. */
+            for (int i = 0; i < 2 && setup_ok; ++i) {
+                setup_ok = udp_send_to(fx->ufd, futoin_uv_udp_port(fx->udp), "dgram") == 0;
+            }
+        }
+        break;
+    }
+    case K_PIPE_CONN:
+        fx->lfd = listen_unix(g_sock_l);
+        setup_ok = fx->lfd >= 0;
+        break;
+    case K_EH_WAIT_TO: {
+        const char* argv[] = { "/bin/sh", "-c", "exec sleep 30", NULL };
+        FutoInUvSpawnOptions o;
+        memset(&o, 0, sizeof(o));
+        o.file = "/bin/sh";
+        o.argv = argv;
+        o.stdio[0] = o.stdio[1] = FUTOIN_UV_STDIO_IGNORE;
+        o.kill_grace_ms = 100;
+        fx->proc = futoin_uv_spawn(fx->uv, &o, NULL);
+        fx->pid = futoin_uv_process_pid(fx->proc);
+        setup_ok = fx->proc != NULL;
+        break;
+    }
+    case K_PIPE_SERVE: {
+        int uerr = 0;
+        unlink(g_sock_s);
+        fx->srv = futoin_uv_pipe_server_new(fx->uv, g_sock_s, 16, &uerr);
+        setup_ok = fx->srv != NULL;
+        if (setup_ok) {
+            fx->cfd = connect_unix(g_sock_s);
+            setup_ok = fx->cfd >= 0;
+        }
+        break;
+    }
     default:
         break;
     }
@@ -906,6 +1330,14 @@ static const char* run_row(const Row* r, char* sig, size_t sig_len, char* why, s
     if (fx->drain_on) {
         uv_close((uv_handle_t*)&fx->drain, NULL);
     }
+    futoin_uv_udp_release(fx->udp);
+    futoin_uv_process_release(fx->proc);
+    if (fx->file) {
+        /* The last reference closes a descriptor left open on libuv's
+         * pool: the loop runs until that request is done. */
+        futoin_uv_file_release(fx->file);
+        uv_run(fx->l, UV_RUN_DEFAULT);
+    }
     for (int i = 0; i < 8; ++i) {
         uv_run(fx->l, UV_RUN_NOWAIT);
     }
@@ -915,8 +1347,18 @@ static const char* run_row(const Row* r, char* sig, size_t sig_len, char* why, s
     }
     if (fx->lfd >= 0) {
         close(fx->lfd);
+        unlink(g_sock_l);
+    }
+    if (fx->ufd >= 0) {
+        close(fx->ufd);
     }
     futoin_uv_free(fx->uv);
+    int child_left = 0;
+    if (fx->pid > 0) {
+        int st;
+        errno = 0;
+        child_left = waitpid((pid_t)fx->pid, &st, WNOHANG) != -1 || errno != ECHILD;
+    }
 
     CHECK(!fx->expired, "the run did not end within %u ms (watchdog)",
             (unsigned)futoin_test_ms(WATCHDOG_MS));
@@ -932,6 +1374,7 @@ static const char* run_row(const Row* r, char* sig, size_t sig_len, char* why, s
     CHECK(held_rc == FUTOIN_SYNC_OK, "the held Mutex was left busy or freed (%d)", held_rc);
     CHECK(idle_rc == FUTOIN_SYNC_OK, "the idle Mutex was left busy (%d)", idle_rc);
     CHECK(left == 0, "%d libuv handles left open (streams or servers not closed)", left);
+    CHECK(!child_left, "the child %ld was not reaped", fx->pid);
     CHECK(fx->ntrk < NTRACK, "too many tracked objects");
     for (int i = 0; i < fx->ntrk; ++i) {
         CHECK(fx->trk[i].cleaned == 1, "tracked object %d cleaned up %d times", i,
@@ -966,6 +1409,11 @@ static const char* run_row(const Row* r, char* sig, size_t sig_len, char* why, s
 #define N_SRV "ECANCELED: accept: server closed"     /* the serve loop ended (server closed) */
 #define N_EOF "EOF: read: connection closed by peer" /* the completion's error went on */
 #define N_REF "ECONNREFUSED: connect 127.0.0.1:"     /* the completion's error went on */
+#define N_PIPE "ENOENT: connect /"                   /* the completion's error went on */
+#define N_WAIT "wait pid "                           /* the Timeout names the wait */
+#define N_UDPC "ECANCELED: udp_recv 127.0.0.1:"      /* ...: socket closed */
+#define N_OPEN "ENOENT: open /"                      /* the completion's error went on */
+#define N_CLOSED "EBADF: close /tmp/futoin-uvre-"    /* ... "/r: file is closed" */
 
 static const Row rows[] = {
     /* serve_cb */
@@ -1305,6 +1753,345 @@ static const Row rows[] = {
     R(K_EH_REFUSED, C_SYNC_HELD, T_SYNC, "r1[eh:ConnectError after] r2[] r3[] m0 sync=BUSY", N_REF),
     R(K_EH_REFUSED, C_LOOP_STOP, T_LOOP, "r1[eh:ConnectError after] r2[] r3[] m0 runs=1", N_REF),
     R(K_EH_REFUSED, C_UV_STOP, T_LOOP, "r1[eh:ConnectError after] r2[] r3[] m0 runs=2", N_REF),
+    /* udp_recv */
+    R(K_UDP_RECV, C_SUCCESS, T_SAME, "r1[after] r2[] r3[] m0", NULL),
+    R(K_UDP_RECV, C_ERROR, T_SAME, "r1[eh:ReErr after] r2[] r3[] m0", N_INFO),
+    R(K_UDP_RECV, C_ADD, T_SAME, "r1[added after] r2[] r3[] m0", NULL),
+    R(K_UDP_RECV, C_EXECUTE, T_SAME, "r1[eh:InternalError after] r2[] r3[] m0", N_EXEC),
+    R(K_UDP_RECV, C_CANCEL, T_SAME, "r1[] r2[] r3[] m0", NULL),
+    R(K_UDP_RECV, C_FREE, T_SAME, "r1[] r2[] r3[] m0", NULL),
+    R(K_UDP_RECV, C_STATE, T_SAME, "r1[after] r2[] r3[] m0 state=ptr", NULL),
+    R(K_UDP_RECV, C_STACK, T_SAME, "r1[after] r2[] r3[] m0 stack=ptr", NULL),
+    R(K_UDP_RECV, C_SET_TIMEOUT, T_SAME, "r1[eh:Timeout after] r2[] r3[] m0", NULL),
+    R(K_UDP_RECV, C_AGAIN, T_SAME, "r1[after] r2[] r3[] m0", NULL),
+    R(K_UDP_RECV, C_CLOSE, T_SAME, "r1[after] r2[] r3[] m0 queued=0", NULL),
+    R(K_UDP_RECV, C_SUCCESS, T_OTHER, "r1[after] r2[after] r3[] m0", NULL),
+    R(K_UDP_RECV, C_ERROR, T_OTHER, "r1[after] r2[eh:ReErr after] r3[] m0", NULL),
+    R(K_UDP_RECV, C_ADD, T_OTHER, "r1[after] r2[] r3[] m1", N_ADD),
+    R(K_UDP_RECV, C_EXECUTE, T_OTHER, "r1[after] r2[] r3[] m1", N_EXEC),
+    R(K_UDP_RECV, C_CANCEL, T_OTHER, "r1[after] r2[ch] r3[] m0", NULL),
+    R(K_UDP_RECV, C_FREE, T_OTHER, "r1[after] r2[ch] r3[] m0", NULL),
+    R(K_UDP_RECV, C_EXECUTE, T_IDLE, "r1[after] r2[] r3[run] m0", NULL),
+    R(K_UDP_RECV, C_SYNC_IDLE, T_SYNC, "r1[after] r2[] r3[] m0 sync=OK", NULL),
+    R(K_UDP_RECV, C_SYNC_HELD, T_SYNC, "r1[after] r2[] r3[] m0 sync=BUSY", NULL),
+    R(K_UDP_RECV, C_LOOP_STOP, T_LOOP, "r1[after] r2[] r3[] m0 runs=1", NULL),
+    R(K_UDP_RECV, C_UV_STOP, T_LOOP, "r1[after] r2[] r3[] m0 runs=2", NULL),
+    /* udp_send */
+    R(K_UDP_SEND, C_SUCCESS, T_SAME, "r1[after] r2[] r3[] m0", NULL),
+    R(K_UDP_SEND, C_ERROR, T_SAME, "r1[eh:ReErr after] r2[] r3[] m0", N_INFO),
+    R(K_UDP_SEND, C_ADD, T_SAME, "r1[added after] r2[] r3[] m0", NULL),
+    R(K_UDP_SEND, C_EXECUTE, T_SAME, "r1[eh:InternalError after] r2[] r3[] m0", N_EXEC),
+    R(K_UDP_SEND, C_CANCEL, T_SAME, "r1[] r2[] r3[] m0", NULL),
+    R(K_UDP_SEND, C_FREE, T_SAME, "r1[] r2[] r3[] m0", NULL),
+    R(K_UDP_SEND, C_STATE, T_SAME, "r1[after] r2[] r3[] m0 state=ptr", NULL),
+    R(K_UDP_SEND, C_STACK, T_SAME, "r1[after] r2[] r3[] m0 stack=ptr", NULL),
+    R(K_UDP_SEND, C_SET_TIMEOUT, T_SAME, "r1[eh:Timeout after] r2[] r3[] m0", NULL),
+    R(K_UDP_SEND, C_AGAIN, T_SAME, "r1[after] r2[] r3[] m0", NULL),
+    R(K_UDP_SEND, C_CLOSE, T_SAME, "r1[after] r2[] r3[] m0 queued=0", NULL),
+    R(K_UDP_SEND, C_SUCCESS, T_OTHER, "r1[after] r2[after] r3[] m0", NULL),
+    R(K_UDP_SEND, C_ERROR, T_OTHER, "r1[after] r2[eh:ReErr after] r3[] m0", NULL),
+    R(K_UDP_SEND, C_ADD, T_OTHER, "r1[after] r2[] r3[] m1", N_ADD),
+    R(K_UDP_SEND, C_EXECUTE, T_OTHER, "r1[after] r2[] r3[] m1", N_EXEC),
+    R(K_UDP_SEND, C_CANCEL, T_OTHER, "r1[after] r2[ch] r3[] m0", NULL),
+    R(K_UDP_SEND, C_FREE, T_OTHER, "r1[after] r2[ch] r3[] m0", NULL),
+    R(K_UDP_SEND, C_EXECUTE, T_IDLE, "r1[after] r2[] r3[run] m0", NULL),
+    R(K_UDP_SEND, C_SYNC_IDLE, T_SYNC, "r1[after] r2[] r3[] m0 sync=OK", NULL),
+    R(K_UDP_SEND, C_SYNC_HELD, T_SYNC, "r1[after] r2[] r3[] m0 sync=BUSY", NULL),
+    R(K_UDP_SEND, C_LOOP_STOP, T_LOOP, "r1[after] r2[] r3[] m0 runs=1", NULL),
+    R(K_UDP_SEND, C_UV_STOP, T_LOOP, "r1[after] r2[] r3[] m0 runs=2", NULL),
+    /* pipe_connect */
+    R(K_PIPE_CONN, C_SUCCESS, T_SAME, "r1[after] r2[] r3[] m0", NULL),
+    R(K_PIPE_CONN, C_ERROR, T_SAME, "r1[eh:ReErr after] r2[] r3[] m0", N_INFO),
+    R(K_PIPE_CONN, C_ADD, T_SAME, "r1[added after] r2[] r3[] m0", NULL),
+    R(K_PIPE_CONN, C_EXECUTE, T_SAME, "r1[eh:InternalError after] r2[] r3[] m0", N_EXEC),
+    R(K_PIPE_CONN, C_CANCEL, T_SAME, "r1[] r2[] r3[] m0", NULL),
+    R(K_PIPE_CONN, C_FREE, T_SAME, "r1[] r2[] r3[] m0", NULL),
+    R(K_PIPE_CONN, C_STATE, T_SAME, "r1[after] r2[] r3[] m0 state=ptr", NULL),
+    R(K_PIPE_CONN, C_STACK, T_SAME, "r1[after] r2[] r3[] m0 stack=ptr", NULL),
+    R(K_PIPE_CONN, C_SET_TIMEOUT, T_SAME, "r1[eh:Timeout after] r2[] r3[] m0", NULL),
+    R(K_PIPE_CONN, C_AGAIN, T_SAME, "r1[after] r2[] r3[] m0", NULL),
+    R(K_PIPE_CONN, C_CLOSE, T_SAME, "r1[after] r2[] r3[] m0 open=0", NULL),
+    R(K_PIPE_CONN, C_SUCCESS, T_OTHER, "r1[after] r2[after] r3[] m0", NULL),
+    R(K_PIPE_CONN, C_ERROR, T_OTHER, "r1[after] r2[eh:ReErr after] r3[] m0", NULL),
+    R(K_PIPE_CONN, C_ADD, T_OTHER, "r1[after] r2[] r3[] m1", N_ADD),
+    R(K_PIPE_CONN, C_EXECUTE, T_OTHER, "r1[after] r2[] r3[] m1", N_EXEC),
+    R(K_PIPE_CONN, C_CANCEL, T_OTHER, "r1[after] r2[ch] r3[] m0", NULL),
+    R(K_PIPE_CONN, C_FREE, T_OTHER, "r1[after] r2[ch] r3[] m0", NULL),
+    R(K_PIPE_CONN, C_EXECUTE, T_IDLE, "r1[after] r2[] r3[run] m0", NULL),
+    R(K_PIPE_CONN, C_SYNC_IDLE, T_SYNC, "r1[after] r2[] r3[] m0 sync=OK", NULL),
+    R(K_PIPE_CONN, C_SYNC_HELD, T_SYNC, "r1[after] r2[] r3[] m0 sync=BUSY", NULL),
+    R(K_PIPE_CONN, C_LOOP_STOP, T_LOOP, "r1[after] r2[] r3[] m0 runs=1", NULL),
+    R(K_PIPE_CONN, C_UV_STOP, T_LOOP, "r1[after] r2[] r3[] m0 runs=2", NULL),
+    /* pipe_serve_cb */
+    R(K_PIPE_SERVE, C_SUCCESS, T_SAME, "r1[eh:CommError after] r2[] r3[] m0", N_SRV),
+    R(K_PIPE_SERVE, C_ERROR, T_SAME, "r1[eh:ReErr after] r2[] r3[] m0", N_INFO),
+    R(K_PIPE_SERVE, C_ADD, T_SAME, "r1[added eh:CommError after] r2[] r3[] m0", N_SRV),
+    R(K_PIPE_SERVE, C_EXECUTE, T_SAME, "r1[eh:InternalError after] r2[] r3[] m0", N_EXEC),
+    R(K_PIPE_SERVE, C_CANCEL, T_SAME, "r1[] r2[] r3[] m0", NULL),
+    R(K_PIPE_SERVE, C_FREE, T_SAME, "r1[] r2[] r3[] m0", NULL),
+    R(K_PIPE_SERVE, C_STATE, T_SAME, "r1[eh:CommError after] r2[] r3[] m0 state=ptr", N_SRV),
+    R(K_PIPE_SERVE, C_STACK, T_SAME, "r1[eh:CommError after] r2[] r3[] m0 stack=ptr", N_SRV),
+    R(K_PIPE_SERVE, C_SET_TIMEOUT, T_SAME, "r1[eh:Timeout after] r2[] r3[] m0", NULL),
+    R(K_PIPE_SERVE, C_CLOSE, T_SAME, "r1[eh:CommError after] r2[] r3[] m0 open=0", N_SRV),
+    R(K_PIPE_SERVE, C_SUCCESS, T_OTHER, "r1[eh:CommError after] r2[after] r3[] m0", N_SRV),
+    R(K_PIPE_SERVE, C_ERROR, T_OTHER, "r1[eh:CommError after] r2[eh:ReErr after] r3[] m0", N_SRV),
+    R(K_PIPE_SERVE, C_ADD, T_OTHER, "r1[eh:CommError after] r2[] r3[] m1", N_ADD),
+    R(K_PIPE_SERVE, C_EXECUTE, T_OTHER, "r1[eh:CommError after] r2[] r3[] m1", N_EXEC),
+    R(K_PIPE_SERVE, C_CANCEL, T_OTHER, "r1[eh:CommError after] r2[ch] r3[] m0", N_SRV),
+    R(K_PIPE_SERVE, C_FREE, T_OTHER, "r1[eh:CommError after] r2[ch] r3[] m0", N_SRV),
+    R(K_PIPE_SERVE, C_EXECUTE, T_IDLE, "r1[eh:CommError after] r2[] r3[run] m0", N_SRV),
+    R(K_PIPE_SERVE, C_SYNC_IDLE, T_SYNC, "r1[eh:CommError after] r2[] r3[] m0 sync=OK", N_SRV),
+    R(K_PIPE_SERVE, C_SYNC_HELD, T_SYNC, "r1[eh:CommError after] r2[] r3[] m0 sync=BUSY", N_SRV),
+    R(K_PIPE_SERVE, C_LOOP_STOP, T_LOOP, "r1[eh:CommError after] r2[] r3[] m0 runs=1", N_SRV),
+    R(K_PIPE_SERVE, C_UV_STOP, T_LOOP, "r1[eh:CommError after] r2[] r3[] m0 runs=2", N_SRV),
+    /* process_wait */
+    R(K_PROC_WAIT, C_SUCCESS, T_SAME, "r1[after] r2[] r3[] m0", NULL),
+    R(K_PROC_WAIT, C_ERROR, T_SAME, "r1[eh:ReErr after] r2[] r3[] m0", N_INFO),
+    R(K_PROC_WAIT, C_ADD, T_SAME, "r1[added after] r2[] r3[] m0", NULL),
+    R(K_PROC_WAIT, C_EXECUTE, T_SAME, "r1[eh:InternalError after] r2[] r3[] m0", N_EXEC),
+    R(K_PROC_WAIT, C_CANCEL, T_SAME, "r1[] r2[] r3[] m0", NULL),
+    R(K_PROC_WAIT, C_FREE, T_SAME, "r1[] r2[] r3[] m0", NULL),
+    R(K_PROC_WAIT, C_STATE, T_SAME, "r1[after] r2[] r3[] m0 state=ptr", NULL),
+    R(K_PROC_WAIT, C_STACK, T_SAME, "r1[after] r2[] r3[] m0 stack=ptr", NULL),
+    R(K_PROC_WAIT, C_SET_TIMEOUT, T_SAME, "r1[eh:Timeout after] r2[] r3[] m0", NULL),
+    R(K_PROC_WAIT, C_AGAIN, T_SAME, "r1[after] r2[] r3[] m0", NULL),
+    R(K_PROC_WAIT, C_CLOSE, T_SAME, "r1[after] r2[] r3[] m0 kill=ESRCH", NULL),
+    R(K_PROC_WAIT, C_SUCCESS, T_OTHER, "r1[after] r2[after] r3[] m0", NULL),
+    R(K_PROC_WAIT, C_ERROR, T_OTHER, "r1[after] r2[eh:ReErr after] r3[] m0", NULL),
+    R(K_PROC_WAIT, C_ADD, T_OTHER, "r1[after] r2[] r3[] m1", N_ADD),
+    R(K_PROC_WAIT, C_EXECUTE, T_OTHER, "r1[after] r2[] r3[] m1", N_EXEC),
+    R(K_PROC_WAIT, C_CANCEL, T_OTHER, "r1[after] r2[ch] r3[] m0", NULL),
+    R(K_PROC_WAIT, C_FREE, T_OTHER, "r1[after] r2[ch] r3[] m0", NULL),
+    R(K_PROC_WAIT, C_EXECUTE, T_IDLE, "r1[after] r2[] r3[run] m0", NULL),
+    R(K_PROC_WAIT, C_SYNC_IDLE, T_SYNC, "r1[after] r2[] r3[] m0 sync=OK", NULL),
+    R(K_PROC_WAIT, C_SYNC_HELD, T_SYNC, "r1[after] r2[] r3[] m0 sync=BUSY", NULL),
+    R(K_PROC_WAIT, C_LOOP_STOP, T_LOOP, "r1[after] r2[] r3[] m0 runs=1", NULL),
+    R(K_PROC_WAIT, C_UV_STOP, T_LOOP, "r1[after] r2[] r3[] m0 runs=2", NULL),
+    /* file_open */
+    R(K_FOPEN, C_SUCCESS, T_SAME, "r1[after] r2[] r3[] m0", NULL),
+    R(K_FOPEN, C_ERROR, T_SAME, "r1[eh:ReErr after] r2[] r3[] m0", N_INFO),
+    R(K_FOPEN, C_ADD, T_SAME, "r1[added after] r2[] r3[] m0", NULL),
+    R(K_FOPEN, C_EXECUTE, T_SAME, "r1[eh:InternalError after] r2[] r3[] m0", N_EXEC),
+    R(K_FOPEN, C_CANCEL, T_SAME, "r1[] r2[] r3[] m0", NULL),
+    R(K_FOPEN, C_FREE, T_SAME, "r1[] r2[] r3[] m0", NULL),
+    R(K_FOPEN, C_STATE, T_SAME, "r1[after] r2[] r3[] m0 state=ptr", NULL),
+    R(K_FOPEN, C_STACK, T_SAME, "r1[after] r2[] r3[] m0 stack=ptr", NULL),
+    R(K_FOPEN, C_SET_TIMEOUT, T_SAME, "r1[eh:Timeout after] r2[] r3[] m0", NULL),
+    R(K_FOPEN, C_AGAIN, T_SAME, "r1[after] r2[] r3[] m0", NULL),
+    R(K_FOPEN, C_CLOSE, T_SAME, "r1[after] r2[] r3[] m0 open=1", NULL),
+    R(K_FOPEN, C_SUCCESS, T_OTHER, "r1[after] r2[after] r3[] m0", NULL),
+    R(K_FOPEN, C_ERROR, T_OTHER, "r1[after] r2[eh:ReErr after] r3[] m0", NULL),
+    R(K_FOPEN, C_ADD, T_OTHER, "r1[after] r2[] r3[] m1", N_ADD),
+    R(K_FOPEN, C_EXECUTE, T_OTHER, "r1[after] r2[] r3[] m1", N_EXEC),
+    R(K_FOPEN, C_CANCEL, T_OTHER, "r1[after] r2[ch] r3[] m0", NULL),
+    R(K_FOPEN, C_FREE, T_OTHER, "r1[after] r2[ch] r3[] m0", NULL),
+    R(K_FOPEN, C_EXECUTE, T_IDLE, "r1[after] r2[] r3[run] m0", NULL),
+    R(K_FOPEN, C_SYNC_IDLE, T_SYNC, "r1[after] r2[] r3[] m0 sync=OK", NULL),
+    R(K_FOPEN, C_SYNC_HELD, T_SYNC, "r1[after] r2[] r3[] m0 sync=BUSY", NULL),
+    R(K_FOPEN, C_LOOP_STOP, T_LOOP, "r1[after] r2[] r3[] m0 runs=1", NULL),
+    R(K_FOPEN, C_UV_STOP, T_LOOP, "r1[after] r2[] r3[] m0 runs=2", NULL),
+    /* file_pread */
+    R(K_FPREAD, C_SUCCESS, T_SAME, "r1[after] r2[] r3[] m0", NULL),
+    R(K_FPREAD, C_ERROR, T_SAME, "r1[eh:ReErr after] r2[] r3[] m0", N_INFO),
+    R(K_FPREAD, C_ADD, T_SAME, "r1[added after] r2[] r3[] m0", NULL),
+    R(K_FPREAD, C_EXECUTE, T_SAME, "r1[eh:InternalError after] r2[] r3[] m0", N_EXEC),
+    R(K_FPREAD, C_CANCEL, T_SAME, "r1[] r2[] r3[] m0", NULL),
+    R(K_FPREAD, C_FREE, T_SAME, "r1[] r2[] r3[] m0", NULL),
+    R(K_FPREAD, C_STATE, T_SAME, "r1[after] r2[] r3[] m0 state=ptr", NULL),
+    R(K_FPREAD, C_STACK, T_SAME, "r1[after] r2[] r3[] m0 stack=ptr", NULL),
+    R(K_FPREAD, C_SET_TIMEOUT, T_SAME, "r1[eh:Timeout after] r2[] r3[] m0", NULL),
+    R(K_FPREAD, C_AGAIN, T_SAME, "r1[after] r2[] r3[] m0", NULL),
+    R(K_FPREAD, C_CLOSE, T_SAME, "r1[after] r2[] r3[] m0 open=1", NULL),
+    R(K_FPREAD, C_SUCCESS, T_OTHER, "r1[after] r2[after] r3[] m0", NULL),
+    R(K_FPREAD, C_ERROR, T_OTHER, "r1[after] r2[eh:ReErr after] r3[] m0", NULL),
+    R(K_FPREAD, C_ADD, T_OTHER, "r1[after] r2[] r3[] m1", N_ADD),
+    R(K_FPREAD, C_EXECUTE, T_OTHER, "r1[after] r2[] r3[] m1", N_EXEC),
+    R(K_FPREAD, C_CANCEL, T_OTHER, "r1[after] r2[ch] r3[] m0", NULL),
+    R(K_FPREAD, C_FREE, T_OTHER, "r1[after] r2[ch] r3[] m0", NULL),
+    R(K_FPREAD, C_EXECUTE, T_IDLE, "r1[after] r2[] r3[run] m0", NULL),
+    R(K_FPREAD, C_SYNC_IDLE, T_SYNC, "r1[after] r2[] r3[] m0 sync=OK", NULL),
+    R(K_FPREAD, C_SYNC_HELD, T_SYNC, "r1[after] r2[] r3[] m0 sync=BUSY", NULL),
+    R(K_FPREAD, C_LOOP_STOP, T_LOOP, "r1[after] r2[] r3[] m0 runs=1", NULL),
+    R(K_FPREAD, C_UV_STOP, T_LOOP, "r1[after] r2[] r3[] m0 runs=2", NULL),
+    /* file_pwrite */
+    R(K_FPWRITE, C_SUCCESS, T_SAME, "r1[after] r2[] r3[] m0", NULL),
+    R(K_FPWRITE, C_ERROR, T_SAME, "r1[eh:ReErr after] r2[] r3[] m0", N_INFO),
+    R(K_FPWRITE, C_ADD, T_SAME, "r1[added after] r2[] r3[] m0", NULL),
+    R(K_FPWRITE, C_EXECUTE, T_SAME, "r1[eh:InternalError after] r2[] r3[] m0", N_EXEC),
+    R(K_FPWRITE, C_CANCEL, T_SAME, "r1[] r2[] r3[] m0", NULL),
+    R(K_FPWRITE, C_FREE, T_SAME, "r1[] r2[] r3[] m0", NULL),
+    R(K_FPWRITE, C_STATE, T_SAME, "r1[after] r2[] r3[] m0 state=ptr", NULL),
+    R(K_FPWRITE, C_STACK, T_SAME, "r1[after] r2[] r3[] m0 stack=ptr", NULL),
+    R(K_FPWRITE, C_SET_TIMEOUT, T_SAME, "r1[eh:Timeout after] r2[] r3[] m0", NULL),
+    R(K_FPWRITE, C_AGAIN, T_SAME, "r1[after] r2[] r3[] m0", NULL),
+    R(K_FPWRITE, C_CLOSE, T_SAME, "r1[after] r2[] r3[] m0 open=1", NULL),
+    R(K_FPWRITE, C_SUCCESS, T_OTHER, "r1[after] r2[after] r3[] m0", NULL),
+    R(K_FPWRITE, C_ERROR, T_OTHER, "r1[after] r2[eh:ReErr after] r3[] m0", NULL),
+    R(K_FPWRITE, C_ADD, T_OTHER, "r1[after] r2[] r3[] m1", N_ADD),
+    R(K_FPWRITE, C_EXECUTE, T_OTHER, "r1[after] r2[] r3[] m1", N_EXEC),
+    R(K_FPWRITE, C_CANCEL, T_OTHER, "r1[after] r2[ch] r3[] m0", NULL),
+    R(K_FPWRITE, C_FREE, T_OTHER, "r1[after] r2[ch] r3[] m0", NULL),
+    R(K_FPWRITE, C_EXECUTE, T_IDLE, "r1[after] r2[] r3[run] m0", NULL),
+    R(K_FPWRITE, C_SYNC_IDLE, T_SYNC, "r1[after] r2[] r3[] m0 sync=OK", NULL),
+    R(K_FPWRITE, C_SYNC_HELD, T_SYNC, "r1[after] r2[] r3[] m0 sync=BUSY", NULL),
+    R(K_FPWRITE, C_LOOP_STOP, T_LOOP, "r1[after] r2[] r3[] m0 runs=1", NULL),
+    R(K_FPWRITE, C_UV_STOP, T_LOOP, "r1[after] r2[] r3[] m0 runs=2", NULL),
+    /* file_fstat */
+    R(K_FFSTAT, C_SUCCESS, T_SAME, "r1[after] r2[] r3[] m0", NULL),
+    R(K_FFSTAT, C_ERROR, T_SAME, "r1[eh:ReErr after] r2[] r3[] m0", N_INFO),
+    R(K_FFSTAT, C_ADD, T_SAME, "r1[added after] r2[] r3[] m0", NULL),
+    R(K_FFSTAT, C_EXECUTE, T_SAME, "r1[eh:InternalError after] r2[] r3[] m0", N_EXEC),
+    R(K_FFSTAT, C_CANCEL, T_SAME, "r1[] r2[] r3[] m0", NULL),
+    R(K_FFSTAT, C_FREE, T_SAME, "r1[] r2[] r3[] m0", NULL),
+    R(K_FFSTAT, C_STATE, T_SAME, "r1[after] r2[] r3[] m0 state=ptr", NULL),
+    R(K_FFSTAT, C_STACK, T_SAME, "r1[after] r2[] r3[] m0 stack=ptr", NULL),
+    R(K_FFSTAT, C_SET_TIMEOUT, T_SAME, "r1[eh:Timeout after] r2[] r3[] m0", NULL),
+    R(K_FFSTAT, C_AGAIN, T_SAME, "r1[after] r2[] r3[] m0", NULL),
+    R(K_FFSTAT, C_CLOSE, T_SAME, "r1[after] r2[] r3[] m0 open=1", NULL),
+    R(K_FFSTAT, C_SUCCESS, T_OTHER, "r1[after] r2[after] r3[] m0", NULL),
+    R(K_FFSTAT, C_ERROR, T_OTHER, "r1[after] r2[eh:ReErr after] r3[] m0", NULL),
+    R(K_FFSTAT, C_ADD, T_OTHER, "r1[after] r2[] r3[] m1", N_ADD),
+    R(K_FFSTAT, C_EXECUTE, T_OTHER, "r1[after] r2[] r3[] m1", N_EXEC),
+    R(K_FFSTAT, C_CANCEL, T_OTHER, "r1[after] r2[ch] r3[] m0", NULL),
+    R(K_FFSTAT, C_FREE, T_OTHER, "r1[after] r2[ch] r3[] m0", NULL),
+    R(K_FFSTAT, C_EXECUTE, T_IDLE, "r1[after] r2[] r3[run] m0", NULL),
+    R(K_FFSTAT, C_SYNC_IDLE, T_SYNC, "r1[after] r2[] r3[] m0 sync=OK", NULL),
+    R(K_FFSTAT, C_SYNC_HELD, T_SYNC, "r1[after] r2[] r3[] m0 sync=BUSY", NULL),
+    R(K_FFSTAT, C_LOOP_STOP, T_LOOP, "r1[after] r2[] r3[] m0 runs=1", NULL),
+    R(K_FFSTAT, C_UV_STOP, T_LOOP, "r1[after] r2[] r3[] m0 runs=2", NULL),
+    /* file_close */
+    R(K_FCLOSE, C_SUCCESS, T_SAME, "r1[after] r2[] r3[] m0", NULL),
+    R(K_FCLOSE, C_ERROR, T_SAME, "r1[eh:ReErr after] r2[] r3[] m0", N_INFO),
+    R(K_FCLOSE, C_ADD, T_SAME, "r1[added after] r2[] r3[] m0", NULL),
+    R(K_FCLOSE, C_EXECUTE, T_SAME, "r1[eh:InternalError after] r2[] r3[] m0", N_EXEC),
+    R(K_FCLOSE, C_CANCEL, T_SAME, "r1[] r2[] r3[] m0", NULL),
+    R(K_FCLOSE, C_FREE, T_SAME, "r1[] r2[] r3[] m0", NULL),
+    R(K_FCLOSE, C_STATE, T_SAME, "r1[after] r2[] r3[] m0 state=ptr", NULL),
+    R(K_FCLOSE, C_STACK, T_SAME, "r1[after] r2[] r3[] m0 stack=ptr", NULL),
+    R(K_FCLOSE, C_SET_TIMEOUT, T_SAME, "r1[eh:Timeout after] r2[] r3[] m0", NULL),
+    R(K_FCLOSE, C_AGAIN, T_SAME, "r1[eh:CommError after] r2[] r3[] m0", N_CLOSED),
+    R(K_FCLOSE, C_CLOSE, T_SAME, "r1[eh:CommError after] r2[] r3[] m0 open=0", N_CLOSED),
+    R(K_FCLOSE, C_SUCCESS, T_OTHER, "r1[after] r2[after] r3[] m0", NULL),
+    R(K_FCLOSE, C_ERROR, T_OTHER, "r1[after] r2[eh:ReErr after] r3[] m0", NULL),
+    R(K_FCLOSE, C_ADD, T_OTHER, "r1[after] r2[] r3[] m1", N_ADD),
+    R(K_FCLOSE, C_EXECUTE, T_OTHER, "r1[after] r2[] r3[] m1", N_EXEC),
+    R(K_FCLOSE, C_CANCEL, T_OTHER, "r1[after] r2[ch] r3[] m0", NULL),
+    R(K_FCLOSE, C_FREE, T_OTHER, "r1[after] r2[ch] r3[] m0", NULL),
+    R(K_FCLOSE, C_EXECUTE, T_IDLE, "r1[after] r2[] r3[run] m0", NULL),
+    R(K_FCLOSE, C_SYNC_IDLE, T_SYNC, "r1[after] r2[] r3[] m0 sync=OK", NULL),
+    R(K_FCLOSE, C_SYNC_HELD, T_SYNC, "r1[after] r2[] r3[] m0 sync=BUSY", NULL),
+    R(K_FCLOSE, C_LOOP_STOP, T_LOOP, "r1[after] r2[] r3[] m0 runs=1", NULL),
+    R(K_FCLOSE, C_UV_STOP, T_LOOP, "r1[after] r2[] r3[] m0 runs=2", NULL),
+    /* readdir */
+    R(K_READDIR, C_SUCCESS, T_SAME, "r1[after] r2[] r3[] m0", NULL),
+    R(K_READDIR, C_ERROR, T_SAME, "r1[eh:ReErr after] r2[] r3[] m0", N_INFO),
+    R(K_READDIR, C_ADD, T_SAME, "r1[added after] r2[] r3[] m0", NULL),
+    R(K_READDIR, C_EXECUTE, T_SAME, "r1[eh:InternalError after] r2[] r3[] m0", N_EXEC),
+    R(K_READDIR, C_CANCEL, T_SAME, "r1[] r2[] r3[] m0", NULL),
+    R(K_READDIR, C_FREE, T_SAME, "r1[] r2[] r3[] m0", NULL),
+    R(K_READDIR, C_STATE, T_SAME, "r1[after] r2[] r3[] m0 state=ptr", NULL),
+    R(K_READDIR, C_STACK, T_SAME, "r1[after] r2[] r3[] m0 stack=ptr", NULL),
+    R(K_READDIR, C_SET_TIMEOUT, T_SAME, "r1[eh:Timeout after] r2[] r3[] m0", NULL),
+    R(K_READDIR, C_AGAIN, T_SAME, "r1[after] r2[] r3[] m0", NULL),
+    R(K_READDIR, C_SUCCESS, T_OTHER, "r1[after] r2[after] r3[] m0", NULL),
+    R(K_READDIR, C_ERROR, T_OTHER, "r1[after] r2[eh:ReErr after] r3[] m0", NULL),
+    R(K_READDIR, C_ADD, T_OTHER, "r1[after] r2[] r3[] m1", N_ADD),
+    R(K_READDIR, C_EXECUTE, T_OTHER, "r1[after] r2[] r3[] m1", N_EXEC),
+    R(K_READDIR, C_CANCEL, T_OTHER, "r1[after] r2[ch] r3[] m0", NULL),
+    R(K_READDIR, C_FREE, T_OTHER, "r1[after] r2[ch] r3[] m0", NULL),
+    R(K_READDIR, C_EXECUTE, T_IDLE, "r1[after] r2[] r3[run] m0", NULL),
+    R(K_READDIR, C_SYNC_IDLE, T_SYNC, "r1[after] r2[] r3[] m0 sync=OK", NULL),
+    R(K_READDIR, C_SYNC_HELD, T_SYNC, "r1[after] r2[] r3[] m0 sync=BUSY", NULL),
+    R(K_READDIR, C_LOOP_STOP, T_LOOP, "r1[after] r2[] r3[] m0 runs=1", NULL),
+    R(K_READDIR, C_UV_STOP, T_LOOP, "r1[after] r2[] r3[] m0 runs=2", NULL),
+    /* eh_pipe_enoent */
+    R(K_EH_PIPE, C_SUCCESS, T_SAME, "r1[after] r2[] r3[] m0", NULL),
+    R(K_EH_PIPE, C_ERROR, T_SAME, "r1[eh:ReErr after] r2[] r3[] m0", N_INFO),
+    R(K_EH_PIPE, C_ADD, T_SAME, "r1[added after] r2[] r3[] m0", NULL),
+    R(K_EH_PIPE, C_EXECUTE, T_SAME, "r1[eh:InternalError after] r2[] r3[] m0", N_EXEC),
+    R(K_EH_PIPE, C_CANCEL, T_SAME, "r1[] r2[] r3[] m0", NULL),
+    R(K_EH_PIPE, C_FREE, T_SAME, "r1[] r2[] r3[] m0", NULL),
+    R(K_EH_PIPE, C_STATE, T_SAME, "r1[eh:ConnectError after] r2[] r3[] m0 state=ptr", N_PIPE),
+    R(K_EH_PIPE, C_STACK, T_SAME, "r1[eh:ConnectError after] r2[] r3[] m0 stack=ptr", N_PIPE),
+    R(K_EH_PIPE, C_SET_TIMEOUT, T_SAME, "r1[eh:InternalError after] r2[] r3[] m0", N_EH),
+    R(K_EH_PIPE, C_SUCCESS, T_OTHER, "r1[eh:ConnectError after] r2[after] r3[] m0", N_PIPE),
+    R(K_EH_PIPE, C_ERROR, T_OTHER, "r1[eh:ConnectError after] r2[eh:ReErr after] r3[] m0", N_PIPE),
+    R(K_EH_PIPE, C_ADD, T_OTHER, "r1[eh:ConnectError after] r2[] r3[] m1", N_ADD),
+    R(K_EH_PIPE, C_EXECUTE, T_OTHER, "r1[eh:ConnectError after] r2[] r3[] m1", N_EXEC),
+    R(K_EH_PIPE, C_CANCEL, T_OTHER, "r1[eh:ConnectError after] r2[ch] r3[] m0", N_PIPE),
+    R(K_EH_PIPE, C_FREE, T_OTHER, "r1[eh:ConnectError after] r2[ch] r3[] m0", N_PIPE),
+    R(K_EH_PIPE, C_EXECUTE, T_IDLE, "r1[eh:ConnectError after] r2[] r3[run] m0", N_PIPE),
+    R(K_EH_PIPE, C_SYNC_IDLE, T_SYNC, "r1[eh:ConnectError after] r2[] r3[] m0 sync=OK", N_PIPE),
+    R(K_EH_PIPE, C_SYNC_HELD, T_SYNC, "r1[eh:ConnectError after] r2[] r3[] m0 sync=BUSY", N_PIPE),
+    R(K_EH_PIPE, C_LOOP_STOP, T_LOOP, "r1[eh:ConnectError after] r2[] r3[] m0 runs=1", N_PIPE),
+    R(K_EH_PIPE, C_UV_STOP, T_LOOP, "r1[eh:ConnectError after] r2[] r3[] m0 runs=2", N_PIPE),
+    /* eh_open_enoent */
+    R(K_EH_FOPEN, C_SUCCESS, T_SAME, "r1[after] r2[] r3[] m0", NULL),
+    R(K_EH_FOPEN, C_ERROR, T_SAME, "r1[eh:ReErr after] r2[] r3[] m0", N_INFO),
+    R(K_EH_FOPEN, C_ADD, T_SAME, "r1[added after] r2[] r3[] m0", NULL),
+    R(K_EH_FOPEN, C_EXECUTE, T_SAME, "r1[eh:InternalError after] r2[] r3[] m0", N_EXEC),
+    R(K_EH_FOPEN, C_CANCEL, T_SAME, "r1[] r2[] r3[] m0", NULL),
+    R(K_EH_FOPEN, C_FREE, T_SAME, "r1[] r2[] r3[] m0", NULL),
+    R(K_EH_FOPEN, C_STATE, T_SAME, "r1[eh:CommError after] r2[] r3[] m0 state=ptr", N_OPEN),
+    R(K_EH_FOPEN, C_STACK, T_SAME, "r1[eh:CommError after] r2[] r3[] m0 stack=ptr", N_OPEN),
+    R(K_EH_FOPEN, C_SET_TIMEOUT, T_SAME, "r1[eh:InternalError after] r2[] r3[] m0", N_EH),
+    R(K_EH_FOPEN, C_SUCCESS, T_OTHER, "r1[eh:CommError after] r2[after] r3[] m0", N_OPEN),
+    R(K_EH_FOPEN, C_ERROR, T_OTHER, "r1[eh:CommError after] r2[eh:ReErr after] r3[] m0", N_OPEN),
+    R(K_EH_FOPEN, C_ADD, T_OTHER, "r1[eh:CommError after] r2[] r3[] m1", N_ADD),
+    R(K_EH_FOPEN, C_EXECUTE, T_OTHER, "r1[eh:CommError after] r2[] r3[] m1", N_EXEC),
+    R(K_EH_FOPEN, C_CANCEL, T_OTHER, "r1[eh:CommError after] r2[ch] r3[] m0", N_OPEN),
+    R(K_EH_FOPEN, C_FREE, T_OTHER, "r1[eh:CommError after] r2[ch] r3[] m0", N_OPEN),
+    R(K_EH_FOPEN, C_EXECUTE, T_IDLE, "r1[eh:CommError after] r2[] r3[run] m0", N_OPEN),
+    R(K_EH_FOPEN, C_SYNC_IDLE, T_SYNC, "r1[eh:CommError after] r2[] r3[] m0 sync=OK", N_OPEN),
+    R(K_EH_FOPEN, C_SYNC_HELD, T_SYNC, "r1[eh:CommError after] r2[] r3[] m0 sync=BUSY", N_OPEN),
+    R(K_EH_FOPEN, C_LOOP_STOP, T_LOOP, "r1[eh:CommError after] r2[] r3[] m0 runs=1", N_OPEN),
+    R(K_EH_FOPEN, C_UV_STOP, T_LOOP, "r1[eh:CommError after] r2[] r3[] m0 runs=2", N_OPEN),
+    /* eh_wait_timeout */
+    R(K_EH_WAIT_TO, C_SUCCESS, T_SAME, "r1[after] r2[] r3[] m0", NULL),
+    R(K_EH_WAIT_TO, C_ERROR, T_SAME, "r1[eh:ReErr after] r2[] r3[] m0", N_INFO),
+    R(K_EH_WAIT_TO, C_ADD, T_SAME, "r1[added after] r2[] r3[] m0", NULL),
+    R(K_EH_WAIT_TO, C_EXECUTE, T_SAME, "r1[eh:InternalError after] r2[] r3[] m0", N_EXEC),
+    R(K_EH_WAIT_TO, C_CANCEL, T_SAME, "r1[] r2[] r3[] m0", NULL),
+    R(K_EH_WAIT_TO, C_FREE, T_SAME, "r1[] r2[] r3[] m0", NULL),
+    R(K_EH_WAIT_TO, C_STATE, T_SAME, "r1[eh:Timeout after] r2[] r3[] m0 state=ptr", N_WAIT),
+    R(K_EH_WAIT_TO, C_STACK, T_SAME, "r1[eh:Timeout after] r2[] r3[] m0 stack=ptr", N_WAIT),
+    R(K_EH_WAIT_TO, C_SET_TIMEOUT, T_SAME, "r1[eh:InternalError after] r2[] r3[] m0", N_EH),
+    R(K_EH_WAIT_TO, C_AGAIN, T_SAME, "r1[after] r2[] r3[] m0", NULL),
+    R(K_EH_WAIT_TO, C_CLOSE, T_SAME, "r1[eh:Timeout after] r2[] r3[] m0 kill=0|ESRCH", N_WAIT),
+    R(K_EH_WAIT_TO, C_SUCCESS, T_OTHER, "r1[eh:Timeout after] r2[after] r3[] m0", N_WAIT),
+    R(K_EH_WAIT_TO, C_ERROR, T_OTHER, "r1[eh:Timeout after] r2[eh:ReErr after] r3[] m0", N_WAIT),
+    R(K_EH_WAIT_TO, C_ADD, T_OTHER, "r1[eh:Timeout after] r2[] r3[] m1", N_ADD),
+    R(K_EH_WAIT_TO, C_EXECUTE, T_OTHER, "r1[eh:Timeout after] r2[] r3[] m1", N_EXEC),
+    R(K_EH_WAIT_TO, C_CANCEL, T_OTHER, "r1[eh:Timeout after] r2[ch] r3[] m0", N_WAIT),
+    R(K_EH_WAIT_TO, C_FREE, T_OTHER, "r1[eh:Timeout after] r2[ch] r3[] m0", N_WAIT),
+    R(K_EH_WAIT_TO, C_EXECUTE, T_IDLE, "r1[eh:Timeout after] r2[] r3[run] m0", N_WAIT),
+    R(K_EH_WAIT_TO, C_SYNC_IDLE, T_SYNC, "r1[eh:Timeout after] r2[] r3[] m0 sync=OK", N_WAIT),
+    R(K_EH_WAIT_TO, C_SYNC_HELD, T_SYNC, "r1[eh:Timeout after] r2[] r3[] m0 sync=BUSY", N_WAIT),
+    R(K_EH_WAIT_TO, C_LOOP_STOP, T_LOOP, "r1[eh:Timeout after] r2[] r3[] m0 runs=1", N_WAIT),
+    R(K_EH_WAIT_TO, C_UV_STOP, T_LOOP, "r1[eh:Timeout after] r2[] r3[] m0 runs=2", N_WAIT),
+    /* eh_udp_closed */
+    R(K_EH_UDP, C_SUCCESS, T_SAME, "r1[after] r2[] r3[] m0", NULL),
+    R(K_EH_UDP, C_ERROR, T_SAME, "r1[eh:ReErr after] r2[] r3[] m0", N_INFO),
+    R(K_EH_UDP, C_ADD, T_SAME, "r1[added after] r2[] r3[] m0", NULL),
+    R(K_EH_UDP, C_EXECUTE, T_SAME, "r1[eh:InternalError after] r2[] r3[] m0", N_EXEC),
+    R(K_EH_UDP, C_CANCEL, T_SAME, "r1[] r2[] r3[] m0", NULL),
+    R(K_EH_UDP, C_FREE, T_SAME, "r1[] r2[] r3[] m0", NULL),
+    R(K_EH_UDP, C_STATE, T_SAME, "r1[eh:CommError after] r2[] r3[] m0 state=ptr", N_UDPC),
+    R(K_EH_UDP, C_STACK, T_SAME, "r1[eh:CommError after] r2[] r3[] m0 stack=ptr", N_UDPC),
+    R(K_EH_UDP, C_SET_TIMEOUT, T_SAME, "r1[eh:InternalError after] r2[] r3[] m0", N_EH),
+    R(K_EH_UDP, C_AGAIN, T_SAME, "r1[eh:CommError after] r2[] r3[] m0", N_UDPC),
+    R(K_EH_UDP, C_CLOSE, T_SAME, "r1[eh:CommError after] r2[] r3[] m0 queued=0", N_UDPC),
+    R(K_EH_UDP, C_SUCCESS, T_OTHER, "r1[eh:CommError after] r2[after] r3[] m0", N_UDPC),
+    R(K_EH_UDP, C_ERROR, T_OTHER, "r1[eh:CommError after] r2[eh:ReErr after] r3[] m0", N_UDPC),
+    R(K_EH_UDP, C_ADD, T_OTHER, "r1[eh:CommError after] r2[] r3[] m1", N_ADD),
+    R(K_EH_UDP, C_EXECUTE, T_OTHER, "r1[eh:CommError after] r2[] r3[] m1", N_EXEC),
+    R(K_EH_UDP, C_CANCEL, T_OTHER, "r1[eh:CommError after] r2[ch] r3[] m0", N_UDPC),
+    R(K_EH_UDP, C_FREE, T_OTHER, "r1[eh:CommError after] r2[ch] r3[] m0", N_UDPC),
+    R(K_EH_UDP, C_EXECUTE, T_IDLE, "r1[eh:CommError after] r2[] r3[run] m0", N_UDPC),
+    R(K_EH_UDP, C_SYNC_IDLE, T_SYNC, "r1[eh:CommError after] r2[] r3[] m0 sync=OK", N_UDPC),
+    R(K_EH_UDP, C_SYNC_HELD, T_SYNC, "r1[eh:CommError after] r2[] r3[] m0 sync=BUSY", N_UDPC),
+    R(K_EH_UDP, C_LOOP_STOP, T_LOOP, "r1[eh:CommError after] r2[] r3[] m0 runs=1", N_UDPC),
+    R(K_EH_UDP, C_UV_STOP, T_LOOP, "r1[eh:CommError after] r2[] r3[] m0 runs=2", N_UDPC),
 };
 
 static int setup_files(void** state)
@@ -1317,6 +2104,9 @@ static int setup_files(void** state)
     }
     snprintf(g_path_r, sizeof(g_path_r), "%s/r", g_dir);
     snprintf(g_path_w, sizeof(g_path_w), "%s/w", g_dir);
+    snprintf(g_sock_l, sizeof(g_sock_l), "%s/l.sock", g_dir);
+    snprintf(g_sock_s, sizeof(g_sock_s), "%s/s.sock", g_dir);
+    snprintf(g_missing, sizeof(g_missing), "%s/missing", g_dir);
     FILE* f = fopen(g_path_r, "w");
     if (!f) {
         return -1;
@@ -1332,6 +2122,8 @@ static int teardown_files(void** state)
     (void)state;
     unlink(g_path_r);
     unlink(g_path_w);
+    unlink(g_sock_l);
+    unlink(g_sock_s);
     rmdir(g_dir);
     return 0;
 }

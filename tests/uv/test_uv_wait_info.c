@@ -5,7 +5,9 @@
  * operation and its peer or object ("read 127.0.0.1:8080", "connect
  * localhost:80", "resolve localhost", "file_read /path", ...), whether the
  * timeout belongs to the I/O step's own parent or to a step further out.
- * CommError and ConnectError keep their "ENAME: ..." form.
+ * CommError and ConnectError keep their "ENAME: ..." form. The loop dump
+ * shows the same texts for the waits of UDP, Unix sockets, child processes
+ * and files (test_dump_shows_local_waits).
  *
  * Callbacks never assert: they record, and the test body checks.
  */
@@ -16,6 +18,9 @@
 #include "uv_tsupport.h"
 
 #include "uv/uv_impl.h"
+
+#include <fcntl.h>
+#include <futoin/introspect.h>
 
 static Peer g_peer;
 
@@ -424,6 +429,194 @@ static void test_thread_pool_and_sleep(void** state)
     unlink("/tmp/futoin_wait_info_test");
 }
 
+/* ---- the loop dump: what the local kinds wait for ---- */
+
+/* One flow waits on every local kind at once: a Unix socket connect, a UDP
+ * receive, a child's exit and the file steps, each a branch of a parallel
+ * step. The last branch runs in the same round, after the others have
+ * started and before any can complete (libuv reports completions on a
+ * later iteration), and dumps the loop: each wait must be there, as
+ * docs/OBSERVABILITY.md and futoin/uv.h list them. It then lets the
+ * branches end: a datagram for the receive, SIGKILL for the child. */
+typedef struct DumpRun {
+    char dir[64];
+    char sock[96]; /* a futoin_uv_pipe_server_new() server */
+    char a[96];    /* the file the handles are opened on */
+    char b[96];    /* opened by a branch */
+    char c[96];    /* renamed to c2 */
+    char c2[96];
+    char d[96]; /* unlinked */
+    FutoInUvServer* srv;
+    FutoInUvUdp* u;
+    int ufd; /* a plain UDP socket: the sender */
+    FutoInUvProcess* p;
+    FutoInUvFile* f;  /* read, written, fstat */
+    FutoInUvFile* f2; /* closed */
+    char* dump;
+    int killed;
+} DumpRun;
+
+static DumpRun g_dr;
+
+static void touch(const char* path)
+{
+    FILE* f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("data\n", f);
+    fclose(f);
+}
+
+static void dr_keep1(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    DumpRun* r = data;
+    r->f = futoin_uv_file_ref(futoin_uv_arg_file(args, 0));
+    futoin_uv_file_open(as, r->a, O_RDONLY, 0);
+}
+
+static void dr_keep2(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)as;
+    ((DumpRun*)data)->f2 = futoin_uv_file_ref(futoin_uv_arg_file(args, 0));
+}
+
+static void br_dump(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)as;
+    (void)args;
+    DumpRun* r = data;
+    size_t len = 0;
+    FILE* f = open_memstream(&r->dump, &len);
+    if (f) {
+        futoin_loop_dump(futoin_uv_loop(g_uv), f, FUTOIN_DUMP_FRAMES_DEFAULT);
+        fclose(f);
+    }
+    /* Now let the waits end. */
+    struct sockaddr_in to;
+    memset(&to, 0, sizeof(to));
+    to.sin_family = AF_INET;
+    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    to.sin_port = htons((uint16_t)futoin_uv_udp_port(r->u));
+    sendto(r->ufd, "dgram", 5, 0, (struct sockaddr*)&to, sizeof(to));
+    r->killed = futoin_uv_process_kill(r->p, SIGKILL) == 0;
+}
+
+/* The I/O steps are the branches themselves: they start in the order they
+ * were added, all in one round, the dump last. */
+static void dr_parallel(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    DumpRun* r = data;
+    FutoInAsyncSteps* p = futoin_parallel(as, NULL, NULL);
+    futoin_uv_pipe_connect(p, r->sock);
+    futoin_uv_udp_recv(p, r->u, 0);
+    futoin_uv_process_wait(p, r->p);
+    futoin_uv_file_open(p, r->b, O_RDONLY, 0);
+    futoin_uv_file_pread(p, r->f, 0, 4);
+    futoin_uv_file_pwrite(p, r->f, 100, "x", 1);
+    futoin_uv_file_fstat(p, r->f);
+    futoin_uv_file_close(p, r->f2);
+    futoin_uv_readdir(p, r->dir);
+    futoin_uv_stat(p, r->a);
+    futoin_uv_rename(p, r->c, r->c2);
+    futoin_uv_unlink(p, r->d);
+    futoin_add(p, br_dump, NULL, r);
+}
+
+static void test_dump_shows_local_waits(void** state)
+{
+    (void)state;
+    DumpRun* r = &g_dr;
+    memset(r, 0, sizeof(*r));
+    snprintf(r->dir, sizeof(r->dir), "/tmp/futoin-wdump-XXXXXX");
+    assert_non_null(mkdtemp(r->dir));
+    snprintf(r->sock, sizeof(r->sock), "%.40s/s.sock", r->dir);
+    snprintf(r->a, sizeof(r->a), "%.40s/a", r->dir);
+    snprintf(r->b, sizeof(r->b), "%.40s/b", r->dir);
+    snprintf(r->c, sizeof(r->c), "%.40s/c", r->dir);
+    snprintf(r->c2, sizeof(r->c2), "%.40s/c2", r->dir);
+    snprintf(r->d, sizeof(r->d), "%.40s/d", r->dir);
+    touch(r->a);
+    touch(r->b);
+    touch(r->c);
+    touch(r->d);
+    int err = 0;
+    r->srv = futoin_uv_pipe_server_new(g_uv, r->sock, 0, &err);
+    assert_non_null(r->srv);
+    r->u = futoin_uv_udp_new(g_uv, "127.0.0.1", 0, 0, &err);
+    assert_non_null(r->u);
+    r->ufd = socket(AF_INET, SOCK_DGRAM, 0);
+    assert_true(r->ufd >= 0);
+    const char* argv[] = { "/bin/sh", "-c", "exec sleep 30", NULL };
+    FutoInUvSpawnOptions o;
+    memset(&o, 0, sizeof(o));
+    o.file = "/bin/sh";
+    o.argv = argv;
+    o.stdio[0] = o.stdio[1] = FUTOIN_UV_STDIO_IGNORE;
+    r->p = futoin_uv_spawn(g_uv, &o, &err);
+    assert_non_null(r->p);
+
+    FutoInAsyncSteps* root = uv_new_root();
+    futoin_uv_file_open(root, r->a, O_RDWR, 0);
+    futoin_add(root, dr_keep1, NULL, r);
+    futoin_add(root, dr_keep2, NULL, r);
+    futoin_add(root, dr_parallel, NULL, r);
+    Outcome out;
+    run_root(root, &out, 10000);
+    assert_string_equal(out.code, "");
+    assert_true(r->killed);
+    assert_non_null(r->dump);
+
+    char want[224];
+    const char* const fixed[][2] = {
+        { "connect", r->sock },
+        { "file_open", r->b },
+        { "file_pread", r->a },
+        { "file_pwrite", r->a },
+        { "file_fstat", r->a },
+        { "file_close", r->a },
+        { "readdir", r->dir },
+        { "stat", r->a },
+        { "rename", r->c },
+        { "unlink", r->d },
+    };
+    for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); ++i) {
+        snprintf(want, sizeof(want), "waiting for an external completion: \"%s %s\"", fixed[i][0],
+                fixed[i][1]);
+        if (!strstr(r->dump, want)) {
+            fail_msg("%s is not in the dump:\n%s", want, r->dump);
+        }
+    }
+    snprintf(want, sizeof(want), "waiting for an external completion: \"udp_recv 127.0.0.1:%u\"",
+            futoin_uv_udp_port(r->u));
+    if (!strstr(r->dump, want)) {
+        fail_msg("%s is not in the dump:\n%s", want, r->dump);
+    }
+    snprintf(want, sizeof(want), "waiting for an external completion: \"wait pid %ld /bin/sh\"",
+            futoin_uv_process_pid(r->p));
+    if (!strstr(r->dump, want)) {
+        fail_msg("%s is not in the dump:\n%s", want, r->dump);
+    }
+    int64_t status = -1;
+    int sig = 0;
+    assert_true(futoin_uv_process_exited(r->p, &status, &sig));
+    assert_int_equal(sig, SIGKILL);
+
+    free(r->dump);
+    futoin_asyncsteps_free(root);
+    futoin_uv_file_release(r->f);
+    futoin_uv_file_release(r->f2);
+    futoin_uv_process_release(r->p);
+    futoin_uv_udp_release(r->u);
+    futoin_uv_server_release(r->srv);
+    close(r->ufd);
+    run_for(20);
+    unlink(r->a);
+    unlink(r->b);
+    unlink(r->c2);
+    unlink(r->sock);
+    assert_int_equal(rmdir(r->dir), 0);
+}
+
 int main(void)
 {
     /* The pool test blocks exactly the pool's threads. */
@@ -434,6 +627,7 @@ int main(void)
         UV_TEST(test_accept_and_accepted_peer),
         UV_TEST(test_connect_names_the_target),
         UV_TEST(test_thread_pool_and_sleep),
+        UV_TEST(test_dump_shows_local_waits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
