@@ -43,7 +43,7 @@ struct FutoInUvTls {
     unsigned refs;
     uint8_t ca_set;        /* futoin_uv_tls_set_ca() succeeded */
     uint8_t default_paths; /* the system store was added (clients without a CA) */
-    char err[200];
+    char err[288];
 };
 
 enum { HS_NONE = 0, HS_RUNNING, HS_DONE, HS_FAILED };
