@@ -32,9 +32,9 @@
 #include <openssl/x509v3.h>
 
 /* Ciphertext read per libuv read callback: one full record and its header. */
-#define TLS_CIPHER_BUF (16u * 1024u + 512u)
+#define TLS_CIPHER_BUF ((16u << 10) + 512u)
 /* Plain text encrypted per write request. */
-#define WRITE_CHUNK (64u * 1024u)
+#define WRITE_CHUNK ((size_t)64u << 10)
 #define TLS_REASON_SIZE 160
 
 struct FutoInUvTls {
