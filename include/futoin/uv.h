@@ -120,6 +120,8 @@
  *   "udp_send 10.0.0.1:53"     a datagram the kernel did not take at once
  *   "wait pid 1234 /bin/sh"    futoin_uv_process_wait() (pid and file)
  *   "read pid 1234 stdout"     reads and writes on a child's pipes
+ *   "tls_handshake 127.0.0.1:443"  futoin_uv_tls_handshake() (then the TLS
+ *                              stream's reads and writes as for TCP)
  * The peer of a stream is futoin_uv_stream_peer(). A step that completes
  * without waiting describes nothing.
  *
@@ -135,6 +137,10 @@
  * function is refused before anything starts: the added step fails with
  * InternalError "EINVAL: <function>: <parameter> <value> out of range ..."
  * (no I/O, no reference taken, nothing copied).
+ *
+ * TLS: futoin_uv_tls_handshake() makes any connected stream a TLS stream
+ * (OpenSSL 3 over memory buffers, CMake option FUTOIN_WITH_TLS); the steps
+ * above then read and write its plain text: @ref md_TLS "docs/TLS.md".
  *
  * Errors: @ref md_ERRORS "docs/ERRORS.md".
  */
