@@ -468,6 +468,16 @@ namespace uv {
     {
         futoin_uv_shutdown(as.handle(), s);
     }
+    /** Makes s a TLS stream (futoin_uv_tls_handshake(), docs/TLS.md); the
+     * steps above then read and write its plain text.
+     * @param as the flow  @param s a connected stream  @param t the TLS
+     * configuration  @param host client: the server's name or address to
+     * check and send as SNI (empty: none); server: ignored */
+    inline void tls_handshake(Steps& as, FutoInUvStream* s, FutoInUvTls* t,
+            const std::string& host = std::string())
+    {
+        futoin_uv_tls_handshake(as.handle(), s, t, host.empty() ? nullptr : host.c_str());
+    }
     /** Closes the stream (futoin_uv_close()), which takes over s's
      * reference. @param as the flow  @param s the stream (moved in)
      * @param graceful flush queued writes first */
