@@ -8,7 +8,8 @@
  * certificate fail their handshakes with OpenSSL's reasons; a silent peer
  * times the handshake out; a peer that stalls in the middle of a record
  * times the read out; a TLS 1.2 peer that asks for renegotiation is
- * refused; a large write is cancelled while it is queued. The peers that
+ * refused; a large write is cancelled while it is queued; the input
+ * budget counts the decrypted text. The peers that
  * misbehave are blocking sockets in a thread (uv_tsupport.h). After each
  * test futoin_uv_free() must find no handle left open.
  */
@@ -512,6 +513,8 @@ static void test_tls_stall_mid_record(void** state)
 typedef struct {
     Side side;
     int read_nothing;
+    FutoInUvBudget* budget; /* for the decrypted input, or NULL */
+    size_t read_exact;      /* read this many bytes after the handshake */
 } Acceptor;
 
 static void acc_handshake(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
@@ -523,6 +526,7 @@ static void acc_handshake(FutoInAsyncSteps* as, void* data, const FutoInArgs* ar
         int size = 4096;
         uv_recv_buffer_size((uv_handle_t*)futoin_uv_stream_handle(a->side.s), &size);
     }
+    futoin_uv_stream_set_budget(a->side.s, a->budget);
     futoin_uv_tls_handshake(as, a->side.s, a->side.tls, NULL);
 }
 
@@ -531,7 +535,9 @@ static void acc_after(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
     (void)args;
     Acceptor* a = data;
     a->side.handshaken = 1;
-    if (!a->read_nothing) {
+    if (a->read_exact) {
+        futoin_uv_read_exact(as, a->side.s, a->read_exact);
+    } else if (!a->read_nothing) {
         futoin_uv_read_line(as, a->side.s, 0);
     }
 }
@@ -583,6 +589,56 @@ static void test_tls_cancel_mid_write(void** state)
     futoin_uv_stream_release(acc.side.s);
     run_for(20);
     futoin_asyncsteps_free(rs);
+    futoin_uv_server_release(acc.side.srv);
+    futoin_uv_tls_release(acc.side.tls);
+    futoin_uv_tls_release(st.tls);
+    run_for(10);
+    free(st.big_data);
+    assert_int_equal(g_misuse, 0);
+}
+
+/* The input budget counts the decrypted buffer: an exact read larger than
+ * the budget fails as on TCP, and the charge goes with the stream. */
+static void test_tls_budget(void** state)
+{
+    (void)state;
+    Acceptor acc;
+    memset(&acc, 0, sizeof(acc));
+    int err = 0;
+    acc.side.srv = futoin_uv_server_new(g_uv, "127.0.0.1", 0, 0, &err);
+    assert_non_null(acc.side.srv);
+    acc.side.tls = server_tls(g_srv_crt, g_srv_key, 0);
+    acc.budget = futoin_uv_budget_new(16384);
+    assert_non_null(acc.budget);
+    acc.read_exact = 200000;
+    FutoInAsyncSteps* rs = uv_new_root();
+    futoin_add(rs, acc_steps, eh_side, &acc.side);
+    futoin_add(rs, side_done, NULL, &acc.side);
+    futoin_execute(rs, side_end, &acc.side);
+
+    Stall st;
+    memset(&st, 0, sizeof(st));
+    st.tls = client_tls(g_ca);
+    st.port = futoin_uv_server_port(acc.side.srv);
+    st.timeout_ms = 300;
+    st.step = 3;
+    st.big = 200000;
+    st.big_data = malloc(st.big);
+    assert_non_null(st.big_data);
+    memset(st.big_data, 'b', st.big);
+    run_stall(&st);
+    assert_true(run_until(&acc.side.done, scaled_ms(10000)));
+    assert_true(acc.side.handshaken);
+    assert_int_equal(acc.side.failed, 1);
+    assert_string_equal(acc.side.code, FUTOIN_COMM_ERROR);
+    assert_string_equal(acc.side.info, "ENOBUFS: read: input budget spent");
+    assert_true(futoin_uv_budget_used(acc.budget) <= 16384);
+    futoin_uv_stream_release(st.s);
+    futoin_uv_stream_release(acc.side.s);
+    futoin_asyncsteps_free(rs);
+    run_for(10);
+    assert_int_equal(futoin_uv_budget_used(acc.budget), 0);
+    futoin_uv_budget_release(acc.budget);
     futoin_uv_server_release(acc.side.srv);
     futoin_uv_tls_release(acc.side.tls);
     futoin_uv_tls_release(st.tls);
@@ -735,6 +791,7 @@ int main(void)
         UV_STRICT_TEST(test_tls_handshake_timeout),
         UV_STRICT_TEST(test_tls_stall_mid_record),
         UV_STRICT_TEST(test_tls_cancel_mid_write),
+        UV_STRICT_TEST(test_tls_budget),
         UV_STRICT_TEST(test_tls_renegotiation_refused),
         UV_STRICT_TEST(test_tls_config_errors),
         UV_STRICT_TEST(test_tls_server_without_cert),
