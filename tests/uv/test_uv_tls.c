@@ -9,7 +9,8 @@
  * times the handshake out; a peer that stalls in the middle of a record
  * times the read out; a TLS 1.2 peer that asks for renegotiation is
  * refused; a large write is cancelled while it is queued; the input
- * budget counts the decrypted text. The peers that
+ * budget counts the decrypted text; a socketpair's ends work as TCP
+ * connections do. The peers that
  * misbehave are blocking sockets in a thread (uv_tsupport.h). After each
  * test futoin_uv_free() must find no handle left open.
  */
@@ -290,6 +291,61 @@ static void test_tls_wrong_host(void** state)
             cli.port);
     assert_string_equal(cli.info, want);
     assert_int_equal(srv.failed, 1);
+}
+
+/* Any connected stream: the two ends of a socketpair(2), wrapped with
+ * futoin_uv_pipe_open(), handshake and echo as TCP connections do. */
+static void sp_handshake(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    Side* sd = data;
+    futoin_uv_tls_handshake(as, sd->s, sd->tls, sd->host);
+}
+
+static void test_tls_over_socketpair(void** state)
+{
+    (void)state;
+    int sv[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    Side srv;
+    Side cli;
+    memset(&srv, 0, sizeof(srv));
+    memset(&cli, 0, sizeof(cli));
+    int err = 0;
+    srv.s = futoin_uv_pipe_open(g_uv, sv[0], &err);
+    cli.s = futoin_uv_pipe_open(g_uv, sv[1], &err);
+    assert_non_null(srv.s);
+    assert_non_null(cli.s);
+    srv.tls = server_tls(g_srv_crt, g_srv_key, 0);
+    cli.tls = client_tls(g_ca);
+    cli.host = "localhost";
+    FutoInAsyncSteps* rs = uv_new_root();
+    FutoInAsyncSteps* rc = uv_new_root();
+    futoin_add(rs, sp_handshake, eh_side, &srv);
+    futoin_add(rs, srv_read, eh_side, &srv);
+    futoin_add(rs, srv_answer, eh_side, &srv);
+    futoin_add(rs, side_done, NULL, &srv);
+    futoin_add(rc, sp_handshake, eh_side, &cli);
+    futoin_add(rc, cli_send, eh_side, &cli);
+    futoin_add(rc, cli_got, eh_side, &cli);
+    futoin_add(rc, side_done, NULL, &cli);
+    futoin_execute(rs, side_end, &srv);
+    futoin_execute(rc, side_end, &cli);
+    assert_true(run_until(&cli.done, scaled_ms(10000)));
+    assert_true(run_until(&srv.done, scaled_ms(10000)));
+    assert_int_equal(cli.failed, 0);
+    assert_string_equal(cli.line, "echo:hello");
+    assert_string_equal(cli.peer_cn, "localhost");
+    assert_string_equal(srv.line, "hello");
+    /* The client's graceful close: close_notify, the server's end. */
+    assert_string_equal(srv.info, "EOF: read: connection closed by peer");
+    futoin_asyncsteps_free(rs);
+    futoin_asyncsteps_free(rc);
+    futoin_uv_stream_release(srv.s);
+    futoin_uv_tls_release(srv.tls);
+    futoin_uv_tls_release(cli.tls);
+    run_for(10);
+    assert_int_equal(g_misuse, 0);
 }
 
 /* A client certificate, required by the server: given, it is verified and
@@ -787,6 +843,7 @@ int main(void)
         UV_STRICT_TEST(test_tls_ip_host),
         UV_STRICT_TEST(test_tls_unknown_ca),
         UV_STRICT_TEST(test_tls_wrong_host),
+        UV_STRICT_TEST(test_tls_over_socketpair),
         UV_STRICT_TEST(test_tls_client_cert),
         UV_STRICT_TEST(test_tls_handshake_timeout),
         UV_STRICT_TEST(test_tls_stall_mid_record),
