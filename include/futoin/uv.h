@@ -799,6 +799,10 @@ void futoin_uv_write(FutoInAsyncSteps* as, FutoInUvStream* s, const void* data, 
  * connection): write with this first, and add a write step (under a
  * timeout) only for the rest, so that the common case pays for no timer.
  * Nothing is written while writes are queued on the stream (order is kept).
+ * On a TLS stream (futoin_uv_tls_handshake()) that has nothing queued, all
+ * of the data is encrypted and taken: what the kernel does not take at
+ * once is queued, and len is returned; UV_ENOTCONN before its handshake
+ * completed, UV_EPROTO after a TLS failure.
  * @param s    the stream
  * @param data the bytes (may be NULL only with len 0)
  * @param len  how many (at most UINT32_MAX are tried)
