@@ -6,6 +6,9 @@
 #                    our rows against Boost.Asio's (bench/asio/vs_asio.sh:
 #                    PROCS processes of each side, default 5); installs g++
 #                    and libboost-dev when missing (FUTOIN_SKIP_DEPS=1: not)
+#   bench/run.sh --procs N [ARGS...]
+#                    every timing row in N processes (bench/spread.sh): the
+#                    median multiple of F, the lowest, the highest
 #   BENCH_TRACING=1  the tracing build instead (-DFUTOIN_TRACING=ON), in
 #                    build-bench-tracing/: what tracing costs
 #   BENCH_BUILD_DIR=dir  the build directory (default build-bench/)
@@ -19,7 +22,15 @@ if [ "${BENCH_TRACING:-0}" = 1 ]; then
 fi
 build=${BENCH_BUILD_DIR:-$build}
 vs_asio=0
-if [ "${1:-}" = --vs-asio ]; then
+procs=0
+if [ "${1:-}" = --procs ]; then
+    procs=${2:-}
+    if ! [ "$procs" -ge 1 ] 2>/dev/null; then
+        echo "usage: bench/run.sh --procs N [ARGS...]" >&2
+        exit 2
+    fi
+    shift 2
+elif [ "${1:-}" = --vs-asio ]; then
     vs_asio=1
     shift
     FUTOIN_DEPS_WHO=bench/run.sh bash -c '. "$1/scripts/deps.sh" && futoin_need g++ libboost-dev' \
@@ -37,5 +48,8 @@ if [ $vs_asio = 1 ]; then
     fi
     exec bash "$root/bench/asio/vs_asio.sh" "$build/bench/futoin_bench" \
         "$build/bench/asio/asio_bench" "$@"
+fi
+if [ "$procs" -ge 1 ]; then
+    exec bash "$root/bench/spread.sh" "$build/bench/futoin_bench" "$procs" "$@"
 fi
 exec "$build/bench/futoin_bench" "$@"

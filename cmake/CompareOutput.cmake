@@ -1,7 +1,10 @@
 # SPDX-License-Identifier: MIT
 # Runs PROGRAM (optionally under WRAPPER) and fails unless its stdout equals
 # the file EXPECTED byte for byte, and, when EXPECTED_STDERR names a file,
-# its stderr equals that one too.
+# its stderr equals that one too. execute_process() turns the CRLF line
+# ends of a Windows program's text-mode stdio into LF (it normalises
+# newlines on every platform), so the expected files, with LF, serve for
+# Windows too: every other byte is compared.
 execute_process(COMMAND ${WRAPPER} ${PROGRAM}
     OUTPUT_VARIABLE actual
     ERROR_VARIABLE actual_err

@@ -199,15 +199,30 @@ static void parked_teardown(Parked* p)
     g_parked = NULL;
 }
 
-/* The dump of a loop as a string (free() it). */
+/* The dump of a loop as a string (free() it). Windows has no
+ * open_memstream(): a temporary file, read back. */
 static char* dump_string(FutoInLoop* loop, uint32_t max_frames, int* roots)
 {
+#ifdef _WIN32
+    FILE* f = tmpfile();
+    assert_non_null(f);
+    int n = futoin_loop_dump(loop, f, max_frames);
+    long len = ftell(f);
+    assert_true(len >= 0);
+    rewind(f);
+    char* buf = malloc((size_t)len + 1);
+    assert_non_null(buf);
+    assert_int_equal(fread(buf, 1, (size_t)len, f), (size_t)len);
+    buf[len] = '\0';
+    fclose(f);
+#else
     char* buf = NULL;
     size_t len = 0;
     FILE* f = open_memstream(&buf, &len);
     assert_non_null(f);
     int n = futoin_loop_dump(loop, f, max_frames);
     fclose(f);
+#endif
     if (roots) {
         *roots = n;
     }
@@ -849,9 +864,23 @@ static void test_cross_thread_request(void** state)
 
 /* ---- a dump on a signal ------------------------------------------------------- */
 
+/* Windows has no SIGUSR1, and its pthread_kill() sends no signal: SIGINT
+ * there, raised on another thread (as a console's Ctrl-C arrives on a
+ * thread of its own). */
+#ifdef _WIN32
+#define DUMP_SIGNAL SIGINT
+#else
+#define DUMP_SIGNAL SIGUSR1
+#endif
+
 static void* send_signal(void* arg)
 {
-    pthread_kill(*(pthread_t*)arg, SIGUSR1);
+#ifdef _WIN32
+    (void)arg;
+    raise(DUMP_SIGNAL);
+#else
+    pthread_kill(*(pthread_t*)arg, DUMP_SIGNAL);
+#endif
     return NULL;
 }
 
@@ -862,13 +891,13 @@ static void test_signal(void** state)
     Answer a = { pthread_self(), 0, 0, NULL };
     assert_int_equal(futoin_loop_set_dump_handler(loop, answer_dump, &a), 0);
     /* Keeps our handler (a loop without one gets the default, stderr). */
-    assert_int_equal(futoin_loop_dump_on_signal(loop, SIGUSR1), 0);
-    assert_int_equal(futoin_loop_dump_on_signal(loop, SIGUSR1), 0); /* once is enough */
+    assert_int_equal(futoin_loop_dump_on_signal(loop, DUMP_SIGNAL), 0);
+    assert_int_equal(futoin_loop_dump_on_signal(loop, DUMP_SIGNAL), 0); /* once is enough */
     assert_int_equal(futoin_loop_dump_on_signal(loop, -1), -1);
 
     /* Raised on the loop thread itself: answered on the next round. */
     futoin_loop_hold(loop);
-    raise(SIGUSR1);
+    raise(DUMP_SIGNAL);
     assert_int_equal(a.calls, 0); /* the handler only queued the request */
     futoin_loop_run(loop);
     assert_int_equal(a.calls, 1);
@@ -886,15 +915,15 @@ static void test_signal(void** state)
 
     /* Unregistered: the signal asks nobody (the handler stays installed). */
     assert_int_equal(futoin_loop_dump_on_signal(loop, 0), 0);
-    raise(SIGUSR1);
+    raise(DUMP_SIGNAL);
     futoin_loop_run(loop);
     assert_int_equal(a.calls, 2);
 
     /* futoin_loop_free() takes a registration out of the table. */
     FutoInLoop* l2 = futoin_loop_new_virtual();
-    assert_int_equal(futoin_loop_dump_on_signal(l2, SIGUSR1), 0); /* default handler */
+    assert_int_equal(futoin_loop_dump_on_signal(l2, DUMP_SIGNAL), 0); /* default handler */
     futoin_loop_free(l2);
-    raise(SIGUSR1); /* must not touch the freed loop */
+    raise(DUMP_SIGNAL); /* must not touch the freed loop */
     futoin_loop_free(loop);
     free(a.text);
 }

@@ -3,6 +3,10 @@
  * loop pool with least-loaded placement (include/futoin/threads.h). */
 #include "threads_support.h"
 
+#ifdef _WIN32
+#include <windows.h>
+#endif
+
 /* ---- start / stop(DRAIN) / join ---- */
 
 typedef struct {
@@ -324,7 +328,13 @@ static void test_pool_default_size_and_nested_spawn(void** state)
     memset(&n, 0, sizeof(n));
     n.pool = futoin_loop_pool_new(0);
     assert_non_null(n.pool);
+#ifdef _WIN32
+    SYSTEM_INFO info;
+    GetSystemInfo(&info);
+    long cpus = (long)info.dwNumberOfProcessors;
+#else
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+#endif
     assert_int_equal(futoin_loop_pool_size(n.pool), (unsigned)(cpus > 0 ? cpus : 1));
     for (int i = 0; i < 20; ++i) {
         assert_true(futoin_loop_pool_spawn(n.pool, parent_setup, NULL, &n) >= 0);

@@ -84,6 +84,11 @@
 #endif
 #endif
 
+/**
+ * @def FUTOIN_CXX_NORETURN
+ * [[noreturn]] on error(), break_loop() and continue_loop() when they throw
+ * (FUTOIN_CXX_EXCEPTIONS 1); empty for -fno-exceptions, where they return.
+ */
 #if FUTOIN_CXX_EXCEPTIONS
 #define FUTOIN_CXX_NORETURN [[noreturn]]
 #else
@@ -125,6 +130,7 @@ private:
     std::string code_;
 };
 
+/** @cond FUTOIN_DETAIL */
 namespace detail {
 
     /* Thrown by Steps::error(), break_loop() and continue_loop() after the
@@ -570,13 +576,56 @@ namespace detail {
         }
     };
 
+    /* Numbers and bools that put_value() stores field by field: nothing to
+ * clean up, nothing that throws. */
+    template <class D>
+    inline constexpr bool plain_value =
+            std::is_same_v<D,
+                    bool> || std::is_same_v<D, double> || (std::is_integral_v<D> && std::is_signed_v<D> && sizeof(D) <= 4);
+
+    /* Writes v into slot out, every field. Plain values store their type and
+ * value fields directly, not a whole value built aside and copied: typed
+ * results then cost what the C code writing the same values costs. */
+    template <class V> inline void put_value(FutoInBinaryValue& out, V&& v)
+    {
+        using D = std::decay_t<V>;
+        if constexpr (plain_value<D>) {
+            out.u64 = 0;
+            out.custom_data = nullptr;
+            out.length = 0;
+            if constexpr (std::is_same_v<D, bool>) {
+                out.type = futoin_val_bool(false).type;
+                out.b = v;
+            } else if constexpr (std::is_same_v<D, double>) {
+                out.type = futoin_val_double(0.0).type;
+                out.d = v;
+            } else {
+                out.type = futoin_val_i32(0).type;
+                out.i32 = static_cast<std::int32_t>(v);
+            }
+        } else {
+            out = to_value(std::forward<V>(v));
+        }
+    }
+
     template <class... V> inline void fill_args(FutoInArgs& a, V&&... v)
     {
         static_assert(sizeof...(V) <= 4, "futoin: at most four result values");
+        constexpr std::size_t n = sizeof...(V);
+        std::size_t i = 0;
+        if constexpr ((plain_value<std::decay_t<V>> && ...)) {
+            /* Nothing can throw: the slots after the values are emptied,
+             * the others written whole. */
+            std::memset(a.args + n, 0, (4 - n) * sizeof(a.args[0]));
+            (put_value(a.args[i++], std::forward<V>(v)), ...);
+            (void)i;
+            return;
+        }
+        /* A value may throw (a string copy, a C++ object): every slot empty
+         * first, so that the guard releases only what was made. */
         std::memset(&a, 0, sizeof(a));
         ArgsGuard guard{ &a };
-        std::size_t i = 0;
-        ((a.args[i++] = to_value(std::forward<V>(v))), ...);
+        (put_value(a.args[i++], std::forward<V>(v)), ...);
         (void)i;
         guard.args = nullptr;
     }
@@ -832,17 +881,56 @@ namespace detail {
         futoin_error(as, FUTOIN_INTERNAL_ERROR, info);
     }
 
-    /* The argument for parameter P: custom objects are moved from (the engine
- * drops them after the step), or passed as lvalues to a T& parameter. */
-    template <class P> inline decltype(auto) pass_arg(const FutoInBinaryValue& v)
+    /* How many successive values a parameter of decayed type D takes: 1, or
+ * ArgConv<D>::span for a record made of several values (e.g.
+ * futoin::uv::Stat: size, mode and time), whose match() and get() take a
+ * pointer to the first of them. */
+    template <class D, class = void> struct ArgSpan : std::integral_constant<std::size_t, 1> {
+    };
+    template <class D>
+    struct ArgSpan<D, std::void_t<decltype(ArgConv<D>::span)>>
+        : std::integral_constant<std::size_t, ArgConv<D>::span> {
+    };
+    template <class P> using ParamType = std::remove_cv_t<std::remove_reference_t<P>>;
+
+    /* The number of values the parameters P... take together. */
+    template <class... P> constexpr std::size_t value_count() noexcept
     {
-        using D = std::remove_cv_t<std::remove_reference_t<P>>;
-        if constexpr (std::is_lvalue_reference_v<P>) {
-            return ArgConv<D>::get(v);
-        } else if constexpr (std::is_lvalue_reference_v<decltype(ArgConv<D>::get(v))>) {
-            return std::move(ArgConv<D>::get(v));
+        return (std::size_t(0) + ... + ArgSpan<ParamType<P>>::value);
+    }
+    /* The index of the first value of parameter I among P... */
+    template <std::size_t I, class... P> constexpr std::size_t value_index() noexcept
+    {
+        constexpr std::size_t spans[] = { ArgSpan<ParamType<P>>::value..., 0 };
+        std::size_t at = 0;
+        for (std::size_t k = 0; k < I; ++k) {
+            at += spans[k];
+        }
+        return at;
+    }
+    template <class D> inline Match match_values(const FutoInBinaryValue* v) noexcept
+    {
+        if constexpr (ArgSpan<D>::value == 1) {
+            return ArgConv<D>::match(*v);
         } else {
+            return ArgConv<D>::match(v);
+        }
+    }
+
+    /* The argument for parameter P from its first value v: custom objects
+ * are moved from (the engine drops them after the step), or passed as
+ * lvalues to a T& parameter. */
+    template <class P> inline decltype(auto) pass_arg(const FutoInBinaryValue* v)
+    {
+        using D = ParamType<P>;
+        if constexpr (ArgSpan<D>::value != 1) {
             return ArgConv<D>::get(v);
+        } else if constexpr (std::is_lvalue_reference_v<P>) {
+            return ArgConv<D>::get(*v);
+        } else if constexpr (std::is_lvalue_reference_v<decltype(ArgConv<D>::get(*v))>) {
+            return std::move(ArgConv<D>::get(*v));
+        } else {
+            return ArgConv<D>::get(*v);
         }
     }
 
@@ -851,7 +939,7 @@ namespace detail {
     inline void call_typed(F& f, S& s, const FutoInArgs* args, std::tuple<P...>*,
             std::index_sequence<I...>)
     {
-        static_assert(sizeof...(P) <= 4, "futoin: a step receives at most four results");
+        static_assert(value_count<P...>() <= 4, "futoin: a step receives at most four results");
         if constexpr (sizeof...(P) == 0) {
             (void)args;
             f(s);
@@ -863,16 +951,17 @@ namespace detail {
             }
             bool ok = true;
             (void)((ok = [&] {
-                using D = std::remove_cv_t<std::remove_reference_t<P>>;
-                const Match m = ArgConv<D>::match(args->args[I]);
+                using D = ParamType<P>;
+                constexpr std::size_t at = value_index<I, P...>();
+                const Match m = match_values<D>(&args->args[at]);
                 if (m != Match::ok) {
-                    report_mismatch(s.handle(), I, ArgConv<D>::name, args->args[I], m);
+                    report_mismatch(s.handle(), I, ArgConv<D>::name, args->args[at], m);
                     return false;
                 }
                 return true;
             }()) && ...);
             if (ok) {
-                f(s, pass_arg<P>(args->args[I])...);
+                f(s, pass_arg<P>(&args->args[value_index<I, P...>()])...);
             }
         }
     }
@@ -895,6 +984,7 @@ namespace detail {
     }
 
 } // namespace detail
+/** @endcond */
 
 /**
  * A non-owning view over a FutoInAsyncSteps* (a root, a flow, a parallel
@@ -1079,7 +1169,7 @@ public:
     /**
      * Adds a step that waits for a std::future-like object without
      * blocking the loop: std::future<T>, std::shared_future<T>, anything
-     * with wait_for(duration) answering a status whose ::ready means
+     * with wait_for(duration) answering a status whose `ready` means
      * ready, and get(). The step succeeds with get()'s value (typed, as
      * success() passes it: the next step takes a T; nothing for void) or,
      * when get() throws, fails as a step that throws does (a futoin::Error
@@ -1110,6 +1200,7 @@ protected:
     FutoInAsyncSteps* as_; /**< the C object */
 };
 
+/** @cond FUTOIN_DETAIL */
 namespace detail {
 
     /* ---- the thunks the engine calls ----------------------------------------- */
@@ -1483,6 +1574,7 @@ namespace detail {
     };
 
 } // namespace detail
+/** @endcond */
 
 /* ---- Steps: the templates ---------------------------------------------------- */
 
@@ -1761,6 +1853,7 @@ template <class T, class... A> inline T* Steps::stack(A&&... args)
     return detail::stack_new<T>(as_, std::forward<A>(args)...);
 }
 
+/** @cond FUTOIN_DETAIL */
 namespace detail {
 
     /* The state of an await_future() step, in its stack() memory: the
@@ -1835,6 +1928,7 @@ namespace detail {
     };
 
 } // namespace detail
+/** @endcond */
 
 template <class Fut>
 inline Steps& Steps::await_future(Fut&& fut, std::chrono::milliseconds max_poll)
@@ -2069,6 +2163,7 @@ private:
     std::optional<std::tuple<T...>> values_;
 };
 
+/** @cond FUTOIN_DETAIL */
 namespace detail {
     /* The values of a FutoInOutcome as T... (checked by the caller). */
     template <class... T, std::size_t... I>
@@ -2078,6 +2173,7 @@ namespace detail {
         return std::tuple<T...>(T(std::move(ArgConv<std::decay_t<T>>::get(a.args[I])))...);
     }
 } // namespace detail
+/** @endcond */
 
 template <class... T> inline Outcome<T...> Root::promise()
 {

@@ -237,7 +237,8 @@ void futoin_loop_release(FutoInLoop* loop);
  * then call futoin_loop_iterate(), which consumes the signal.
  * @param loop  the loop
  * @return the descriptor (an eventfd, or a pipe's reading end), or -1 if
- *         none could be created
+ *         none could be created. Always -1 on Windows, where the loop
+ *         waits on a Win32 event: use futoin_loop_set_wakeup() there
  * @par Ownership
  * The loop owns the descriptor and closes it in futoin_loop_free(): do not
  * close it, read it or write it.

@@ -412,7 +412,8 @@ size_t futoin_error_trace(FutoInAsyncSteps* as, const FutoInTraceEntry** entries
  * `  #1 step my_step (app.c:42)`. Callback names come from dladdr(): a
  * function the dynamic symbol table does not list (a static function, or a
  * program linked without -rdynamic) shows as its address; addr2line or a
- * debugger turn that into a name with the debug info.
+ * debugger turn that into a name with the debug info. On Windows every
+ * callback shows as its address (there is no dladdr()).
  * @param as   as for futoin_error_trace()
  * @param out  where to write
  * @return the number of steps printed (0 when there is no trace; then a line
@@ -427,7 +428,8 @@ size_t futoin_error_trace_print(FutoInAsyncSteps* as, FILE* out);
 
 /**
  * @brief The name of a callback, from dladdr(): a symbol the dynamic symbol
- * table lists, else its address in hexadecimal.
+ * table lists, else its address in hexadecimal. On Windows always the
+ * address (there is no dladdr()).
  * @param fn   the function (NULL gives "-")
  * @param buf  where the text goes
  * @param cap  its size in bytes
@@ -520,7 +522,9 @@ int futoin_loop_set_dump_handler(FutoInLoop* loop, FutoInDumpHandler cb, void* d
 int futoin_loop_request_dump(FutoInLoop* loop);
 
 /**
- * @brief Installs a handler for signal signo (sigaction, SA_RESTART) that
+ * @brief Installs a handler for signal signo (sigaction, SA_RESTART; on
+ * Windows signal(), for SIGINT and SIGBREAK, Ctrl-C and Ctrl-Break of the
+ * console, or what raise() sends) that
  * asks loop for a dump (futoin_loop_request_dump()); the loop gets the
  * default dump handler unless it has one. Several loops may share a
  * signal (each is asked); up to 64 registrations in the process. The
@@ -534,7 +538,7 @@ int futoin_loop_request_dump(FutoInLoop* loop);
  * @param signo  the signal (SIGUSR1, SIGQUIT, ...), or 0 to remove the
  *               loop's registrations
  * @return 0, or -1 on the wrong thread, a bad signal, a full table or a
- *         failed sigaction()
+ *         failed sigaction() (signal() on Windows)
  * @par Ownership
  * The registration belongs to the loop: futoin_loop_free() (or signo 0)
  * removes it; the signal's previous disposition is not restored.

@@ -138,7 +138,8 @@ typedef struct FutoInLoopPool FutoInLoopPool;
 /**
  * @brief A pool of n loops on n threads of their own (loop threads).
  * @param n  the number of loops, 0..FUTOIN_THREADS_MAX; 0: one per online
- *           CPU (sysconf, at most FUTOIN_THREADS_MAX)
+ *           CPU (sysconf(), GetSystemInfo() on Windows; at most
+ *           FUTOIN_THREADS_MAX)
  * @return the pool, or NULL on failure (out of memory, a thread that cannot
  *         be started); n above FUTOIN_THREADS_MAX: NULL with errno EINVAL,
  *         no thread started

@@ -25,9 +25,11 @@
 
 namespace futoin {
 
+/** @cond FUTOIN_DETAIL */
 namespace detail {
     template <class F> inline void work_thunk(void* data, FutoInWorkResult* out) noexcept;
 }
+/** @endcond */
 
 /**
  * What the lambda of add_work() reports, on its worker thread: success
@@ -62,6 +64,7 @@ private:
     std::string info_;
 };
 
+/** @cond FUTOIN_DETAIL */
 namespace detail {
 
     template <class F> struct WorkBlock {
@@ -121,6 +124,7 @@ namespace detail {
     }
 
 } // namespace detail
+/** @endcond */
 
 /**
  * Adds a step that runs fn(WorkOut&) on the worker pool (futoin_add_work())

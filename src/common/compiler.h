@@ -19,8 +19,14 @@
 /* An error or misuse path: out of line, laid out away from hot code. */
 #define FUTOIN_COLD __attribute__((cold, noinline))
 #define FUTOIN_UNLIKELY(x) __builtin_expect(!!(x), 0)
-/* printf-style arguments, checked by -Wformat. */
+/* printf-style arguments, checked by -Wformat. With mingw-w64 the build
+ * takes its C99 printf (__USE_MINGW_ANSI_STDIO, set by CMakeLists.txt),
+ * whose formats (%zu, %lld) are GNU's, not those of msvcrt's printf. */
+#ifdef __MINGW32__
+#define FUTOIN_PRINTF(fmt, first) __attribute__((format(gnu_printf, fmt, first)))
+#else
 #define FUTOIN_PRINTF(fmt, first) __attribute__((format(printf, fmt, first)))
+#endif
 #else
 #define FUTOIN_NOINLINE
 #define FUTOIN_ALWAYS_INLINE inline

@@ -18,13 +18,10 @@
  * Without tracing the functions are still exported (programs built either
  * way link with either library) and report that there is no trace.
  */
-#define _GNU_SOURCE /* dladdr() */
-
 #include "engine/engine_impl.h"
 
 #include <futoin/introspect.h>
 
-#include <dlfcn.h>
 #include <inttypes.h>
 #include <stdlib.h>
 
@@ -187,28 +184,6 @@ size_t futoin_error_trace(FutoInAsyncSteps* as, const FutoInTraceEntry** entries
     (void)as;
     return 0;
 #endif
-}
-
-const char* futoin_callback_name(void (*fn)(void), char* buf, size_t cap)
-{
-    if (!buf || cap == 0) {
-        return buf;
-    }
-    if (!fn) {
-        snprintf(buf, cap, "-");
-        return buf;
-    }
-    Dl_info info;
-    /* A function pointer as an address: POSIX requires the conversion for
-     * dladdr() to be meaningful. */
-    void* addr;
-    memcpy(&addr, &fn, sizeof(addr));
-    if (dladdr(addr, &info) && info.dli_sname && info.dli_saddr == addr) {
-        snprintf(buf, cap, "%s", info.dli_sname);
-    } else {
-        snprintf(buf, cap, "0x%" PRIxPTR, (uintptr_t)addr);
-    }
-    return buf;
 }
 
 static const char* kind_word(FutoInFrameKind k)

@@ -21,6 +21,7 @@
  */
 #include "loop/loop_impl.h"
 
+#include "common/aligned_alloc.h"
 #include "common/log.h"
 #include "common/slab_pool.h"
 
@@ -29,7 +30,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 /* ---- clock ---- */
 
@@ -787,14 +787,14 @@ static FutoInLoop* loop_create(int is_virtual)
     /* Cache-line aligned: the hot fields share the first line, and the
      * queue's producer and consumer ends get lines of their own. */
     size_t size = (sizeof(FutoInLoop) + LOOP_LINE - 1) / LOOP_LINE * LOOP_LINE;
-    FutoInLoop* loop = aligned_alloc(LOOP_LINE, size);
+    FutoInLoop* loop = futoin__aligned_alloc(LOOP_LINE, size);
     if (!loop) {
         return NULL;
     }
     memset(loop, 0, size);
     loop->ring = malloc(MIN_POOL * sizeof(*loop->ring));
     if (!loop->ring) {
-        free(loop);
+        futoin__aligned_free(loop);
         return NULL;
     }
     loop->ring_mask = MIN_POOL - 1;
@@ -809,7 +809,7 @@ static FutoInLoop* loop_create(int is_virtual)
     atomic_init(&loop->xbusy, 0);
     atomic_init(&loop->dump_msg, NULL);
     atomic_init(&loop->dump_pending, 0);
-    loop->wake_rfd = loop->wake_wfd = -1;
+    futoin__loop_wake_init(loop);
     return loop;
 }
 
@@ -864,15 +864,10 @@ void futoin_loop_free(FutoInLoop* loop)
     }
     futoin__timer_heap_destroy(&loop->timers);
     futoin__xq_destroy(&loop->xq);
-    if (loop->wake_rfd >= 0) {
-        close(loop->wake_rfd);
-        if (loop->wake_wfd != loop->wake_rfd) {
-            close(loop->wake_wfd);
-        }
-    }
+    futoin__loop_wake_close(loop);
     free(loop->ring);
     free(loop->records);
-    free(loop);
+    futoin__aligned_free(loop);
 }
 
 void futoin__loop_set_engine_free(FutoInLoop* loop, void (*destroy)(void* engine_ctx))

@@ -10,7 +10,10 @@
  *   cross_thread.c       schedules, cancels and stops from other threads,
  *                        and draining the message queue
  *   wakeup.c             sleeping until work comes and being woken: the
- *                        wake-up fd and the embedder's wake-up callback
+ *                        protocol of the wake-up fd and the embedder's
+ *                        wake-up callback
+ *   wakeup_posix.c       the wake-up fd (eventfd or pipe), the idle wait
+ *   wakeup_win32.c       the same on Windows: a Win32 event
  *   loop_introspect.c    what introspect.h asks of a loop: timers, counts,
  *                        dump requests
  *   timer_heap.c         the timers' 4-ary heap
@@ -62,9 +65,10 @@ enum RecordState { RECORD_FREE, RECORD_DEFERRED };
 enum { XPOLL_EMBEDDED = 1, XPOLL_BACKLOG = 2 };
 
 /* How other threads wake the loop thread up (bits of need_signal and of
- * armed): SIG_FD, a write to the wake-up fd (the loop thread waits on it in
- * run(), or an embedder polls it); SIG_HOOK, a call of the wake-up callback
- * of futoin_loop_set_wakeup() on the posting thread. */
+ * armed): SIG_FD, a post to the wake-up fd, or the event on Windows (the
+ * loop thread waits on it in run(), or an embedder polls the fd);
+ * SIG_HOOK, a call of the wake-up callback of futoin_loop_set_wakeup() on
+ * the posting thread. */
 enum { SIG_FD = 1, SIG_HOOK = 2 };
 
 /* What a ring slot holds: the immediate is stored in the ring itself. */
@@ -190,8 +194,14 @@ struct FutoInLoop {
      * be on its way to futoin_loop_free(), which waits for this to drop to
      * 0 so that the wake-up never touches freed memory. */
     _Atomic int xbusy;
-    int wake_rfd; /* -1 until the loop first needs to wait */
+    /* The wake-up object (wakeup_posix.c, wakeup_win32.c), made when the
+     * loop first needs to wait. */
+#ifdef _WIN32
+    void* wake_event; /* a Win32 event HANDLE; NULL until then */
+#else
+    int wake_rfd; /* -1 until then */
     int wake_wfd;
+#endif
     int armed; /* loop thread: need_signal was set by us to these SIG_* bits */
     /* Loop thread: another thread took a SIG_HOOK signal and may still be
      * calling the hook; futoin_loop_set_wakeup() waits for it. */
@@ -240,13 +250,33 @@ int futoin__loop_xstop_run(void* consumer, XMsg* m);
 int futoin__loop_drain_x(FutoInLoop* loop);
 
 /* ---- wakeup.c ---- */
-void futoin__loop_wake_fd_write(FutoInLoop* loop);
 void futoin__loop_signal_if_needed(FutoInLoop* loop);
-int futoin__loop_wake_fd_ensure(FutoInLoop* loop);
 int futoin__loop_signal_disarm(FutoInLoop* loop);
 void futoin__loop_embed_arm(FutoInLoop* loop);
 /* Sleeps until due_ns (real clock; UINT64_MAX: no timer) or a wake-up. */
 void futoin__loop_block_until(FutoInLoop* loop, uint64_t due_ns);
+
+/* ---- wakeup_posix.c, or wakeup_win32.c on Windows: the system's part ----
+ * The wake-up object: an eventfd or a pipe, or a Win32 event. */
+/* At the loop's creation: no object yet. */
+void futoin__loop_wake_init(FutoInLoop* loop);
+/* In futoin_loop_free(): the object, if it was made, is closed. */
+void futoin__loop_wake_close(FutoInLoop* loop);
+/* Loop thread: makes the object unless it exists; 0, or -1 (out of file
+ * descriptors or handles). */
+int futoin__loop_wake_open(FutoInLoop* loop);
+/* Loop thread: the fd an outer event loop polls (made if needed), or -1
+ * when it cannot be made or the system's object is no fd (Windows). */
+int futoin__loop_wake_pollable_fd(FutoInLoop* loop);
+/* Any thread (also a signal handler): makes the object signalled. */
+void futoin__loop_wake_post(FutoInLoop* loop);
+/* Loop thread: waits for the post another thread owes and consumes it. */
+void futoin__loop_wake_consume(FutoInLoop* loop);
+/* Loop thread: waits until the object is signalled or until due_ns (real
+ * clock; UINT64_MAX: no timeout); consumes nothing. */
+void futoin__loop_wake_wait(FutoInLoop* loop, uint64_t due_ns);
+/* Sleeps until due_ns on the real clock, without the object. */
+void futoin__loop_sleep_until(uint64_t due_ns);
 
 /* ---- inline helpers ---- */
 

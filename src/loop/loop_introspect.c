@@ -92,13 +92,14 @@ int futoin__loop_dump_request(FutoInLoop* loop)
     int saved_errno = errno;
     atomic_fetch_add(&loop->xbusy, 1);
     futoin__xq_push(&loop->xq, m);
-    /* Only the wake-up fd, and only when that is all the loop waits for:
-     * write() is async-signal-safe, the embedder's wake-up callback need
-     * not be (a loop driven through one sees the request on its next
-     * round). Taking SIG_FD from the flag owes exactly the write. */
+    /* Only the wake-up fd (or event), and only when that is all the loop
+     * waits for: write() is async-signal-safe (and SetEvent() callable
+     * from the thread Windows runs a handler on), the embedder's wake-up
+     * callback need not be (a loop driven through one sees the request on
+     * its next round). Taking SIG_FD from the flag owes exactly the post. */
     int expect = SIG_FD;
     if (atomic_compare_exchange_strong(&loop->need_signal, &expect, 0)) {
-        futoin__loop_wake_fd_write(loop);
+        futoin__loop_wake_post(loop);
     }
     atomic_fetch_sub(&loop->xbusy, 1);
     errno = saved_errno;

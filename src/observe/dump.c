@@ -246,15 +246,10 @@ static void default_dump(FutoInLoop* loop, void* data)
         return;
     }
     char* text = NULL;
-    size_t len = 0;
-    FILE* mem = open_memstream(&text, &len);
-    if (mem) {
-        futoin_loop_dump(loop, mem, FUTOIN_DUMP_FRAMES_DEFAULT);
-        int failed = ferror(mem);
-        if (fclose(mem) != 0 || failed) {
-            free(text);
-            text = NULL;
-        }
+    ObsText mem;
+    if (futoin__obs_text_open(&mem) == 0) {
+        futoin_loop_dump(loop, mem.f, FUTOIN_DUMP_FRAMES_DEFAULT);
+        text = futoin__obs_text_close(&mem);
     }
     if (!text) {
         handler(ldata, FUTOIN_LOG_WARNING, "futoin: loop dump: out of memory");
@@ -307,6 +302,11 @@ static unsigned char g_sig_installed[SIG_MAX];
 static void dump_signal_handler(int signo)
 {
     int saved = errno;
+#ifdef _WIN32
+    /* Windows resets the disposition to SIG_DFL before it calls a handler
+     * (on a thread of its own for SIGINT and SIGBREAK): set it again. */
+    signal(signo, dump_signal_handler);
+#endif
     atomic_fetch_add(&g_sig_inflight, 1);
     for (unsigned i = 0; i < SIG_SLOTS; ++i) {
         FutoInLoop* loop = atomic_load(&g_sig[i].loop);
@@ -316,6 +316,23 @@ static void dump_signal_handler(int signo)
     }
     atomic_fetch_sub(&g_sig_inflight, 1);
     errno = saved;
+}
+
+/* sigaction() with SA_RESTART; on Windows, which has no sigaction(),
+ * signal(): SIGINT (Ctrl-C) and SIGBREAK (Ctrl-Break) of the console,
+ * and what raise() sends. 0 or -1. */
+static int install_handler(int signo)
+{
+#ifdef _WIN32
+    return signal(signo, dump_signal_handler) == SIG_ERR ? -1 : 0;
+#else
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = dump_signal_handler;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    return sigaction(signo, &sa, NULL);
+#endif
 }
 
 /* Under g_sig_lock: the loop leaves the table; returns once no handler
@@ -371,12 +388,7 @@ int futoin_loop_dump_on_signal(FutoInLoop* loop, int signo)
     if (free_slot != -1 && futoin__loop_dump_setup(loop, default_dump, NULL, 1) == 0) {
         rc = 0;
         if (!g_sig_installed[signo]) {
-            struct sigaction sa;
-            memset(&sa, 0, sizeof(sa));
-            sa.sa_handler = dump_signal_handler;
-            sa.sa_flags = SA_RESTART;
-            sigemptyset(&sa.sa_mask);
-            if (sigaction(signo, &sa, NULL) == 0) {
+            if (install_handler(signo) == 0) {
                 g_sig_installed[signo] = 1;
             } else {
                 rc = -1;

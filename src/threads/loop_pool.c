@@ -16,6 +16,7 @@
  */
 #include <futoin/threads.h>
 
+#include "common/cpu_count.h"
 #include "common/list.h"
 #include "engine/engine_internal.h"
 #include "loop/loop_internal.h"
@@ -23,7 +24,6 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 typedef struct PoolSlot PoolSlot;
 typedef struct PoolRoot PoolRoot;
@@ -158,8 +158,8 @@ FutoInLoopPool* futoin_loop_pool_new(unsigned n)
         return NULL;
     }
     if (n == 0) {
-        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-        n = cpus <= 0 ? 1u : cpus > (long)FUTOIN_THREADS_MAX ? FUTOIN_THREADS_MAX : (unsigned)cpus;
+        unsigned long cpus = futoin__cpu_count();
+        n = cpus == 0 ? 1u : cpus > FUTOIN_THREADS_MAX ? FUTOIN_THREADS_MAX : (unsigned)cpus;
     }
     FutoInLoopPool* pool = calloc(1, sizeof(*pool));
     PoolSlot* slots = calloc(n, sizeof(*slots));

@@ -20,6 +20,7 @@
  */
 #include <futoin/threads.h>
 
+#include "common/cpu_count.h"
 #include "common/list.h"
 #include "engine/engine_internal.h"
 
@@ -30,7 +31,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 enum { W_NEW = 0, W_QUEUED, W_RUNNING, W_POSTED, W_APPLIED };
 
@@ -187,8 +187,8 @@ static void* worker_main(void* arg)
 
 static unsigned default_threads(void)
 {
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    if (cpus > (long)FUTOIN_THREADS_MAX) {
+    unsigned long cpus = futoin__cpu_count();
+    if (cpus > FUTOIN_THREADS_MAX) {
         return FUTOIN_THREADS_MAX;
     }
     return cpus > 2 ? (unsigned)cpus : 2u;

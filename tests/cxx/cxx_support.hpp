@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-// What the C++ suites share: cmocka from C++, a type that counts its
-// constructions and destructions, and a capture of the log handler.
+// What the C++ suites share (tests/cxx and the C++ tests of tests/uv):
+// cmocka from C++, a type that counts its constructions and destructions
+// with the setup and teardown that check it, a plain value type, and a
+// capture of the log handler.
 #ifndef FUTOIN_TESTS_CXX_SUPPORT_HPP
 #define FUTOIN_TESTS_CXX_SUPPORT_HPP
 
@@ -64,6 +66,26 @@ struct Track {
         made = 0;
         bad = 0;
     }
+};
+
+// cmocka setup and teardown of a test whose closures and values are
+// counted: every Track made during the test is gone at its end, and none
+// was destroyed twice.
+inline int track_setup(void**)
+{
+    Track::reset();
+    return 0;
+}
+inline int track_teardown(void**)
+{
+    assert_int_equal(Track::live, 0);
+    assert_int_equal(Track::bad, 0);
+    return 0;
+}
+
+// A plain value passed between steps (a custom object of the layer).
+struct Point {
+    int x, y;
 };
 
 // A closure payload of N bytes that holds a Track: beyond a pointer, so

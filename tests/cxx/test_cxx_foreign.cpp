@@ -44,18 +44,6 @@ struct ForeignRun {
     }
 };
 
-int setup(void**)
-{
-    Track::reset();
-    return 0;
-}
-int teardown(void**)
-{
-    assert_int_equal(Track::live, 0);
-    assert_int_equal(Track::bad, 0);
-    return 0;
-}
-
 void test_foreign_values_and_closures(void**)
 {
     std::string trace;
@@ -163,11 +151,13 @@ void test_foreign_root_freed_with_pending_closures(void**)
 int main()
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_foreign_values_and_closures, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_foreign_errors_and_loops, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_foreign_parallel_timeout_state, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_foreign_root_freed_with_pending_closures, setup,
-                teardown),
+        cmocka_unit_test_setup_teardown(test_foreign_values_and_closures, track_setup,
+                track_teardown),
+        cmocka_unit_test_setup_teardown(test_foreign_errors_and_loops, track_setup, track_teardown),
+        cmocka_unit_test_setup_teardown(test_foreign_parallel_timeout_state, track_setup,
+                track_teardown),
+        cmocka_unit_test_setup_teardown(test_foreign_root_freed_with_pending_closures, track_setup,
+                track_teardown),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

@@ -19,18 +19,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-int setup(void**)
-{
-    Track::reset();
-    return 0;
-}
-int teardown(void**)
-{
-    assert_int_equal(Track::live, 0);
-    assert_int_equal(Track::bad, 0);
-    return 0;
-}
-
 // Ready at once: the value reaches the next step without a timer.
 void test_future_ready(void**)
 {
@@ -182,12 +170,12 @@ void test_future_from_thread(void**)
 int main()
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_future_ready, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_future_later_typed, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_future_exception, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_future_timeout, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_future_cancel, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_future_from_thread, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_future_ready, track_setup, track_teardown),
+        cmocka_unit_test_setup_teardown(test_future_later_typed, track_setup, track_teardown),
+        cmocka_unit_test_setup_teardown(test_future_exception, track_setup, track_teardown),
+        cmocka_unit_test_setup_teardown(test_future_timeout, track_setup, track_teardown),
+        cmocka_unit_test_setup_teardown(test_future_cancel, track_setup, track_teardown),
+        cmocka_unit_test_setup_teardown(test_future_from_thread, track_setup, track_teardown),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

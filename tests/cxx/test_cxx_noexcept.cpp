@@ -15,18 +15,6 @@ using futoin::Steps;
 
 namespace {
 
-int setup(void**)
-{
-    Track::reset();
-    return 0;
-}
-int teardown(void**)
-{
-    assert_int_equal(Track::live, 0);
-    assert_int_equal(Track::bad, 0);
-    return 0;
-}
-
 void test_error_returns(void**)
 {
     futoin::Loop loop(futoin::Loop::virtual_clock);
@@ -77,7 +65,7 @@ void test_error_returns(void**)
 int main()
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_error_returns, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_error_returns, track_setup, track_teardown),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

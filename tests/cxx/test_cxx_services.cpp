@@ -22,18 +22,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-int setup(void**)
-{
-    Track::reset();
-    return 0;
-}
-int teardown(void**)
-{
-    assert_int_equal(Track::live, 0);
-    assert_int_equal(Track::bad, 0);
-    return 0;
-}
-
 // ---- Loop::immediate(), Loop::deferred() ---------------------------------
 
 void test_immediate_and_deferred_run(void**)
@@ -312,10 +300,6 @@ void test_copy_from_state(void**)
 
 // ---- Root::promise() ------------------------------------------------------------
 
-struct Point {
-    int x, y;
-};
-
 void test_promise(void**)
 {
     futoin::Loop loop(futoin::Loop::virtual_clock);
@@ -426,18 +410,22 @@ void test_loop_pool_and_work(void**)
 int main()
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_immediate_and_deferred_run, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_scheduled_cancel_and_destroy, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_scheduled_detach_and_loop_free, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_scheduled_in_step_stack, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_scheduled_exception_is_logged, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_on_end, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_on_end_replaced_inside, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_sync_wrappers, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_completion_await, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_copy_from_state, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_promise, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_loop_pool_and_work, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_immediate_and_deferred_run, track_setup,
+                track_teardown),
+        cmocka_unit_test_setup_teardown(test_scheduled_cancel_and_destroy, track_setup,
+                track_teardown),
+        cmocka_unit_test_setup_teardown(test_scheduled_detach_and_loop_free, track_setup,
+                track_teardown),
+        cmocka_unit_test_setup_teardown(test_scheduled_in_step_stack, track_setup, track_teardown),
+        cmocka_unit_test_setup_teardown(test_scheduled_exception_is_logged, track_setup,
+                track_teardown),
+        cmocka_unit_test_setup_teardown(test_on_end, track_setup, track_teardown),
+        cmocka_unit_test_setup_teardown(test_on_end_replaced_inside, track_setup, track_teardown),
+        cmocka_unit_test_setup_teardown(test_sync_wrappers, track_setup, track_teardown),
+        cmocka_unit_test_setup_teardown(test_completion_await, track_setup, track_teardown),
+        cmocka_unit_test_setup_teardown(test_copy_from_state, track_setup, track_teardown),
+        cmocka_unit_test_setup_teardown(test_promise, track_setup, track_teardown),
+        cmocka_unit_test_setup_teardown(test_loop_pool_and_work, track_setup, track_teardown),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

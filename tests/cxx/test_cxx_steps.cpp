@@ -17,6 +17,29 @@
 using futoin::Steps;
 using namespace std::chrono_literals;
 
+// A record made of two result values (a number and a text), as
+// futoin/uv.hpp's Stat or Datagram are: one parameter takes both
+// (ArgConv<T>::span), the parameters after it the values that follow.
+struct NumText {
+    int n;
+    std::string_view text;
+};
+template <> struct futoin::detail::ArgConv<NumText> {
+    static constexpr const char* name = "NumText (int, string)";
+    static constexpr std::size_t span = 2;
+    static Match match(const FutoInBinaryValue* v) noexcept
+    {
+        return ArgConv<int>::match(v[0]) == Match::ok
+                        && ArgConv<std::string_view>::match(v[1]) == Match::ok
+                ? Match::ok
+                : Match::wrong_type;
+    }
+    static NumText get(const FutoInBinaryValue* v) noexcept
+    {
+        return NumText{ ArgConv<int>::get(v[0]), ArgConv<std::string_view>::get(v[1]) };
+    }
+};
+
 namespace {
 
 // A root on a virtual-clock loop, run to its end; the outcome recorded.
@@ -38,24 +61,33 @@ struct Run {
     }
 };
 
-int setup(void**)
-{
-    Track::reset();
-    return 0;
-}
-int teardown(void**)
-{
-    // Every closure and value made by a test is gone with its loop.
-    assert_int_equal(Track::live, 0);
-    assert_int_equal(Track::bad, 0);
-    return 0;
-}
-
 // ---- typed results -------------------------------------------------------
 
-struct Point {
-    int x, y;
-};
+// Records of several values: at the start, in the middle, and a value of
+// another type reported for the record's parameter.
+void test_value_records(void**)
+{
+    Run r;
+    std::string seen;
+    r.root.add([](Steps& as) { as.success(1, "one", 2, "two"); })
+            .add([&seen](Steps& as, NumText a, NumText b) {
+                seen += std::to_string(a.n) + std::string(a.text) + std::to_string(b.n)
+                        + std::string(b.text) + ";";
+                as.success(true, 3, "three", 4.5);
+            })
+            .add([&seen](Steps& as, bool f, NumText m, double d) {
+                seen += std::string(f ? "t" : "f") + std::to_string(m.n) + std::string(m.text)
+                        + std::to_string(int(d * 2)) + ";";
+                as.success(5, 6);
+            })
+            .add([&seen](Steps&, NumText) { seen += "unexpected;"; });
+    r.go();
+    assert_string_equal(seen.c_str(), "1one2two;t3three9;");
+    assert_string_equal(r.code.c_str(), FUTOIN_INTERNAL_ERROR);
+    assert_string_equal(r.info.c_str(),
+            "futoin::Steps: parameter 1 of the step wants NumText (int, string), the result "
+            "is an int32 (5)");
+}
 
 void test_values(void**)
 {
@@ -726,30 +758,43 @@ void test_external_completion(void**)
 int main()
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_values, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_type_mismatch, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_small_closures_stay_in_data, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_pool_is_reused, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_closure_destroyed_after_success, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_closure_destroyed_after_error, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_closure_destroyed_on_timeout, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_closure_destroyed_on_cancel, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_closure_destroyed_on_root_free, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_closure_destroyed_on_loop_free, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_big_closure, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_throwing_copy, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_exceptions_from_steps, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_exceptions_from_handlers, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_exception_from_cancel_handler, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_exception_from_unhandled_handler, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_exceptions_from_loop_bodies, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_loops, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_parallel, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_state_and_stack, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_success_step_and_timeout_values, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_sync_mutex, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_unhandled_handler_gets_root, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_external_completion, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_values, track_setup, track_teardown),
+        cmocka_unit_test_setup_teardown(test_value_records, track_setup, track_teardown),
+        cmocka_unit_test_setup_teardown(test_type_mismatch, track_setup, track_teardown),
+        cmocka_unit_test_setup_teardown(test_small_closures_stay_in_data, track_setup,
+                track_teardown),
+        cmocka_unit_test_setup_teardown(test_pool_is_reused, track_setup, track_teardown),
+        cmocka_unit_test_setup_teardown(test_closure_destroyed_after_success, track_setup,
+                track_teardown),
+        cmocka_unit_test_setup_teardown(test_closure_destroyed_after_error, track_setup,
+                track_teardown),
+        cmocka_unit_test_setup_teardown(test_closure_destroyed_on_timeout, track_setup,
+                track_teardown),
+        cmocka_unit_test_setup_teardown(test_closure_destroyed_on_cancel, track_setup,
+                track_teardown),
+        cmocka_unit_test_setup_teardown(test_closure_destroyed_on_root_free, track_setup,
+                track_teardown),
+        cmocka_unit_test_setup_teardown(test_closure_destroyed_on_loop_free, track_setup,
+                track_teardown),
+        cmocka_unit_test_setup_teardown(test_big_closure, track_setup, track_teardown),
+        cmocka_unit_test_setup_teardown(test_throwing_copy, track_setup, track_teardown),
+        cmocka_unit_test_setup_teardown(test_exceptions_from_steps, track_setup, track_teardown),
+        cmocka_unit_test_setup_teardown(test_exceptions_from_handlers, track_setup, track_teardown),
+        cmocka_unit_test_setup_teardown(test_exception_from_cancel_handler, track_setup,
+                track_teardown),
+        cmocka_unit_test_setup_teardown(test_exception_from_unhandled_handler, track_setup,
+                track_teardown),
+        cmocka_unit_test_setup_teardown(test_exceptions_from_loop_bodies, track_setup,
+                track_teardown),
+        cmocka_unit_test_setup_teardown(test_loops, track_setup, track_teardown),
+        cmocka_unit_test_setup_teardown(test_parallel, track_setup, track_teardown),
+        cmocka_unit_test_setup_teardown(test_state_and_stack, track_setup, track_teardown),
+        cmocka_unit_test_setup_teardown(test_success_step_and_timeout_values, track_setup,
+                track_teardown),
+        cmocka_unit_test_setup_teardown(test_sync_mutex, track_setup, track_teardown),
+        cmocka_unit_test_setup_teardown(test_unhandled_handler_gets_root, track_setup,
+                track_teardown),
+        cmocka_unit_test_setup_teardown(test_external_completion, track_setup, track_teardown),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

@@ -2,21 +2,16 @@
 // futoin/uv.hpp (labels uv and cxx): the Backend, Stream and Server
 // references, and the step functions with typed results, client and
 // server on one loop over loopback.
+#include "cxx_support.hpp"
+
 #include <futoin/uv.hpp>
 
 #include <csignal>
-#include <cstdarg>
 #include <cstddef>
-#include <csetjmp>
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
-
-// cmocka.h (1.1) declares its functions without extern "C".
-extern "C" {
-#include <cmocka.h>
-}
 
 using futoin::Steps;
 using namespace std::chrono_literals;

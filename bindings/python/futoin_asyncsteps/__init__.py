@@ -12,6 +12,8 @@
 docs/PYTHON.md describes the API, the lifetime of callables and values,
 and how exceptions become step errors.
 """
+import array
+import select
 import sys
 import time
 import traceback
@@ -28,14 +30,22 @@ __all__ = [
     "Mutex",
     "Throttle",
     "Limiter",
+    "UNLIMITED",
+    "Model",
+    "Timer",
+    "C_ADD_STEP",
+    "LoopPool",
+    "work_pool_configure",
+    "work_pool_shutdown",
     "live_count",
     "version",
 ]
 
 # What the C side holds a handle to: step data, values that are Python
-# objects, state mappings, roots. Each key is unique (a small holder
-# object), its value the cffi handle the C side has; the entry goes away
-# exactly once, when the library says it is done with the pointer.
+# objects, state mappings, timers, work items and pool roots. Each key is
+# unique (a small holder object), its value the cffi handle the C side
+# has; the entry goes away exactly once, when the library says it is done
+# with the pointer.
 _live = {}
 
 # Labels of loops, break and continue: kept for the process (few).
@@ -77,10 +87,29 @@ class _Unwind(BaseException):
     callback; the binding catches it when the callback returns."""
 
 
-def _report(exc):
+# Python Loop objects by the address of their FutoInLoop, to find a flow's
+# misuse handler.
+_loops = {}
+
+
+def _report(exc, loop=None, what="a callback"):
     """An exception that cannot become a step error (in a cancel handler,
-    an unhandled-error callback, a step that already completed)."""
-    sys.stderr.write("futoin_asyncsteps: exception in a callback:\n")
+    a timer, an unhandled-error callback, a step that already completed):
+    to the misuse handler of loop (a Loop, or a FutoInLoop*) if it has one,
+    else to stderr with its traceback."""
+    if loop is not None and not isinstance(loop, Loop):
+        loop = _loops.get(int(ffi.cast("uintptr_t", loop)))
+    handler = loop._misuse if loop is not None else None
+    if handler is not None:
+        name = type(exc).__name__
+        msg = str(exc)
+        try:
+            handler("exception in %s: %s" % (what, "%s: %s" % (name, msg) if msg else name))
+            return
+        except BaseException as exc2:
+            exc = exc2
+            what = "the misuse handler"
+    sys.stderr.write("futoin_asyncsteps: exception in %s:\n" % what)
     traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
 
 
@@ -150,6 +179,23 @@ _SCALARS = {
 }
 
 
+# array.array typecodes by what their items are here.
+_ARRAY_BASES = {}
+for _code in "bBhHiIlLqQfd":
+    _size = array.array(_code).itemsize
+    if _code in "fd":
+        _base = lib.FTN_TYPE_FLOAT if _size == 4 else lib.FTN_TYPE_DOUBLE
+    elif _code.islower():
+        _base = {1: lib.FTN_TYPE_INT8, 2: lib.FTN_TYPE_INT16, 4: lib.FTN_TYPE_INT32, 8: lib.FTN_TYPE_INT64}[_size]
+    else:
+        _base = {1: lib.FTN_TYPE_UINT8, 2: lib.FTN_TYPE_UINT16, 4: lib.FTN_TYPE_UINT32, 8: lib.FTN_TYPE_UINT64}[_size]
+    _ARRAY_BASES[_code] = _base
+del _code, _size, _base
+
+_UTF16 = "utf-16-le" if sys.byteorder == "little" else "utf-16-be"
+_UTF32 = "utf-32-le" if sys.byteorder == "little" else "utf-32-be"
+
+
 def _from_value(p):
     """The Python value of a FutoInBinaryValue* (borrowed: converted now)."""
     t = p.type
@@ -166,6 +212,10 @@ def _from_value(p):
         return p.p
     if base == lib.FTN_TYPE_STRING:
         return ffi.unpack(p.cstr, p.length).decode("utf-8", "surrogateescape")
+    if base == lib.FTN_TYPE_STRING16:
+        return ffi.buffer(p.p, p.length * 2)[:].decode(_UTF16, "surrogatepass")
+    if base == lib.FTN_TYPE_STRING32:
+        return ffi.buffer(p.p, p.length * 4)[:].decode(_UTF32, "surrogatepass")
     if base == lib.FTN_TYPE_CUSTOM_OBJECT:
         if lib.pyf_is_object(p):
             return ffi.from_handle(p.custom_data).obj
@@ -174,13 +224,22 @@ def _from_value(p):
     return conv(p) if conv else p.p
 
 
+_NULL = ffi.NULL
+
+
 def _from_args(args):
-    if args == ffi.NULL:
+    if args == _NULL:
         return ()
-    vals = [_from_value(args.args + i) for i in range(4)]
-    while vals and vals[-1] is None:
-        vals.pop()
-    return tuple(vals)
+    a = args.args
+    # Up to the last value with a type: most steps get none or one.
+    n = 4
+    while n and a[n - 1].type == _NULL:
+        n -= 1
+    if n == 0:
+        return ()
+    if n == 1:
+        return (_from_value(a + 0),)
+    return tuple(_from_value(a + i) for i in range(n))
 
 
 def _to_value(x):
@@ -206,24 +265,54 @@ def _to_value(x):
         if v.type == ffi.NULL:
             raise MemoryError("futoin_asyncsteps: a bytes value")
         return v
+    elif t is array.array:
+        base = _ARRAY_BASES.get(x.typecode)
+        if base is not None:
+            if len(x) >= 1 << 32:
+                raise ValueError("futoin_asyncsteps: an array of 2**32 items or more")
+            v = lib.pyf_val_array(base, ffi.from_buffer(x), len(x), x.itemsize)
+            if v.type == ffi.NULL:
+                raise MemoryError("futoin_asyncsteps: an array value")
+            return v
     box = _Box(x)
     h = ffi.new_handle(box)
     _live[box] = h
     return lib.pyf_val_object(h)
 
 
+# The library's plain types, for filling the commonest values in place
+# (no call into C for them).
+_T_I64 = lib.futoin_val_i64(0).type
+_T_DOUBLE = lib.futoin_val_double(0.0).type
+_I64_MIN = -(1 << 63)
+_I64_END = 1 << 63
+
+
 def _make_args(values):
-    if len(values) > 4:
+    n = len(values)
+    if n > 4:
         raise MisuseError("at most four values pass from a step to the next")
     args = ffi.new("FutoInArgs*")
-    try:
-        for i, x in enumerate(values):
-            if x is not None:
-                args.args[i] = _to_value(x)
-    except BaseException:
-        for i in range(4):
-            lib.futoin_reset_binval(args.args + i)
-        raise
+    if n:
+        a = args.args
+        try:
+            for i in range(n):
+                x = values[i]
+                t = type(x)
+                if t is int and _I64_MIN <= x < _I64_END:
+                    slot = a[i]
+                    slot.type = _T_I64
+                    slot.i64 = x
+                elif t is float:
+                    slot = a[i]
+                    slot.type = _T_DOUBLE
+                    slot.d = x
+                elif x is not None:
+                    a[i] = _to_value(x)
+        except BaseException:
+            for i in range(4):
+                lib.futoin_reset_binval(a + i)
+            raise
     return args
 
 
@@ -280,6 +369,24 @@ def _add_owned(ptr, sd):
     lib.futoin_add_owned(ptr, lib.pyf_step, c_eh, h, lib.pyf_destroy)
 
 
+@ffi.def_extern(error=-1)
+def pyf_add_from_c(ptr, fn_handle, eh_handle):
+    fn = ffi.from_handle(fn_handle).obj
+    eh = ffi.from_handle(eh_handle).obj if eh_handle != ffi.NULL else None
+    if not callable(fn) or (eh is not None and not callable(eh)):
+        lib.futoin_error(ptr, b"InternalError", b"add_python_step(): the value is not callable")
+        return -1
+    _add_owned(ptr, _StepData("step", fn, eh))
+    return 0
+
+
+#: The address of the C entry point that adds a Python step, for C code:
+#: int (*)(FutoInAsyncSteps* as, const FutoInBinaryValue* fn,
+#:         const FutoInBinaryValue* on_error), fn and on_error values that
+#: hold Python callables (docs/PYTHON.md).
+C_ADD_STEP = int(ffi.cast("uintptr_t", ffi.addressof(lib, "pyf_add_python_step")))
+
+
 @ffi.def_extern()
 def pyf_destroy(data):
     sd = ffi.from_handle(data)
@@ -332,6 +439,11 @@ class _Adder:
         _add_owned(self._adder_ptr(), _StepData("parallel", None, on_error, p))
         return p
 
+    def _copy_parallel(self, model_parallel, on_error):
+        p = self.parallel(on_error)
+        for fn, eh in model_parallel.branches:
+            p.add(fn, eh)
+
     def loop(self, fn, label=None):
         """Adds a loop: fn(as_) runs until as_.break_loop()."""
         _add_owned(self._adder_ptr(), _StepData("loop", fn, None, None, _label(label)))
@@ -353,15 +465,287 @@ class _Adder:
         _add_owned(self._adder_ptr(), _StepData("foreach", fn, None, it, _label(label)))
         return self
 
+    def add_work(self, fn, *args):
+        """Adds a step that runs fn(*args) on the library's worker pool (a
+        thread of its own: blocking calls there leave the loop free) and
+        completes with its result, as Steps.await_() does (None: no value,
+        a tuple: several). fn holds the GIL like any Python code: only
+        work that releases it (I/O, sleep, hashing...) runs in parallel.
+        fn must not use the flow's objects; if the step is cancelled
+        before a worker picks it up, fn never runs."""
+        if not callable(fn):
+            raise TypeError("add_work(): fn must be callable")
+        w = _Work(fn, args)
+        h = ffi.new_handle(w)
+        _live[w] = h
+        # On a refused call, release runs before this returns.
+        lib.futoin_add_work(self._adder_ptr(), lib.pyf_work, h, lib.pyf_work_release)
+        return self
+
+    def copy_from(self, model):
+        """Adds the steps of a Model, and its state variables that the
+        root's state does not have yet (copyFrom())."""
+        if not isinstance(model, Model):
+            raise TypeError("copy_from(): a Model is expected")
+        ptr = self._adder_ptr()
+        if model._state:
+            state = _state_of(ptr)
+            for key, value in model._state.items():
+                if key not in state._d:
+                    state._d[key] = value
+        for name, args in model._ops:
+            getattr(self, name)(*args)
+        return self
+
     def sync(self, obj, fn, on_error=None):
         """Adds a step that runs inside a Mutex, Throttle or Limiter."""
         if not callable(fn):
             raise TypeError("sync(): fn must be callable")
         ptr = self._adder_ptr()
-        inner = _StepData("step", fn, on_error)
+        # The critical section gets the previous step's results, as a C
+        # sync step does: the outer step hands them on (extra).
+        inner = _StepData("synced", fn, on_error, ())
         # The inner step lives inside the outer (owned) one: released with it.
         _live[inner] = ffi.new_handle(inner)
         _add_owned(ptr, _StepData("sync", None, None, (inner, obj)))
+        return self
+
+
+class _Work:
+    __slots__ = ("fn", "args", "error", "info")
+
+    def __init__(self, fn, args):
+        self.fn = fn
+        self.args = args
+        self.error = None
+        self.info = None
+
+
+@ffi.def_extern()
+def pyf_work(data, out):
+    # On a worker thread (cffi takes the GIL).
+    w = ffi.from_handle(data)
+    fn, args = w.fn, w.args
+    w.fn = w.args = None
+    try:
+        res = fn(*args)
+        if res is None:
+            values = ()
+        elif isinstance(res, tuple):
+            values = res
+        else:
+            values = (res,)
+        filled = _make_args(values)
+        for i in range(4):
+            out.args.args[i] = filled.args[i]
+    except Exception as exc:
+        code, info = _exc_to_error(exc)
+        # Kept alive until the release: the library copies them on return.
+        w.error = ffi.new("char[]", _cstr(code))
+        w.info = ffi.new("char[]", _cstr(info))
+        out.error = w.error
+        out.info = w.info
+    except BaseException as exc:
+        w.error = ffi.new("char[]", b"InternalError")
+        out.error = w.error
+        _report(exc, None, "a work function")
+
+
+@ffi.def_extern()
+def pyf_work_release(data):
+    del _live[ffi.from_handle(data)]
+
+
+def work_pool_configure(threads):
+    """Sets the number of worker threads of add_work() (0: one per CPU, at
+    least 2). Returns False once the pool is running (nothing changes)."""
+    return lib.futoin_work_pool_configure(int(threads)) == 0
+
+
+def work_pool_shutdown():
+    """Waits for queued and running work, then joins the workers (a later
+    add_work() starts them again). Not from a worker."""
+    lib.futoin_work_pool_shutdown()
+
+
+class _PoolRoot(_Adder):
+    """The root a LoopPool gives to setup(): add its steps there."""
+
+    __slots__ = ("_ptr",)
+
+    def __init__(self, ptr):
+        self._ptr = ptr
+
+    def _adder_ptr(self):
+        if self._ptr is None:
+            raise MisuseError("a pool root is set up inside setup() only")
+        return self._ptr
+
+    @property
+    def state(self):
+        return _state_of(self._adder_ptr())
+
+
+class _Spawn:
+    __slots__ = ("setup", "done", "pool")
+
+    def __init__(self, setup, done, pool):
+        self.setup = setup
+        self.done = done
+        self.pool = pool
+
+
+@ffi.def_extern()
+def pyf_pool_setup(ptr, data):
+    sp = ffi.from_handle(data)
+    root = _PoolRoot(ptr)
+    try:
+        sp.setup(root)
+    except Exception as exc:
+        code, info = _exc_to_error(exc)
+        lib.futoin_error(ptr, _cstr(code), _cstr(info))
+    except BaseException as exc:
+        _report(exc, None, "a pool root's setup")
+    finally:
+        root._ptr = None
+
+
+@ffi.def_extern()
+def pyf_pool_done(data, code):
+    sp = ffi.from_handle(data)
+    del _live[sp]
+    done = sp.done
+    if done is None:
+        return
+    try:
+        done(None if code == ffi.NULL else ffi.string(code).decode("utf-8", "surrogateescape"))
+    except BaseException as exc:
+        _report(exc, None, "a pool root's done callback")
+
+
+class LoopPool:
+    """Loops on threads of their own (futoin_loop_pool_*): spawn() places a
+    new root on the least-loaded loop. Their Python callbacks run on those
+    threads, taking the GIL in turn; share data between them with
+    threading locks and shared sync objects (Mutex.shared()...)."""
+
+    def __init__(self, threads=0):
+        self._ptr = lib.futoin_loop_pool_new(int(threads))
+        if self._ptr == ffi.NULL:
+            raise MemoryError("futoin_loop_pool_new(%d)" % threads)
+
+    @property
+    def size(self):
+        return lib.futoin_loop_pool_size(self._check())
+
+    def _check(self):
+        if self._ptr is None:
+            raise MisuseError("the pool is closed")
+        return self._ptr
+
+    def spawn(self, setup, done=None):
+        """setup(root) runs on the chosen loop's thread with a new root to
+        add steps to (the pool executes it then); done(code) runs there
+        when the root ended: code None on success, else the error code
+        ("Cancelled" when the pool stopped first). Returns the loop's
+        index."""
+        if not callable(setup) or (done is not None and not callable(done)):
+            raise TypeError("spawn(): setup and done must be callable")
+        ptr = self._check()
+        sp = _Spawn(setup, done, self)
+        h = ffi.new_handle(sp)
+        _live[sp] = h
+        i = lib.futoin_loop_pool_spawn(ptr, lib.pyf_pool_setup, lib.pyf_pool_done, h)
+        if i < 0:
+            del _live[sp]
+            raise MisuseError("spawn(): the pool is stopping (or out of memory)")
+        return i
+
+    def stop(self, now=False):
+        """Stops the loops (returns at once): roots that have not finished
+        are cancelled; now=True drops pending callbacks too."""
+        lib.futoin_loop_pool_stop(
+            self._check(), lib.FUTOIN_LOOP_STOP_NOW if now else lib.FUTOIN_LOOP_STOP_DRAIN
+        )
+
+    def close(self):
+        """Stops (drains) the pool and joins its threads."""
+        if self._ptr is None:
+            return
+        ptr, self._ptr = self._ptr, None
+        lib.futoin_loop_pool_free(ptr)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class Model:
+    """A template of steps and state variables for copy_from(): add steps
+    to it as to a root (add, add_c, parallel, loop, repeat, for_each, sync,
+    copy_from), set its state, then copy it into roots or running steps as
+    often as needed. Nothing runs in the model itself; its callables are
+    shared by the copies, and its state values are assigned as they are
+    (not copied) to each root that lacks them."""
+
+    def __init__(self):
+        self._ops = []
+        self._state = {}
+
+    @property
+    def state(self):
+        """The state variables a copy gives to a root that lacks them."""
+        return self._state
+
+    def _record(self, name, *args):
+        self._ops.append((name, args))
+        return self
+
+    def add(self, fn, on_error=None):
+        if not callable(fn):
+            raise TypeError("add(): fn must be callable")
+        return self._record("add", fn, on_error)
+
+    def add_c(self, fn, on_error=None, data=None):
+        return self._record("add_c", fn, on_error, data)
+
+    def parallel(self, on_error=None):
+        """The branches of a model's parallel step: add them to what this
+        returns; each copy gets its own parallel step with them."""
+        p = _ModelParallel()
+        self._ops.append(("_copy_parallel", (p, on_error)))
+        return p
+
+    def loop(self, fn, label=None):
+        return self._record("loop", fn, label)
+
+    def repeat(self, count, fn, label=None):
+        return self._record("repeat", count, fn, label)
+
+    def for_each(self, iterable, fn, label=None):
+        """The iterable is iterated anew by each copy (a list, a mapping, a
+        range: not a one-shot iterator)."""
+        return self._record("for_each", iterable, fn, label)
+
+    def sync(self, obj, fn, on_error=None):
+        return self._record("sync", obj, fn, on_error)
+
+    def copy_from(self, model):
+        return self._record("copy_from", model)
+
+
+class _ModelParallel:
+    __slots__ = ("branches",)
+
+    def __init__(self):
+        self.branches = []
+
+    def add(self, fn, on_error=None):
+        if not callable(fn):
+            raise TypeError("add(): fn must be callable")
+        self.branches.append((fn, on_error))
         return self
 
 
@@ -445,6 +829,13 @@ def pyf_state_free(data, value):
     del _live[ffi.from_handle(value)]
 
 
+def _state_of(ptr):
+    h = lib.futoin_state(ptr, _STATE_NAME, lib.pyf_state_alloc, lib.pyf_state_free, ffi.NULL)
+    if h == ffi.NULL:
+        raise MisuseError("the state is not available (the root is being freed)")
+    return _State(ffi.from_handle(h).d, ptr)
+
+
 class Steps(_Adder):
     """The AsyncSteps interface a callback gets (as_): valid while the
     callback runs, and after wait_external() until the step completes."""
@@ -484,31 +875,42 @@ class Steps(_Adder):
         if self._in_cb:
             raise _Unwind()
 
-    def success_step(self):
-        """The step completes after its sub-steps (successStep())."""
+    def success_step(self, *values):
+        """Adds a step that succeeds with up to four values (successStep()):
+        the step completes with them after its other sub-steps. Without
+        sub-steps before it, it completes the step at once."""
         self._check(False)
-        lib.futoin_success_step(self._ptr, ffi.NULL)
+        lib.futoin_success_step(self._ptr, _make_args(values) if values else ffi.NULL)
+
+    def _mark_waiting(self):
+        # The step may complete later through this object: the cancel
+        # handler marks it over when the step is cancelled or times out.
+        self._waiting = True
+        self._sd.waiting = self
+        lib.futoin_set_cancel(self._ptr, lib.pyf_on_cancel, _live[self._sd])
 
     def set_timeout(self, seconds):
-        """Fails the step with Timeout unless it completes in time."""
+        """Fails the step with Timeout unless it completes in time. As in
+        C, the step then waits for a later success() or error() on this
+        object (or for its sub-steps)."""
         self._check(False)
         ms = max(0, int(round(float(seconds) * 1000)))
+        self._mark_waiting()
         lib.futoin_set_timeout(self._ptr, min(ms, 0xFFFFFFFF))
 
     def set_cancel(self, fn):
         """fn(as_) runs if the step is cancelled (cancel, timeout, an
-        error elsewhere) before it completed."""
+        error elsewhere) before it completed. As in C, the step then waits
+        for a later success() or error() on this object."""
         self._check(False)
         self._sd.cancel_fn = fn
-        lib.futoin_set_cancel(self._ptr, lib.pyf_on_cancel, _live[self._sd])
+        self._mark_waiting()
 
     def wait_external(self):
         """The step completes only by a later success() or error() on this
         object (from another callback, an asyncio task...)."""
         self._check(False)
-        self._waiting = True
-        self._sd.waiting = self
-        lib.futoin_set_cancel(self._ptr, lib.pyf_on_cancel, _live[self._sd])
+        self._mark_waiting()
         lib.futoin_wait_external(self._ptr)
 
     def await_(self, awaitable):
@@ -543,8 +945,7 @@ class Steps(_Adder):
     def state(self):
         """The root's state mapping (shared with its branches)."""
         self._check(False)
-        h = lib.futoin_state(self._ptr, _STATE_NAME, lib.pyf_state_alloc, lib.pyf_state_free, ffi.NULL)
-        return _State(ffi.from_handle(h).d, self._ptr)
+        return _state_of(self._ptr)
 
     @property
     def c_pointer(self):
@@ -558,8 +959,10 @@ def _run(steps, fn, *args):
     except _Unwind:
         pass
     except Exception as exc:  # a step error: the exception's code and info
-        if steps._done or steps._sd.dead:
-            _report(exc)
+        if steps._sd.dead:
+            _report(exc, None, "a step that has ended")
+        elif steps._done:
+            _report(exc, lib.futoin_asyncsteps_loop(steps._ptr), "a step that has completed")
         else:
             code, info = _exc_to_error(exc)
             steps._done = True
@@ -585,8 +988,12 @@ def pyf_step(ptr, data, args):
         lib.futoin_add_loop(ptr, lib.pyf_loop_body, data, sd.label)
     elif kind == "repeat":
         lib.futoin_repeat(ptr, sd.extra, lib.pyf_repeat_body, data, sd.label)
+    elif kind == "synced":
+        values, sd.extra = sd.extra, ()
+        _run(Steps(ptr, sd), sd.fn, *values)
     elif kind == "sync":
         inner, obj = sd.extra
+        inner.extra = _from_args(args)
         eh = lib.pyf_on_error if inner.on_error is not None else ffi.NULL
         lib.futoin_add_sync(ptr, obj._ptr, lib.pyf_step, eh, _live[inner])
 
@@ -638,10 +1045,11 @@ def pyf_on_cancel(ptr, data):
     if fn is not None:
         steps = Steps(ptr, sd)
         steps._done = True  # the step is over: only its own clean-up is left
+        loop = lib.futoin_asyncsteps_loop(ptr)  # before fn: it may free the root
         try:
             fn(steps)
         except BaseException as exc:
-            _report(exc)
+            _report(exc, loop, "a cancel handler")
 
 
 # ---- loop and roots -------------------------------------------------------------
@@ -657,7 +1065,31 @@ class Loop:
         self.virtual = bool(virtual)
         self._roots = {}
         self._syncs = []
+        self._timers = {}
         self._driver = None
+        self._misuse = None
+        self._h = ffi.new_handle(self)
+        _loops[self._key()] = self
+
+    def _key(self):
+        return int(ffi.cast("uintptr_t", self._ptr))
+
+    def set_misuse_handler(self, fn):
+        """fn(info) receives what cannot become a step error: the
+        library's misuse reports for this loop (docs/MISUSE.md), errors
+        escaping a root executed without on_unhandled, and exceptions of
+        the binding's callbacks that have no step to fail (cancel handlers,
+        timers, on_unhandled, steps that had completed), as
+        "exception in a cancel handler: TypeName: message". None: back to
+        the default, a line on stderr (with the traceback for exceptions)."""
+        ptr = self._check()
+        if fn is not None and not callable(fn):
+            raise TypeError("set_misuse_handler(): fn must be callable or None")
+        self._misuse = fn
+        if fn is None:
+            lib.futoin_set_misuse_handler(ptr, ffi.NULL, ffi.NULL)
+        else:
+            lib.futoin_set_misuse_handler(ptr, lib.pyf_misuse, self._h)
 
     def _check(self):
         if self._ptr is None:
@@ -684,6 +1116,13 @@ class Loop:
     def stop(self):
         lib.futoin_loop_stop(self._check())
 
+    def _wait(self, delay):
+        fd = lib.futoin_loop_wakeup_fd(self._check())
+        if fd < 0:
+            time.sleep(0.001 if delay is None else min(delay, 0.001))
+        else:
+            select.select([fd], [], [], delay)
+
     @property
     def now(self):
         """The loop's clock, in seconds."""
@@ -692,6 +1131,17 @@ class Loop:
     def advance(self, seconds):
         """Virtual clock: moves time forward, running what becomes due."""
         lib.futoin_loop_advance(self._check(), max(0, int(round(seconds * 1000))))
+
+    def call_soon(self, fn, *args):
+        """Runs fn(*args) on the next round of the loop, after what is
+        queued already: a Timer (cancel() stops it). Exceptions of fn are
+        printed to stderr."""
+        return Timer(self, None, fn, args)
+
+    def call_later(self, seconds, fn, *args):
+        """Runs fn(*args) once seconds (a float, millisecond precision)
+        have passed on the loop's clock: a Timer."""
+        return Timer(self, seconds, fn, args)
 
     def attach_asyncio(self, aio_loop=None):
         """Drives this loop from an asyncio event loop (futoin_asyncsteps.aio)."""
@@ -706,27 +1156,107 @@ class Loop:
         return Root(self)
 
     def close(self):
-        """Frees the loop: its roots first (cancelled if running)."""
+        """Frees the loop: its roots first (cancelled if running), then
+        its Mutex, Throttle and Limiter objects, then the loop itself."""
         if self._ptr is None:
             return
         if self._driver is not None:
             self._driver.close()
             self._driver = None
-        ptr = self._ptr
-        lib.futoin_loop_free(ptr)
-        self._ptr = None
+        # Roots first: their cancel releases the sync objects, which the
+        # library wants freed before their loop.
         for root in list(self._roots):
-            root._ptr = None
+            root.close()
         self._roots.clear()
         for s in self._syncs:
+            lib.futoin_sync_free(s._ptr)
             s._ptr = None
         self._syncs = []
+        ptr = self._ptr
+        _loops.pop(self._key(), None)
+        self._ptr = None
+        lib.futoin_loop_free(ptr)
+        self._misuse = None
+        # Timers that never ran: dropped with the loop.
+        for t in self._timers:
+            _live.pop(t, None)
+        self._timers.clear()
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
         self.close()
+
+
+@ffi.def_extern()
+def pyf_misuse(data, ptr, info):
+    loop = ffi.from_handle(data)
+    fn = loop._misuse
+    if fn is None:
+        return
+    try:
+        fn(ffi.string(info).decode("utf-8", "surrogateescape"))
+    except BaseException as exc:
+        sys.stderr.write("futoin_asyncsteps: exception in the misuse handler:\n")
+        traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
+
+
+class Timer:
+    """A callback scheduled on a Loop (Loop.call_soon(), call_later())."""
+
+    __slots__ = ("_loop", "_fn", "_args", "_handle", "__weakref__")
+
+    def __init__(self, loop, seconds, fn, args):
+        if not callable(fn):
+            raise TypeError("a timer's fn must be callable")
+        ptr = loop._check()
+        self._loop = loop
+        self._fn = fn
+        self._args = args
+        h = ffi.new_handle(self)
+        if seconds is None:
+            handle = lib.futoin_loop_immediate(ptr, h, lib.pyf_timer)
+        else:
+            ms = min(max(0, int(round(float(seconds) * 1000))), 0xFFFFFFFF)
+            handle = lib.futoin_loop_deferred(ptr, ms, h, lib.pyf_timer)
+        if handle.data1 == ffi.NULL and handle.data2 == ffi.NULL and handle.data3 == 0:
+            raise MemoryError("futoin_loop_immediate()")
+        self._handle = ffi.new("FutoInHandle*", handle)
+        _live[self] = h
+        loop._timers[self] = None
+
+    @property
+    def active(self):
+        """True until the callback ran or was cancelled."""
+        return self in _live
+
+    def cancel(self):
+        """Stops the callback if it has not run yet (no effect after)."""
+        if self not in _live:
+            return
+        ptr = self._loop._ptr
+        if ptr is not None:
+            lib.futoin_loop_try_cancel(ptr, self._handle)
+        self._release()
+
+    def _release(self):
+        _live.pop(self, None)
+        self._loop._timers.pop(self, None)
+        self._fn = self._args = None
+
+
+@ffi.def_extern()
+def pyf_timer(data):
+    t = ffi.from_handle(data)
+    fn, args = t._fn, t._args
+    t._release()
+    if fn is None:
+        return
+    try:
+        fn(*args)
+    except BaseException as exc:
+        _report(exc, t._loop, "a timer")
 
 
 class Root(_Adder):
@@ -765,6 +1295,11 @@ class Root(_Adder):
         """Cancels a running root: cancel handlers run innermost first."""
         lib.futoin_cancel(self._adder_ptr())
 
+    @property
+    def state(self):
+        """The root's state mapping (the same as its steps' as_.state)."""
+        return _state_of(self._adder_ptr())
+
     def run(self):
         """Executes the root and runs the loop until the root ends: returns
         the last step's result (None, a value, or a tuple of values) or
@@ -772,17 +1307,19 @@ class Root(_Adder):
         loop = self.event_loop
         self.execute(on_unhandled=_quiet)
         while self.running:
-            _more, delay = loop.iterate()
+            more, delay = loop.iterate()
             if not self.running:
                 break
-            if delay is None:
+            if delay is None and more != 1:
                 self.cancel()
                 raise Error("InternalError", "the loop ran dry with the root still waiting")
-            if delay > 0:
-                if loop.virtual:
+            if delay is None or delay > 0:
+                if loop.virtual and delay is not None:
                     loop.advance(delay)
                 else:
-                    time.sleep(delay)
+                    # Until the next timer, or until another thread (a
+                    # worker's result) queues work: the wake-up fd.
+                    loop._wait(delay)
         return self._result()
 
     async def run_async(self):
@@ -794,7 +1331,14 @@ class Root(_Adder):
         fut = asyncio.get_running_loop().create_future()
         self._waiters.append(fut)
         self.execute(on_unhandled=_quiet)
-        await fut
+        try:
+            await fut
+        except asyncio.CancelledError:
+            # The task awaiting the root was cancelled: so is the root
+            # (its cancel handlers run now), then the task sees the cancel.
+            if self.running and self._ptr is not None:
+                lib.futoin_cancel(self._ptr)
+            raise
         return self._result()
 
     def _result(self):
@@ -847,7 +1391,7 @@ def pyf_unhandled(ptr, data, code):
         else:
             cb(code, info)
     except BaseException as exc:
-        _report(exc)
+        _report(exc, root.event_loop, "an unhandled-error callback")
 
 
 @ffi.def_extern()
@@ -865,7 +1409,7 @@ def pyf_on_end(ptr, data, end):
             if not w.done():
                 w.set_result(None)
         except BaseException as exc:
-            _report(exc)
+            _report(exc, root.event_loop, "the end of a root")
 
 
 # ---- sync objects -----------------------------------------------------------------
@@ -876,8 +1420,15 @@ class _Sync:
         if ptr == ffi.NULL:
             raise MemoryError("a sync object")
         self._ptr = ptr
-        loop._syncs.append(self)
+        if loop is not None:
+            loop._syncs.append(self)
         self._loop = loop
+
+    @classmethod
+    def _shared(cls, ptr):
+        obj = cls.__new__(cls)
+        _Sync.__init__(obj, None, ptr)
+        return obj
 
     def close(self):
         """Frees the object; MisuseError while flows still use it."""
@@ -886,7 +1437,16 @@ class _Sync:
         if lib.futoin_sync_free(self._ptr) != 0:
             raise MisuseError("the sync object is still in use")
         self._ptr = None
-        self._loop._syncs.remove(self)
+        if self._loop is not None:
+            self._loop._syncs.remove(self)
+
+
+    @property
+    def c_pointer(self):
+        """The FutoInSync* (for C code that syncs on the same object)."""
+        if self._ptr is None:
+            raise MisuseError("the sync object is closed")
+        return self._ptr
 
 
 UNLIMITED = lib.FUTOIN_SYNC_UNLIMITED
@@ -898,6 +1458,11 @@ class Mutex(_Sync):
     def __init__(self, loop, max=1, max_queue=UNLIMITED):
         super().__init__(loop, lib.futoin_mutex_new(loop._check(), max, max_queue))
 
+    @classmethod
+    def shared(cls, max=1, max_queue=UNLIMITED):
+        """A Mutex for flows on any loops and threads (a LoopPool's)."""
+        return cls._shared(lib.futoin_mutex_new_shared(max, max_queue))
+
 
 class Throttle(_Sync):
     """At most max entries per period (seconds), at most max_queue waiting."""
@@ -906,16 +1471,33 @@ class Throttle(_Sync):
         ms = int(round(period * 1000))
         super().__init__(loop, lib.futoin_throttle_new(loop._check(), max, ms, max_queue))
 
+    @classmethod
+    def shared(cls, max, period=1.0, max_queue=UNLIMITED):
+        """A Throttle for flows on any real-clock loops and threads."""
+        ms = int(round(period * 1000))
+        return cls._shared(lib.futoin_throttle_new_shared(max, ms, max_queue))
+
 
 class Limiter(_Sync):
     """Concurrency and rate limits combined (FutoInLimiterOptions)."""
 
     def __init__(self, loop, concurrent=1, max_queue=0, rate=1, period=1.0, burst=0):
-        opts = ffi.new("FutoInLimiterOptions*")
-        lib.futoin_limiter_options_init(opts)
-        opts.concurrent = concurrent
-        opts.max_queue = max_queue
-        opts.rate = rate
-        opts.period_ms = int(round(period * 1000))
-        opts.burst = burst
+        opts = _limiter_options(concurrent, max_queue, rate, period, burst)
         super().__init__(loop, lib.futoin_limiter_new(loop._check(), opts))
+
+    @classmethod
+    def shared(cls, concurrent=1, max_queue=0, rate=1, period=1.0, burst=0):
+        """A Limiter for flows on any real-clock loops and threads."""
+        opts = _limiter_options(concurrent, max_queue, rate, period, burst)
+        return cls._shared(lib.futoin_limiter_new_shared(opts))
+
+
+def _limiter_options(concurrent, max_queue, rate, period, burst):
+    opts = ffi.new("FutoInLimiterOptions*")
+    lib.futoin_limiter_options_init(opts)
+    opts.concurrent = concurrent
+    opts.max_queue = max_queue
+    opts.rate = rate
+    opts.period_ms = int(round(period * 1000))
+    opts.burst = burst
+    return opts

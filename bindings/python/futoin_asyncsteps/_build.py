@@ -29,6 +29,11 @@ typedef struct FutoInSync_ FutoInSync;
 typedef struct FutoInType_ FutoInType;
 typedef struct FutoInBinaryValue_ FutoInBinaryValue;
 typedef struct FutoInArgs_ FutoInArgs;
+typedef struct FutoInHandle_ {
+    void* data1;
+    void* data2;
+    ptrdiff_t data3;
+} FutoInHandle;
 
 struct FutoInType_ {
     const uint8_t flags;
@@ -87,9 +92,13 @@ typedef void (*FutoInAsyncSteps_cancel_callback)(FutoInAsyncSteps*, void*);
 typedef void (*FutoInDataDestroy)(void*);
 typedef void (*FutoInRootEndCallback)(FutoInAsyncSteps*, void*, const FutoInRootEnd*);
 typedef void (*FutoInLoopWakeup)(void*);
+typedef void (*FutoInLoopCallback)(void* data);
+typedef void (*FutoInMisuseHandler)(void* data, FutoInAsyncSteps* as, const char* info);
 
 #define FTN_TYPE_CUSTOM_OBJECT ...
 #define FTN_TYPE_STRING ...
+#define FTN_TYPE_STRING16 ...
+#define FTN_TYPE_STRING32 ...
 #define FTN_TYPE_BOOL ...
 #define FTN_TYPE_INT8 ...
 #define FTN_TYPE_INT16 ...
@@ -117,9 +126,15 @@ int futoin_loop_wakeup_fd(FutoInLoop* loop);
 uint64_t futoin_loop_now(const FutoInLoop* loop);
 void futoin_loop_advance(FutoInLoop* loop, uint64_t ms);
 size_t futoin_loop_pending(const FutoInLoop* loop);
+FutoInHandle futoin_loop_immediate(FutoInLoop* loop, void* data, FutoInLoopCallback cb);
+FutoInHandle futoin_loop_deferred(FutoInLoop* loop, uint32_t delay_ms, void* data,
+        FutoInLoopCallback cb);
+int futoin_loop_try_cancel(FutoInLoop* loop, FutoInHandle* handle);
 
 /* Roots and steps (asyncsteps.h). */
 FutoInAsyncSteps* futoin_asyncsteps_new(FutoInLoop* loop);
+FutoInLoop* futoin_asyncsteps_loop(FutoInAsyncSteps* as);
+void futoin_set_misuse_handler(FutoInLoop* loop, FutoInMisuseHandler cb, void* data);
 void futoin_asyncsteps_free(FutoInAsyncSteps* root);
 void futoin_add_owned(FutoInAsyncSteps* as, FutoInAsyncSteps_execute_callback f,
         FutoInAsyncSteps_error_callback eh, void* data, FutoInDataDestroy destroy);
@@ -163,12 +178,43 @@ int futoin_sync_free(FutoInSync* sync);
 
 const char* futoin_version(void);
 
+/* Threads (threads.h, sync.h): loop pools, the worker pool, shared sync
+ * objects. */
+typedef struct FutoInLoopPool FutoInLoopPool;
+typedef struct FutoInWorkResult {
+    FutoInArgs args;
+    const char* error;
+    const char* info;
+} FutoInWorkResult;
+typedef void (*FutoInWorkFn)(void* work_data, FutoInWorkResult* out);
+typedef void (*FutoInWorkRelease)(void* work_data);
+typedef void (*FutoInPoolSetup)(FutoInAsyncSteps* root, void* data);
+typedef void (*FutoInPoolDone)(void* data, const char* code);
+#define FUTOIN_LOOP_STOP_DRAIN ...
+#define FUTOIN_LOOP_STOP_NOW ...
+FutoInLoopPool* futoin_loop_pool_new(unsigned n);
+unsigned futoin_loop_pool_size(const FutoInLoopPool* pool);
+int futoin_loop_pool_spawn(FutoInLoopPool* pool, FutoInPoolSetup setup, FutoInPoolDone done,
+        void* data);
+void futoin_loop_pool_stop(FutoInLoopPool* pool, int mode);
+void futoin_loop_pool_free(FutoInLoopPool* pool);
+void futoin_add_work(FutoInAsyncSteps* as, FutoInWorkFn fn, void* work_data,
+        FutoInWorkRelease release);
+int futoin_work_pool_configure(unsigned threads);
+void futoin_work_pool_shutdown(void);
+FutoInSync* futoin_mutex_new_shared(uint32_t max, uint32_t max_queue);
+FutoInSync* futoin_throttle_new_shared(uint32_t max, uint32_t period_ms, uint32_t max_queue);
+FutoInSync* futoin_limiter_new_shared(const FutoInLimiterOptions* opts);
+
 /* The binding's own helpers (set_source below). */
 FutoInBinaryValue pyf_val_str(const char* s, size_t n);
 FutoInBinaryValue pyf_val_bytes(const char* s, size_t n);
+FutoInBinaryValue pyf_val_array(int base, const void* data, size_t count, size_t elem_size);
 FutoInBinaryValue pyf_val_object(void* handle);
 int pyf_is_object(const FutoInBinaryValue* v);
 extern const FutoInAsyncSteps_execute_callback pyf_step_c;
+int pyf_add_python_step(FutoInAsyncSteps* as, const FutoInBinaryValue* fn,
+        const FutoInBinaryValue* on_error);
 
 extern "Python" {
     void pyf_step(FutoInAsyncSteps*, void*, const FutoInArgs*);
@@ -183,6 +229,13 @@ extern "Python" {
     void* pyf_state_alloc(void*);
     void pyf_state_free(void*, void*);
     void pyf_wakeup(void*);
+    void pyf_timer(void*);
+    void pyf_misuse(void*, FutoInAsyncSteps*, const char*);
+    int pyf_add_from_c(FutoInAsyncSteps*, void*, void*);
+    void pyf_work(void*, FutoInWorkResult*);
+    void pyf_work_release(void*);
+    void pyf_pool_setup(FutoInAsyncSteps*, void*);
+    void pyf_pool_done(void*, const char*);
 }
 """
 
@@ -191,10 +244,12 @@ SOURCE = r"""
 #include <futoin/asyncsteps.h>
 #include <futoin/asynctool.h>
 #include <futoin/sync.h>
+#include <futoin/threads.h>
 #include <stdlib.h>
 #include <string.h>
 
 static void pyf_object_release(void* handle);
+static int pyf_add_from_c(FutoInAsyncSteps* as, void* fn, void* on_error);
 static void pyf_step(FutoInAsyncSteps*, void*, const FutoInArgs*);
 
 /* Strings and bytes: a malloc'ed copy that the value's cleanup frees. */
@@ -229,6 +284,41 @@ static FutoInBinaryValue pyf_val_bytes(const char* s, size_t n)
     return pyf_copy(&pyf_bytes_type, s, n);
 }
 
+/* Arrays (array.array): a malloc'ed copy of the elements, one type per
+ * base type, freed by the value's cleanup. */
+#define PYF_ARRAY_TYPE(b) [b] = { (FutoInTypeFlags)((b) | FTN_TYPE_ARRAY), pyf_free_cleanup }
+static const FutoInType pyf_array_types[16] = {
+    PYF_ARRAY_TYPE(FTN_TYPE_BOOL),
+    PYF_ARRAY_TYPE(FTN_TYPE_INT8),
+    PYF_ARRAY_TYPE(FTN_TYPE_INT16),
+    PYF_ARRAY_TYPE(FTN_TYPE_INT32),
+    PYF_ARRAY_TYPE(FTN_TYPE_INT64),
+    PYF_ARRAY_TYPE(FTN_TYPE_UINT8),
+    PYF_ARRAY_TYPE(FTN_TYPE_UINT16),
+    PYF_ARRAY_TYPE(FTN_TYPE_UINT32),
+    PYF_ARRAY_TYPE(FTN_TYPE_UINT64),
+    PYF_ARRAY_TYPE(FTN_TYPE_FLOAT),
+    PYF_ARRAY_TYPE(FTN_TYPE_DOUBLE),
+};
+/* No type (an empty value) when out of memory or base is not a number. */
+static FutoInBinaryValue pyf_val_array(int base, const void* data, size_t count, size_t elem_size)
+{
+    FutoInBinaryValue r;
+    memset(&r, 0, sizeof(r));
+    if (base < 0 || base > 15 || !pyf_array_types[base].cleanup || count > UINT32_MAX) {
+        return r;
+    }
+    void* copy = malloc(count * elem_size + 1);
+    if (!copy) {
+        return r;
+    }
+    memcpy(copy, data, count * elem_size);
+    r.type = &pyf_array_types[base];
+    r.p = copy;
+    r.length = (uint32_t)count;
+    return r;
+}
+
 /* A Python object: custom_data is a cffi handle the binding keeps alive
  * until this cleanup runs (exactly once, by whoever drops the value). */
 static void pyf_object_cleanup(FutoInBinaryValue* v)
@@ -247,6 +337,36 @@ static int pyf_is_object(const FutoInBinaryValue* v)
 
 /* The step callback as a C pointer, for C modules that add Python steps. */
 static const FutoInAsyncSteps_execute_callback pyf_step_c = pyf_step;
+
+/* The entry point for C code that adds a Python step (its address is
+ * futoin_asyncsteps.C_ADD_STEP): fn and on_error are values that hold
+ * Python callables, as a C step receives them among its arguments (a
+ * Python step passed them on); on_error may be NULL or a value without a
+ * type. Returns 0 when the step was added; -1 when a value is not a Python
+ * object or not callable: then the flow as gets InternalError. Call it
+ * only on the loop's thread, from a step or error handler of as (the
+ * Python interpreter is entered; the binding's callbacks hold the GIL). */
+static int pyf_add_python_step(FutoInAsyncSteps* as, const FutoInBinaryValue* fn,
+        const FutoInBinaryValue* on_error)
+{
+    void* eh = NULL;
+    if (!as) {
+        return -1;
+    }
+    if (!fn || fn->type != &pyf_object_type) {
+        futoin_error(as, "InternalError", "add_python_step(): fn is not a Python object");
+        return -1;
+    }
+    if (on_error && on_error->type) {
+        if (on_error->type != &pyf_object_type) {
+            futoin_error(as, "InternalError",
+                    "add_python_step(): on_error is not a Python object");
+            return -1;
+        }
+        eh = on_error->custom_data;
+    }
+    return pyf_add_from_c(as, fn->custom_data, eh);
+}
 """
 
 

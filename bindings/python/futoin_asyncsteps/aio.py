@@ -83,10 +83,11 @@ class Driver:
 
 @ffi.def_extern()
 def pyf_wakeup(data):
+    driver = ffi.from_handle(data)
     try:
-        ffi.from_handle(data).wakeup()
+        driver.wakeup()
     except BaseException as exc:
-        _report(exc)
+        _report(exc, driver.loop, "the asyncio wake-up")
 
 
 def await_in_step(steps, awaitable):

@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: MIT
 # Steps, values both ways, errors and exceptions, timeouts, cancel, loops,
-# parallel, state, wait_external and sync objects.
+# parallel, state, wait_external and sync objects, loop timers, models.
+import sys
+
 import pytest
 
 import futoin_asyncsteps as fa
@@ -288,3 +290,108 @@ def test_throttle_and_limiter(vloop):
         vloop.iterate()
     assert log == ["DefenseRejected"]
     limiter.close()
+
+
+def test_timers(vloop):
+    log = []
+    t1 = vloop.call_later(0.2, log.append, "later")
+    vloop.call_soon(log.append, "soon")
+    t3 = vloop.call_later(0.1, log.append, "cancelled")
+    assert t1.active and t3.active
+    t3.cancel()
+    t3.cancel()  # no effect the second time
+    assert not t3.active
+    vloop.run()
+    assert log == ["soon", "later"] and vloop.now == 0.2
+    assert not t1.active
+    t1.cancel()  # after it ran: no effect
+    vloop.call_soon(lambda: 1 / 0)  # printed to stderr, the loop goes on
+    vloop.call_soon(log.append, "after")
+    vloop.run()
+    assert log[-1] == "after"
+    with pytest.raises(TypeError):
+        vloop.call_soon(42)
+    assert fa.live_count() == 0
+
+
+def test_timers_dropped_with_the_loop():
+    loop = fa.Loop(virtual=True)
+    payload = Thing()
+    base = sys.getrefcount(payload)
+    timer = loop.call_later(10, lambda p=payload: p)
+    assert sys.getrefcount(payload) > base
+    loop.close()
+    assert not timer.active and fa.live_count() == 0
+    del timer
+    assert sys.getrefcount(payload) == base
+
+
+def test_success_step_values_and_root_state(vloop):
+    def step(as_):
+        as_.add(lambda a: a.success("ignored"))
+        as_.success_step("injected", 2)
+
+    with fa.Root(vloop) as root:
+        root.state["greeting"] = "hi"
+        root.add(step)
+        root.add(lambda as_, s, n: as_.success(as_.state.greeting, s, n))
+        assert root.run() == ("hi", "injected", 2)
+
+
+def test_model_copies(vloop):
+    model = fa.Model()
+    model.state["count"] = 0
+    model.add(lambda as_: as_.state.update(count=as_.state["count"] + 1))
+    model.repeat(2, lambda as_, i: as_.state.update(count=as_.state["count"] + 10))
+    model.for_each([100, 1000], lambda as_, i, v: as_.state.update(count=as_.state["count"] + v))
+    par = model.parallel()
+    par.add(lambda as_: as_.state.update(a=1)).add(lambda as_: as_.state.update(b=2))
+    inner = fa.Model()
+    inner.add(lambda as_: as_.success(as_.state["count"], as_.state["a"] + as_.state["b"]))
+    model.copy_from(inner)
+    for _ in range(2):  # each copy runs anew, with state of its own
+        with fa.Root(vloop) as root:
+            root.copy_from(model)
+            assert root.run() == (1121, 3)
+    with fa.Root(vloop) as root:
+        root.state["count"] = 5  # present: not replaced by the model's
+        root.add(lambda as_: as_.copy_from(model))
+        assert root.run() == (1126, 3)
+    with fa.Root(vloop) as root, pytest.raises(TypeError):
+        root.copy_from(object())
+    assert fa.live_count() == 0
+
+
+def test_misuse_handler(vloop, capfd):
+    reports = []
+    vloop.set_misuse_handler(reports.append)
+
+    def waits(as_):
+        as_.set_cancel(lambda a: 1 / 0)
+
+    def reenters(as_):
+        vloop.iterate()  # a round inside a round: refused, reported
+
+    with fa.Root(vloop) as root:
+        root.add(reenters)
+        root.add(waits)
+        root.execute()
+        vloop.call_soon(lambda: int("x"))
+        vloop.iterate()
+        vloop.iterate()
+        root.cancel()
+    assert len(reports) == 3, reports
+    assert reports[0].startswith("futoin_loop_iterate() called from inside a callback")
+    assert reports[1] == "exception in a timer: ValueError: invalid literal for int() with base 10: 'x'"
+    assert reports[2] == "exception in a cancel handler: ZeroDivisionError: division by zero"
+    assert capfd.readouterr().err == ""
+    # A handler that raises: its exception goes to stderr; None: the default.
+    vloop.set_misuse_handler(lambda info: 1 / 0)
+    vloop.call_soon(lambda: int("x"))
+    vloop.run()
+    assert "exception in the misuse handler" in capfd.readouterr().err
+    vloop.set_misuse_handler(None)
+    vloop.call_soon(lambda: int("x"))
+    vloop.run()
+    err = capfd.readouterr().err
+    assert "exception in a timer" in err and "ValueError" in err
