@@ -195,8 +195,21 @@ void test_uv_tls_handshake_refused(void**)
         root.execute();
         b.run();
     }
-    futoin_uv_tls_release(t);
     assert_string_equal(log.c_str(), "InternalError: EINVAL: futoin_uv_tls_handshake: s is NULL");
+    // A host with a NUL inside is refused, not passed as NULL (no name check).
+    {
+        futoin::Root root = b.root();
+        root.add([&](Steps& as) { uv::tls_handshake(as, nullptr, t, std::string("a\0b", 3)); },
+                [&](Steps& as, std::string_view code) {
+                    log = std::string(code) + ": " + std::string(as.error_info());
+                    as.success();
+                });
+        root.execute();
+        b.run();
+    }
+    futoin_uv_tls_release(t);
+    assert_string_equal(log.c_str(),
+            "InternalError: EINVAL: futoin::uv::tls_handshake: host contains a NUL");
 }
 
 } // namespace
