@@ -10,7 +10,7 @@
  * times the read out; a TLS 1.2 peer that asks for renegotiation is
  * refused; a large write is cancelled while it is queued; the input
  * budget counts the decrypted text; a socketpair's ends work as TCP
- * connections do. The peers that
+ * connections do; plain HTTP sent to a TLS server is refused. The peers that
  * misbehave are blocking sockets in a thread (uv_tsupport.h). After each
  * test futoin_uv_free() must find no handle left open.
  */
@@ -775,6 +775,67 @@ static void test_tls_renegotiation_refused(void** state)
     run_for(10);
 }
 
+/* Plain HTTP sent to a TLS server: the handshake fails with OpenSSL's
+ * reason, and the stream is closed (the client sees its end). */
+typedef struct {
+    unsigned port;
+    pthread_t th;
+    int got_eof;
+} PlainClient;
+
+static void* plain_main(void* arg)
+{
+    PlainClient* pc = arg;
+    int fd = client_connect(pc->port);
+    struct timeval tv = { 10, 0 };
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    if (send_str(fd, "GET / HTTP/1.1\r\nHost: localhost\r\n\r\n") == 0) {
+        char buf[256];
+        ssize_t n;
+        while ((n = recv(fd, buf, sizeof(buf), 0)) > 0) {
+        }
+        pc->got_eof = n == 0;
+    }
+    close(fd);
+    return NULL;
+}
+
+static void test_tls_plain_text_refused(void** state)
+{
+    (void)state;
+    Acceptor acc;
+    memset(&acc, 0, sizeof(acc));
+    int err = 0;
+    acc.side.srv = futoin_uv_server_new(g_uv, "127.0.0.1", 0, 0, &err);
+    assert_non_null(acc.side.srv);
+    acc.side.tls = server_tls(g_srv_crt, g_srv_key, 0);
+    FutoInAsyncSteps* rs = uv_new_root();
+    futoin_add(rs, acc_steps, eh_side, &acc.side);
+    futoin_add(rs, side_done, NULL, &acc.side);
+    futoin_execute(rs, side_end, &acc.side);
+    PlainClient pc;
+    memset(&pc, 0, sizeof(pc));
+    pc.port = futoin_uv_server_port(acc.side.srv);
+    assert_int_equal(pthread_create(&pc.th, NULL, plain_main, &pc), 0);
+    assert_true(run_until(&acc.side.done, scaled_ms(10000)));
+    run_for(20);
+    pthread_join(pc.th, NULL);
+    assert_false(acc.side.handshaken);
+    assert_int_equal(acc.side.failed, 1);
+    assert_string_equal(acc.side.code, FUTOIN_COMM_ERROR);
+    assert_int_equal(acc.side.num, UV_EPROTO);
+    assert_non_null(strstr(acc.side.info, "EPROTO: tls_handshake 127.0.0.1:"));
+    /* OpenSSL recognizes an HTTP request where a ClientHello belongs. */
+    assert_non_null(strstr(acc.side.info, ": http request"));
+    assert_true(pc.got_eof);
+    assert_false(futoin_uv_stream_is_open(acc.side.s));
+    futoin_asyncsteps_free(rs);
+    futoin_uv_stream_release(acc.side.s);
+    futoin_uv_server_release(acc.side.srv);
+    futoin_uv_tls_release(acc.side.tls);
+    run_for(10);
+}
+
 /* ---- misuse and configuration errors ---- */
 
 static void mis_handshake(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
@@ -850,6 +911,7 @@ int main(void)
         UV_STRICT_TEST(test_tls_cancel_mid_write),
         UV_STRICT_TEST(test_tls_budget),
         UV_STRICT_TEST(test_tls_renegotiation_refused),
+        UV_STRICT_TEST(test_tls_plain_text_refused),
         UV_STRICT_TEST(test_tls_config_errors),
         UV_STRICT_TEST(test_tls_server_without_cert),
     };
