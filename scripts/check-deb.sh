@@ -71,7 +71,7 @@ step "build tools"
 . "$SCRIPT_DIR/deps.sh"
 # The Build-Depends of debian/control, dpkg-buildpackage with a compiler,
 # lintian, and what check-consumer.sh uses (binutils: nm, readelf).
-futoin_need build-essential dpkg-dev debhelper cmake pkg-config libuv1-dev doxygen \
+futoin_need build-essential dpkg-dev debhelper cmake pkg-config libuv1-dev libssl-dev doxygen \
     lintian binutils
 
 # ---- 2. build -------------------------------------------------------------

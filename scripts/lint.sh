@@ -34,8 +34,9 @@ JOBS=${JOBS:-2}
 CLANG_TIDY=${CLANG_TIDY:-clang-tidy}
 
 . "$ROOT_DIR/scripts/deps.sh"
-# clang: the compile commands are clang's; libuv1-dev: the backend is linted too.
-futoin_need clang clang-tidy cmake pkg-config libuv1-dev
+# clang: the compile commands are clang's; libuv1-dev, libssl-dev: the backend
+# and its TLS streams are linted too.
+futoin_need clang clang-tidy cmake pkg-config libuv1-dev libssl-dev
 
 if ! command -v "$CLANG_TIDY" >/dev/null; then
     echo "lint: $CLANG_TIDY not found: install clang-tidy (Debian: apt-get install clang-tidy)" >&2

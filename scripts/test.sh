@@ -162,18 +162,21 @@ passed() {
 install_deps() {
     if [ $QUICK = 1 ]; then
         # Stages 0 and 1: clang-format and git for the source checks; gcc and g++ (the headers compiled as C++), cmocka, and
-        # libuv with curl and wrk for the backend and its HTTP server tests.
+        # libuv with curl and wrk for the backend and its HTTP server tests;
+        # libssl-dev and openssl for its TLS streams and their tests.
         futoin_need gcc g++ make cmake pkg-config libcmocka-dev libuv1-dev curl wrk \
-            clang-format git
+            libssl-dev openssl clang-format git
         return
     fi
     # libc6-dbg: libc symbols for valgrind's suppressions and traces;
     # llvm: llvm-symbolizer, for readable ASan/UBSan stack traces;
     # libclang-rt-14-dev: libFuzzer and the TSan runtime for clang;
     # libuv1-dev, curl, wrk: the libuv backend and its HTTP server tests;
+    # libssl-dev, openssl: its TLS streams, the HTTPS checks (s_client);
     # clang-format, clang-tidy, git: the source checks and the lint stage.
     futoin_need gcc g++ clang make cmake pkg-config libcmocka-dev valgrind \
-        libc6-dbg llvm libclang-rt-14-dev libuv1-dev curl wrk clang-format clang-tidy git
+        libc6-dbg llvm libclang-rt-14-dev libuv1-dev libssl-dev openssl curl wrk clang-format \
+        clang-tidy git
 }
 
 # configure_build DIR CMAKE-ARGS...: a fresh configure + build in DIR.

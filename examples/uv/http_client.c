@@ -8,9 +8,15 @@
  * collected "all settled": one URL failing neither cancels nor holds up the
  * others.
  *
- *   http_client [-c N] [-t timeout_ms] [-a attempts] [-b backoff_ms] [-v] URL...
+ *   http_client [-c N] [-t timeout_ms] [-a attempts] [-b backoff_ms] [-v]
+ *               [-k CA_FILE] URL...
  *
- * URL: http://host[:port][/path] (host: a name, an IPv4 address or [IPv6]).
+ * URL: http://host[:port][/path] or https://host[:port][/path] (host: a
+ * name, an IPv4 address or [IPv6]). An https URL is fetched over TLS
+ * (futoin_uv_tls_handshake() right after the connect, in the same
+ * attempt and under its timeout): the server's certificate is verified
+ * against -k CA_FILE (PEM), or the system's store without -k, and its name
+ * against the URL's host.
  * -c: at most N requests at once (4); -t: timeout of one attempt, connect to
  * last body byte (2000 ms); -a: attempts per URL (3); -b: delay before the
  * second attempt (100 ms), doubled before each further one (at most
@@ -79,6 +85,7 @@ typedef struct Options {
     uint32_t attempts;
     uint32_t backoff_ms;
     int verbose;
+    const char* ca_file;
 } Options;
 
 typedef struct Client Client;
@@ -89,6 +96,7 @@ typedef struct Req {
     const char* url;
     char host[256];
     unsigned port;
+    int https;
     char request[2048];
     size_t request_len;
     uint32_t attempts; /* started so far */
@@ -100,6 +108,7 @@ typedef struct Req {
 
 struct Client {
     const Options* opt;
+    FutoInUvTls* tls; /* for https URLs: a client configuration, else NULL */
     Req* reqs;
     int n;
     int failed;
@@ -204,6 +213,10 @@ static void exchange(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
     /* The attempt takes its own reference: the connect step's value holds
      * one only until this step returns. attempt_free() drops it. */
     a->s = futoin_uv_stream_ref(futoin_uv_arg_stream(args, 0));
+    if (a->r->https) {
+        /* SNI and the certificate's name: the URL's host. */
+        futoin_uv_tls_handshake(as, a->s, a->r->cl->tls, a->r->host);
+    }
     futoin_uv_write(as, a->s, a->r->request, a->r->request_len);
     futoin_add(as, read_response, read_response_eh, a);
 }
@@ -362,10 +375,15 @@ static void on_unhandled(FutoInAsyncSteps* as, void* data, const char* code)
 
 static int parse_url(Req* r, const char* url)
 {
-    if (strncmp(url, "http://", 7) != 0) {
+    const char* h;
+    if (strncmp(url, "http://", 7) == 0) {
+        h = url + 7;
+    } else if (strncmp(url, "https://", 8) == 0) {
+        h = url + 8;
+        r->https = 1;
+    } else {
         return -1;
     }
-    const char* h = url + 7;
     const char* path = strchr(h, '/');
     size_t alen = path ? (size_t)(path - h) : strlen(h);
     if (!path) {
@@ -391,7 +409,7 @@ static int parse_url(Req* r, const char* url)
         }
         snprintf(r->host, sizeof(r->host), "%.*s", (int)hl, h);
     }
-    r->port = 80;
+    r->port = r->https ? 443 : 80;
     if (colon) {
         unsigned long v = 0;
         const char* p = colon + 1;
@@ -441,20 +459,22 @@ static int parse_u32(const char* text, uint32_t min, uint32_t* out)
 static void usage(const char* argv0)
 {
     fprintf(stderr,
-            "usage: %s [-c N] [-t timeout_ms] [-a attempts] [-b backoff_ms] [-v] URL...\n"
-            "  URL: http://host[:port][/path]\n"
+            "usage: %s [-c N] [-t timeout_ms] [-a attempts] [-b backoff_ms] [-v]\n"
+            "       [-k CA_FILE] URL...\n"
+            "  URL: http://host[:port][/path] or https://host[:port][/path]\n"
             "  -c: requests at once, 1..10000 (4); -t: per attempt, 1..4294967295 (2000);\n"
             "  -a: attempts per URL, 1..100 (3);\n"
             "  -b: first retry delay, doubled each time up to 5000 (100);\n"
-            "  -v: each attempt and its failure on stderr\n",
+            "  -v: each attempt and its failure on stderr;\n"
+            "  -k: https: trust the CAs of this PEM file (default: the system's store)\n",
             argv0);
 }
 
 int main(int argc, char** argv)
 {
-    Options opt = { 4u, 2000u, 3u, 100u, 0 };
+    Options opt = { 4u, 2000u, 3u, 100u, 0, NULL };
     int c;
-    while ((c = getopt(argc, argv, "c:t:a:b:vh")) != -1) {
+    while ((c = getopt(argc, argv, "c:t:a:b:k:vh")) != -1) {
         int bad = 0;
         switch (c) {
         case 'c':
@@ -471,6 +491,9 @@ int main(int argc, char** argv)
             break;
         case 'v':
             opt.verbose = 1;
+            break;
+        case 'k':
+            opt.ca_file = optarg;
             break;
         default:
             bad = 1;
@@ -503,9 +526,29 @@ int main(int argc, char** argv)
             return 2;
         }
     }
+    int https = 0;
+    for (int i = 0; i < n; ++i) {
+        https |= cl.reqs[i].https;
+    }
+    if (https) {
+        int err = 0;
+        cl.tls = futoin_uv_tls_new(0, &err);
+        if (!cl.tls) {
+            fprintf(stderr, "%s: TLS: %s\n", argv[0], uv_strerror(err));
+            free(cl.reqs);
+            return 1;
+        }
+        if (opt.ca_file && futoin_uv_tls_set_ca(cl.tls, opt.ca_file) != 0) {
+            fprintf(stderr, "%s: %s\n", argv[0], futoin_uv_tls_last_error(cl.tls));
+            futoin_uv_tls_release(cl.tls);
+            free(cl.reqs);
+            return 1;
+        }
+    }
     signal(SIGPIPE, SIG_IGN);
     FutoInUv* uv = futoin_uv_new(NULL);
     if (!uv) {
+        futoin_uv_tls_release(cl.tls);
         free(cl.reqs);
         return 1;
     }
@@ -519,6 +562,7 @@ int main(int argc, char** argv)
     futoin_uv_run(uv);
     futoin_asyncsteps_free(root);
     futoin_uv_free(uv);
+    futoin_uv_tls_release(cl.tls);
     free(cl.reqs);
     return cl.failed ? 1 : 0;
 }

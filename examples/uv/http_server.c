@@ -60,9 +60,10 @@ int main(int argc, char** argv)
     }
     const char* host = o.host && *o.host ? o.host : "127.0.0.1";
     int v6 = strchr(host, ':') != NULL;
-    printf("http_server: listening on http://%s%s%s:%u/ (%u loop%s, limiter %s)\n", v6 ? "[" : "",
-            host, v6 ? "]" : "", http_server_port(srv), http_server_loops(srv),
-            http_server_loops(srv) == 1 ? "" : "s", o.use_limiter ? "on" : "off");
+    printf("http_server: listening on %s://%s%s%s:%u/ (%u loop%s, limiter %s)\n",
+            o.tls_cert ? "https" : "http", v6 ? "[" : "", host, v6 ? "]" : "",
+            http_server_port(srv), http_server_loops(srv), http_server_loops(srv) == 1 ? "" : "s",
+            o.use_limiter ? "on" : "off");
     printf("http_server: timeouts idle %u read %u write %u drain %u ms; max %u requests per "
            "connection, %u connections; line %zu, head %zu, body %llu bytes; input budget %zu\n",
             o.idle_timeout_ms, o.read_timeout_ms, o.write_timeout_ms, o.drain_timeout_ms,

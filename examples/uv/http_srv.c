@@ -30,6 +30,12 @@
  * a status code: 408, 413, 414, 417, 431, 501, 503, 505, and framing errors
  * 400; a response that ends the connection says "Connection: close".
  *
+ * HTTPS (options --tls-cert and --tls-key): each loop has its own TLS
+ * configuration, and a connection's root starts with the TLS handshake
+ * under the read timeout; the request loop then reads and writes the
+ * plain text with the same steps, and the lingering close starts with a
+ * close_notify (futoin_uv_shutdown() on a TLS stream).
+ *
  * Output is bounded per connection by construction: a request is read only
  * after the previous response was handed to the kernel, so a client that
  * does not read holds at most one response and its socket buffers, until
@@ -87,6 +93,7 @@ typedef struct Counters {
     atomic_ulong write_timeouts;
     atomic_ulong peer_closed;
     atomic_ulong errors;
+    atomic_ulong tls_failures;
 } Counters;
 
 static void inc(atomic_ulong* c)
@@ -124,6 +131,7 @@ struct Worker {
     FutoInAsyncSteps* acceptor;
     FutoInSync* limiter;
     FutoInSync* uploads; /* a Mutex: bodies read at once on this loop */
+    FutoInUvTls* tls;    /* HTTPS: this loop's TLS configuration, else NULL */
     uv_async_t ctl;      /* wakes the loop for a shutdown request */
     int ctl_open;        /* under ctl_lock: other threads may send */
     pthread_mutex_t ctl_lock;
@@ -170,7 +178,8 @@ struct Conn {
     int linger;    /* close after a response: lingering close */
     int err_route; /* the status of an HTTP_ERROR_CODE error */
     int chunk_state;
-    int timed; /* the read timeout of this request is armed */
+    int timed;      /* the read timeout of this request is armed */
+    int tls_failed; /* HTTPS: the handshake failed: no request */
     uint32_t requests;
     uint64_t body_left;
     uint64_t body_total;
@@ -238,6 +247,8 @@ static void usage(FILE* f, const char* argv0)
             "  -L, --no-limiter          no Limiter\n"
             "  -D, --debug-pages         serve GET /debug/flows: the flows of the\n"
             "                            loop that answers (off: 404)\n"
+            "  -C, --tls-cert FILE       HTTPS: the certificate chain (PEM)\n"
+            "  -K, --tls-key FILE        HTTPS: its private key (PEM); both or neither\n"
             "  -h, --help\n"
             "Numbers are decimal digits only. MS: 1..4294967295; N and BYTES:\n"
             "0..4294967295 (the Limiter refuses a concurrency, rate or period of 0;\n"
@@ -294,6 +305,8 @@ int http_server_parse_args(HttpServerOptions* o, int argc, char** argv, FILE* ou
         { "burst", required_argument, NULL, 'b' },
         { "no-limiter", no_argument, NULL, 'L' },
         { "debug-pages", no_argument, NULL, 'D' },
+        { "tls-cert", required_argument, NULL, 'C' },
+        { "tls-key", required_argument, NULL, 'K' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -301,7 +314,8 @@ int http_server_parse_args(HttpServerOptions* o, int argc, char** argv, FILE* ou
     optind = 1;
     opterr = 0;
     int opt;
-    while ((opt = getopt_long(argc, argv, ":a:j:i:t:w:d:n:m:l:H:B:g:u:c:q:r:p:b:LDh", longs, NULL))
+    while ((opt = getopt_long(argc, argv, ":a:j:i:t:w:d:n:m:l:H:B:g:u:c:q:r:p:b:C:K:LDh", longs,
+                    NULL))
             != -1) {
         unsigned long long v = 0;
         unsigned long long min = 0;
@@ -318,6 +332,12 @@ int http_server_parse_args(HttpServerOptions* o, int argc, char** argv, FILE* ou
             continue;
         case 'a':
             o->host = optarg;
+            continue;
+        case 'C':
+            o->tls_cert = optarg;
+            continue;
+        case 'K':
+            o->tls_key = optarg;
             continue;
         case ':':
             fprintf(err, "%s: option %s needs a value\n", argv0, argv[optind - 1]);
@@ -418,6 +438,11 @@ int http_server_parse_args(HttpServerOptions* o, int argc, char** argv, FILE* ou
             return -1;
         }
         o->port = (unsigned)v;
+    }
+    if (!o->tls_cert != !o->tls_key) {
+        fprintf(err, "%s: --tls-cert and --tls-key go together\n", argv0);
+        usage(err, argv0);
+        return -1;
     }
     return 0;
 }
@@ -1199,6 +1224,9 @@ static void stats_body(Conn* c, FILE* f)
             st.read_timeouts, st.write_timeouts, st.peer_closed, st.errors, st.budget_used,
             st.budget_limit, st.budget_refusals, ls.active, ls.queued, us.active, us.queued,
             st.loops);
+    if (c->w->tls) {
+        fprintf(f, "tls_failures %lu\n", st.tls_failures);
+    }
 #define ENGINE_PRINT(f) fprintf(f_, "engine_%s %llu\n", #f, (unsigned long long)st.engine.f);
     FILE* f_ = f;
     ENGINE_COUNTERS(ENGINE_PRINT)
@@ -1347,7 +1375,32 @@ static void request_iteration(FutoInAsyncSteps* as, void* data)
 static void conn_serve(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
+    Conn* c = data;
+    if (c->tls_failed) {
+        return;
+    }
     futoin_add_loop(as, request_iteration, data, NULL);
+}
+
+/* HTTPS: the handshake, under the read timeout. */
+static void conn_handshake(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
+{
+    (void)args;
+    Conn* c = data;
+    c->phase = PH_HEAD;
+    futoin_set_timeout(as, c->w->srv->opt.read_timeout_ms);
+    futoin_uv_tls_handshake(as, c->s, c->w->tls, NULL);
+}
+
+/* A handshake that failed or timed out: counted, and the connection ends
+ * normally without a request (its stream is closed already). */
+static void conn_handshake_eh(FutoInAsyncSteps* as, void* data, const char* code)
+{
+    (void)code;
+    Conn* c = data;
+    inc(&c->w->st.tls_failures);
+    c->tls_failed = 1;
+    futoin_success(as);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1394,8 +1447,11 @@ static void on_connection(void* data, FutoInUvStream* s)
          * close would let a connection storm exhaust the descriptors. */
         atomic_fetch_sub_explicit(&srv->active, 1, memory_order_relaxed);
         inc(&w->st.refused);
-        const HttpCanned* canned = http_response(HTTP_FULL, 0, 0);
-        futoin_uv_try_write(s, canned->text, canned->len);
+        if (!w->tls) {
+            /* (Over TLS, plain text would only be noise: just close.) */
+            const HttpCanned* canned = http_response(HTTP_FULL, 0, 0);
+            futoin_uv_try_write(s, canned->text, canned->len);
+        }
         return;
     }
     Conn* c = conn_new(w, s);
@@ -1404,6 +1460,9 @@ static void on_connection(void* data, FutoInUvStream* s)
         return;
     }
     inc(&w->st.accepted);
+    if (w->tls) {
+        futoin_add(c->root, conn_handshake, conn_handshake_eh, c);
+    }
     futoin_add(c->root, conn_serve, NULL, c);
     futoin_add(c->root, conn_finish, conn_finish_eh, c);
     futoin_add(c->root, conn_done, NULL, c);
@@ -1553,6 +1612,17 @@ static int worker_setup(Worker* w)
         }
     }
     int err = 0;
+    if (srv->opt.tls_cert) {
+        w->tls = futoin_uv_tls_new(FUTOIN_UV_TLS_SERVER, &err);
+        if (!w->tls) {
+            snprintf(w->error, sizeof(w->error), "TLS: %s", uv_strerror(err));
+            return -1;
+        }
+        if (futoin_uv_tls_set_cert(w->tls, srv->opt.tls_cert, srv->opt.tls_key) != 0) {
+            snprintf(w->error, sizeof(w->error), "TLS: %s", futoin_uv_tls_last_error(w->tls));
+            return -1;
+        }
+    }
     w->listener = futoin_uv_server_new_ex(w->uv, srv->host, srv->port, 1024,
             srv->n > 1 ? FUTOIN_UV_SERVER_REUSEPORT : 0, &err);
     if (!w->listener) {
@@ -1611,6 +1681,8 @@ static void worker_teardown(Worker* w)
         w->busy_at_exit = 1;
     }
     w->uploads = NULL;
+    futoin_uv_tls_release(w->tls);
+    w->tls = NULL;
     futoin_uv_free(w->uv);
     w->uv = NULL;
 }
@@ -1799,6 +1871,7 @@ void http_server_stats(HttpServer* srv, HttpStats* out)
         SUM(write_timeouts);
         SUM(peer_closed);
         SUM(errors);
+        SUM(tls_failures);
 #undef SUM
 #define ENGINE_SUM(f)                                                                              \
     out->engine.f += atomic_load_explicit(&srv->w[i].engine.f, memory_order_relaxed);

@@ -32,6 +32,8 @@ typedef struct HttpServerOptions {
     int use_limiter;              /* 1 */
     FutoInLimiterOptions limiter; /* whole server; divided among the loops */
     int debug_pages;              /* serve GET /debug/flows (else 404): 0 */
+    const char* tls_cert;         /* HTTPS with this certificate chain (PEM) */
+    const char* tls_key;          /* and its key; both or neither: NULL */
 } HttpServerOptions;
 
 /* Counters (summed over the loops) and gauges. */
@@ -50,6 +52,7 @@ typedef struct HttpStats {
     unsigned long peer_closed;
     unsigned long errors;
     unsigned long budget_refusals;
+    unsigned long tls_failures; /* TLS handshakes that failed or timed out */
     size_t budget_used;
     size_t budget_limit;
     unsigned loops;

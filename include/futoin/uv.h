@@ -120,6 +120,8 @@
  *   "udp_send 10.0.0.1:53"     a datagram the kernel did not take at once
  *   "wait pid 1234 /bin/sh"    futoin_uv_process_wait() (pid and file)
  *   "read pid 1234 stdout"     reads and writes on a child's pipes
+ *   "tls_handshake 127.0.0.1:443"  futoin_uv_tls_handshake() (then the TLS
+ *                              stream's reads and writes as for TCP)
  * The peer of a stream is futoin_uv_stream_peer(). A step that completes
  * without waiting describes nothing.
  *
@@ -135,6 +137,10 @@
  * function is refused before anything starts: the added step fails with
  * InternalError "EINVAL: <function>: <parameter> <value> out of range ..."
  * (no I/O, no reference taken, nothing copied).
+ *
+ * TLS: futoin_uv_tls_handshake() makes any connected stream a TLS stream
+ * (OpenSSL 3 over memory buffers, CMake option FUTOIN_WITH_TLS); the steps
+ * above then read and write its plain text: @ref md_TLS "docs/TLS.md".
  *
  * Errors: @ref md_ERRORS "docs/ERRORS.md".
  */
@@ -793,6 +799,10 @@ void futoin_uv_write(FutoInAsyncSteps* as, FutoInUvStream* s, const void* data, 
  * connection): write with this first, and add a write step (under a
  * timeout) only for the rest, so that the common case pays for no timer.
  * Nothing is written while writes are queued on the stream (order is kept).
+ * On a TLS stream (futoin_uv_tls_handshake()) that has nothing queued, all
+ * of the data is encrypted and taken: what the kernel does not take at
+ * once is queued, and len is returned; UV_ENOTCONN before its handshake
+ * completed, UV_EPROTO after a TLS failure.
  * @param s    the stream
  * @param data the bytes (may be NULL only with len 0)
  * @param len  how many (at most UINT32_MAX are tried)
@@ -2227,6 +2237,216 @@ int futoin_uv_process_exited(const FutoInUvProcess* p, int64_t* status, int* ter
  * not executed yet.
  */
 void futoin_uv_process_wait(FutoInAsyncSteps* as, FutoInUvProcess* p);
+
+/* ------------------------------------------------------------------------ */
+/* TLS streams                                                               */
+
+/** A TLS configuration (an OpenSSL SSL_CTX): the client or server side,
+ * trusted certificates, an own certificate; reference counted (opaque). */
+typedef struct FutoInUvTls FutoInUvTls;
+
+/** futoin_uv_tls_new() flag: the server side (else a client). */
+#define FUTOIN_UV_TLS_SERVER 0x1u
+/** futoin_uv_tls_new() flag of a server: ask the client for a certificate
+ * and verify one that is given (futoin_uv_tls_set_ca() names the CA). */
+#define FUTOIN_UV_TLS_CLIENT_CERT 0x2u
+/** futoin_uv_tls_new() flag of a server: the client must present a valid
+ * certificate (implies FUTOIN_UV_TLS_CLIENT_CERT). */
+#define FUTOIN_UV_TLS_CLIENT_CERT_REQUIRED 0x4u
+
+/**
+ * @brief Whether the backend was built with TLS streams (OpenSSL 3).
+ *
+ * Without them (CMake FUTOIN_WITH_TLS=OFF, or no OpenSSL at build time)
+ * futoin_uv_tls_new() returns NULL with UV_ENOTSUP and
+ * futoin_uv_tls_handshake() fails with InternalError "ENOTSUP:
+ * futoin_uv_tls_handshake: built without TLS".
+ * @return 1 when TLS streams are built in, else 0
+ * @par Thread
+ * Any thread.
+ */
+int futoin_uv_tls_available(void);
+
+/**
+ * @brief A new TLS configuration (not a step).
+ *
+ * TLS 1.2 and 1.3 only; renegotiation refused (SSL_OP_NO_RENEGOTIATION:
+ * TLS 1.3 has none, and a TLS 1.2 peer asking for one gets a
+ * no_renegotiation alert). A client verifies the server's certificate
+ * chain against the CA of futoin_uv_tls_set_ca(), or the system's store
+ * (OpenSSL's default paths) when none is set, and its name against the
+ * host given to futoin_uv_tls_handshake(). A server needs
+ * futoin_uv_tls_set_cert() before its first handshake.
+ * @param flags     0 (a client), or FUTOIN_UV_TLS_SERVER, optionally with
+ *                  FUTOIN_UV_TLS_CLIENT_CERT or
+ *                  FUTOIN_UV_TLS_CLIENT_CERT_REQUIRED
+ * @param uv_error  receives the error on failure (may be NULL)
+ * @return the configuration with one reference, or NULL: UV_EINVAL
+ *         (unknown flags, client certificate flags on a client), UV_ENOMEM
+ *         (out of memory), UV_ENOTSUP (built without TLS)
+ * @par Ownership
+ * The caller holds the reference (futoin_uv_tls_release()); each TLS
+ * stream holds one too, so it may be released while streams use it.
+ * @par Thread
+ * Any thread; a configuration in use by streams is changed only on their
+ * loop's thread.
+ */
+FutoInUvTls* futoin_uv_tls_new(unsigned flags, int* uv_error);
+
+/**
+ * @brief Trusts the CA certificates of a PEM file (not a step).
+ *
+ * Clients: only these verify servers (the system store is then not used).
+ * Servers: these verify client certificates.
+ * @param t        the configuration
+ * @param ca_file  a PEM file of one or more certificates
+ * @return 0, UV_EINVAL (NULL argument), UV_ENOTSUP (built without TLS) or
+ *         UV_EPROTO: the file could not be used; futoin_uv_tls_last_error()
+ *         tells why
+ * @par Ownership
+ * ca_file is read during the call only.
+ * @par Thread
+ * As futoin_uv_tls_new().
+ */
+int futoin_uv_tls_set_ca(FutoInUvTls* t, const char* ca_file);
+
+/**
+ * @brief The own certificate (chain) and private key, from PEM files (not a step).
+ *
+ * Required for a server; a client presents it when the server asks.
+ * @param t          the configuration
+ * @param cert_file  a PEM file: the certificate, then any intermediates
+ * @param key_file   a PEM file of its unencrypted private key
+ * @return 0, UV_EINVAL (NULL argument), UV_ENOTSUP (built without TLS) or
+ *         UV_EPROTO: unreadable, or the key does not match the
+ *         certificate; futoin_uv_tls_last_error() tells why
+ * @par Ownership
+ * The files are read during the call only.
+ * @par Thread
+ * As futoin_uv_tls_new().
+ */
+int futoin_uv_tls_set_cert(FutoInUvTls* t, const char* cert_file, const char* key_file);
+
+/**
+ * @brief Why the last call on t failed: OpenSSL's reason.
+ * @param t  the configuration (NULL: "")
+ * @return e.g. "set_ca /x.pem: no such file", "" when nothing failed;
+ *         valid until the next call on t
+ * @par Thread
+ * As futoin_uv_tls_new().
+ */
+const char* futoin_uv_tls_last_error(const FutoInUvTls* t);
+
+/**
+ * @brief The configuration's OpenSSL SSL_CTX, for settings not offered here.
+ *
+ * E.g. SSL_CTX_set_max_proto_version(), SSL_CTX_set_ciphersuites(), or a
+ * certificate and key held in memory (SSL_CTX_use_certificate()). Change
+ * it before the first handshake that uses it.
+ * @param t  the configuration
+ * @return an SSL_CTX*, or NULL (NULL t, built without TLS)
+ * @par Ownership
+ * Borrowed: valid while t is.
+ * @par Thread
+ * As futoin_uv_tls_new().
+ */
+void* futoin_uv_tls_ssl_ctx(FutoInUvTls* t);
+
+/**
+ * @brief Takes one more reference.
+ * @param t  the configuration (NULL: nothing)
+ * @return t
+ * @par Thread
+ * The thread that uses it (references are not atomic).
+ */
+FutoInUvTls* futoin_uv_tls_ref(FutoInUvTls* t);
+
+/**
+ * @brief Drops one reference; the last frees the configuration.
+ * @param t  the configuration (NULL: nothing)
+ * @par Thread
+ * As futoin_uv_tls_ref().
+ */
+void futoin_uv_tls_release(FutoInUvTls* t);
+
+/**
+ * @brief Step: makes a connected stream a TLS stream, as client or server of t.
+ *
+ * Any connected stream: a TCP connection (futoin_uv_tcp_connect(),
+ * futoin_uv_accept()) or a local one. Bytes the stream read ahead already
+ * are taken as the start of the TLS input (a protocol that switches to TLS
+ * in the middle works). OpenSSL runs over memory buffers: no call blocks;
+ * the stream's own reads and writes carry the records.
+ *
+ * Success: no result, the handshake is complete. From then on the same
+ * steps as for TCP read and write the plain text: futoin_uv_read_line()
+ * and the other reads, futoin_uv_write(), futoin_uv_write_static(),
+ * futoin_uv_try_write() (which, on an idle stream, takes all of the data:
+ * what the kernel does not take at once is queued), futoin_uv_shutdown()
+ * (a close_notify alert, then the FIN) and futoin_uv_close() (graceful: a
+ * close_notify first). Their cancel, timeout and budget rules are those of
+ * TCP; the input budget counts the decrypted buffer. A close_notify from
+ * the peer reads as its end of stream ("EOF: read: connection closed by
+ * peer"). A TLS failure after the handshake fails the read with CommError
+ * "EPROTO: read: tls: <reason>" (e.g. "tlsv13 alert certificate required"
+ * when a server refused the client's certificate, which TLS 1.3 tells
+ * after the client's handshake completed) and a write with CommError
+ * "EPROTO: write: tls: <reason>".
+ *
+ * "tls_handshake <peer>" describes the wait. Errors: CommError
+ * "EPROTO: tls_handshake <peer>: <reason>", the reason from OpenSSL and,
+ * for a refused certificate, why: "certificate verify failed: unable to
+ * get local issuer certificate" (unknown CA), "certificate verify failed:
+ * hostname mismatch", "peer did not return a certificate" (a server that
+ * requires one); CommError "EOF: tls_handshake <peer>: connection closed
+ * by peer"; CommError "EBUSY: tls_handshake <peer>: already TLS" (a second
+ * handshake on the stream); CommError "EBADF: tls_handshake: stream
+ * closed"; InternalError "EINVAL: futoin_uv_tls_handshake: ..." for NULL
+ * s or t, and for a server configuration without a certificate;
+ * InternalError "ENOMEM: tls_handshake: out of memory". After a failed or
+ * cancelled handshake (timeout, cancel) the stream is closed: its reads
+ * and writes fail.
+ * @param as    the flow
+ * @param s     a connected stream (not NULL)
+ * @param t     the configuration (not NULL); a reference is taken
+ * @param host  client: the server's name or IP address: sent as SNI (a
+ *              name) and checked against its certificate; NULL: no SNI,
+ *              no name check (the chain is still verified). Server:
+ *              ignored. Copied.
+ * @par Ownership
+ * The step takes a reference to s and to t when it is added, dropped when
+ * the step that added it ends; the stream keeps its own reference to t.
+ * @par Thread
+ * The backend's loop thread, where futoin_add() is allowed: inside an
+ * execute callback or error handler of the flow as, or on a root that was
+ * not executed yet.
+ */
+void futoin_uv_tls_handshake(FutoInAsyncSteps* as, FutoInUvStream* s, FutoInUvTls* t,
+        const char* host);
+
+/**
+ * @brief Whether the stream is a TLS stream (futoin_uv_tls_handshake() started on it).
+ * @param s  the stream (NULL: 0)
+ * @return 1 for a TLS stream, else 0
+ * @par Thread
+ * The backend's loop thread.
+ */
+int futoin_uv_stream_is_tls(const FutoInUvStream* s);
+
+/**
+ * @brief The OpenSSL SSL object of a TLS stream, for inspection.
+ *
+ * E.g. SSL_get_version(), SSL_get0_peer_certificate(),
+ * SSL_get0_alpn_selected(). Do not read, write or shut it down yourself:
+ * the stream's steps do that.
+ * @param s  the stream
+ * @return an SSL*, or NULL (not a TLS stream, NULL s)
+ * @par Ownership
+ * Borrowed: valid while the stream is.
+ * @par Thread
+ * The backend's loop thread.
+ */
+void* futoin_uv_stream_ssl(FutoInUvStream* s);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -50,6 +50,8 @@ struct FutoInUvBudget {
     _Atomic uint32_t refs;
 };
 
+typedef struct FutoInUvTlsConn FutoInUvTlsConn;
+
 struct FutoInUvStream {
     /* A TCP connection or a local one (a Unix socket, a pipe): both are
      * uv_stream_t underneath, which every read and write step uses. The
@@ -91,6 +93,9 @@ struct FutoInUvStream {
     /* The pending close step, completed by the close callback. */
     FutoInAsyncSteps* close_as;
     uv_shutdown_t shutdown_req;
+    /* TLS over the stream (uv_tls.c), NULL for plain bytes: the stream's
+     * reads then go to OpenSSL, and buf holds the decrypted text. */
+    FutoInUvTlsConn* tls;
 };
 
 struct FutoInUvServer {
@@ -259,6 +264,37 @@ const char* futoin__uv_stream_peer(FutoInUvStream* s);
 /* A NULL stream given to a step function: the added step fails instead. */
 int futoin__uv_stream_ok(FutoInAsyncSteps* as, const char* fn, const FutoInUvStream* s);
 void futoin__uv_params_release(void* p);
+/* Room at the end of the receive buffer for more input, grown as reads
+ * grow it: an empty buf when it cannot grow (budget_blocked or
+ * alloc_failed set). uv_read.c */
+void futoin__uv_stream_room(FutoInUvStream* s, uv_buf_t* buf);
+/* uv_read_start() unless the stream reads: 0 or a libuv error. */
+int futoin__uv_stream_start_reading(FutoInUvStream* s);
+/* New input is in the buffer (or an end): serves the pending read step, or
+ * stops reading beyond the read-ahead. uv_read.c */
+void futoin__uv_stream_input_done(FutoInUvStream* s);
+
+/* ---- TLS over a stream: uv_tls.c (stubs without FUTOIN_UV_TLS) ---- */
+
+/* The stream's libuv callbacks when s->tls is set: the buffer for
+ * ciphertext, and the ciphertext read (decrypted into the stream's buffer,
+ * or handed to a pending handshake). */
+void futoin__uv_tls_alloc(FutoInUvStream* s, uv_buf_t* buf);
+void futoin__uv_tls_read(FutoInUvStream* s, ssize_t nread, const uv_buf_t* buf);
+/* Decrypts what is pending into the buffer (a read step that starts). */
+void futoin__uv_tls_pump(FutoInUvStream* s);
+/* The body of a write step on a TLS stream: completes, fails or parks as. */
+void futoin__uv_tls_write(FutoInAsyncSteps* as, FutoInUvStream* s, const char* data, size_t len);
+/* futoin_uv_try_write() on a TLS stream. */
+long futoin__uv_tls_try_write(FutoInUvStream* s, const char* data, size_t len);
+/* Queues a close_notify alert (before uv_shutdown), once. */
+void futoin__uv_tls_close_notify(FutoInUvStream* s);
+/* The stream is being closed: a pending handshake fails. */
+void futoin__uv_tls_closing(FutoInUvStream* s);
+/* Frees the TLS state with the stream. */
+void futoin__uv_tls_free(FutoInUvStream* s);
+/* The reason of the stream's TLS failure (read_error UV_EPROTO). */
+const char* futoin__uv_tls_reason(const FutoInUvStream* s);
 
 #if defined(__GNUC__)
 #pragma GCC visibility pop

@@ -44,7 +44,7 @@ static const char* find_delim(const char* hay, size_t hlen, const char* d, size_
 }
 
 /* Room for try_read()'s failure text. */
-#define READ_WHAT_SIZE 96
+#define READ_WHAT_SIZE 160
 
 /* The text of a line or delimited read that reached its limit (rd_n bytes,
  * the terminator included). */
@@ -163,7 +163,11 @@ static int try_read(FutoInUvStream* s, FutoInBinaryValue* out, int* err, char* w
     }
     if (s->read_error) {
         *err = s->read_error;
-        snprintf(what, READ_WHAT_SIZE, "read");
+        if (s->tls && *err == UV_EPROTO) {
+            snprintf(what, READ_WHAT_SIZE, "read: tls: %s", futoin__uv_tls_reason(s));
+        } else {
+            snprintf(what, READ_WHAT_SIZE, "read");
+        }
         return RD_FAILED;
     }
     if (s->eof) {
@@ -197,10 +201,8 @@ static size_t grow_target(const FutoInUvStream* s)
     return cap;
 }
 
-static void on_alloc(uv_handle_t* h, size_t suggested, uv_buf_t* buf)
+void futoin__uv_stream_room(FutoInUvStream* s, uv_buf_t* buf)
 {
-    (void)suggested;
-    FutoInUvStream* s = h->data;
     if (s->cap - s->len < FUTOIN_UV_MIN_FREE) {
         /* Compact first: consumed bytes at the front are free space. */
         if (s->off > 0) {
@@ -245,6 +247,17 @@ room:;
     *buf = uv_buf_init(s->buf + s->len, room > UINT_MAX ? UINT_MAX : (unsigned)room);
 }
 
+static void on_alloc(uv_handle_t* h, size_t suggested, uv_buf_t* buf)
+{
+    (void)suggested;
+    FutoInUvStream* s = h->data;
+    if (s->tls) {
+        futoin__uv_tls_alloc(s, buf);
+        return;
+    }
+    futoin__uv_stream_room(s, buf);
+}
+
 void futoin__uv_stream_stop_reading(FutoInUvStream* s)
 {
     if (s->reading) {
@@ -276,10 +289,22 @@ static void serve_reader(FutoInUvStream* s)
     }
 }
 
+void futoin__uv_stream_input_done(FutoInUvStream* s)
+{
+    if (s->rd_as) {
+        serve_reader(s);
+    } else if (s->len - s->off > s->read_ahead) {
+        futoin__uv_stream_stop_reading(s);
+    }
+}
+
 static void on_read(uv_stream_t* h, ssize_t nread, const uv_buf_t* buf)
 {
-    (void)buf;
     FutoInUvStream* s = h->data;
+    if (s->tls) {
+        futoin__uv_tls_read(s, nread, buf);
+        return;
+    }
     if (nread > 0) {
         s->len += (size_t)nread;
     } else if (nread == UV_ENOBUFS && s->budget_blocked) {
@@ -302,11 +327,19 @@ static void on_read(uv_stream_t* h, ssize_t nread, const uv_buf_t* buf)
         }
         futoin__uv_stream_stop_reading(s);
     }
-    if (s->rd_as) {
-        serve_reader(s);
-    } else if (s->len - s->off > s->read_ahead) {
-        futoin__uv_stream_stop_reading(s);
+    futoin__uv_stream_input_done(s);
+}
+
+int futoin__uv_stream_start_reading(FutoInUvStream* s)
+{
+    if (s->reading) {
+        return 0;
     }
+    int err = uv_read_start((uv_stream_t*)&s->tcp, on_alloc, on_read);
+    if (err == 0) {
+        s->reading = 1;
+    }
+    return err;
 }
 
 static void read_cancel(FutoInAsyncSteps* as, void* data)
@@ -332,6 +365,10 @@ static void read_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
     s->rd_delim = p->delim;
     s->rd_dlen = p->dlen;
     s->scanned = 0;
+    if (s->tls) {
+        /* Records a spent budget left undecrypted. */
+        futoin__uv_tls_pump(s);
+    }
     FutoInBinaryValue v;
     int err = 0;
     char what[READ_WHAT_SIZE];

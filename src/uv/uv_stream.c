@@ -103,6 +103,9 @@ void futoin__uv_stream_drop_buffer(FutoInUvStream* s)
 
 static void stream_destroy(FutoInUvStream* s)
 {
+    if (s->tls) {
+        futoin__uv_tls_free(s);
+    }
     futoin__uv_stream_drop_buffer(s);
     futoin_uv_budget_release(s->budget);
     free(s);
@@ -149,6 +152,9 @@ void futoin__uv_stream_close(FutoInUvStream* s)
     s->closing = 1;
     s->reading = 0;
     futoin__uv_stream_close_now(s);
+    if (s->tls) {
+        futoin__uv_tls_closing(s);
+    }
     /* Queued uv_write requests get ECANCELED from libuv itself. */
     futoin__uv_stream_fail_reader(s, UV_ECANCELED, "read: stream closed");
 }

@@ -69,6 +69,10 @@ static void write_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* args
         futoin_success(as);
         return;
     }
+    if (s->tls) {
+        futoin__uv_tls_write(as, s, p->data, p->len);
+        return;
+    }
     uv_buf_t buf = uv_buf_init((char*)p->data, (unsigned)p->len);
     int n = uv_try_write((uv_stream_t*)&s->tcp, &buf, 1);
     if (n >= 0) {
@@ -151,6 +155,9 @@ long futoin_uv_try_write(FutoInUvStream* s, const void* data, size_t len)
     if (s->closing) {
         return UV_EBADF;
     }
+    if (s->tls) {
+        return futoin__uv_tls_try_write(s, data, len);
+    }
     if (len == 0 || uv_stream_get_write_queue_size((uv_stream_t*)&s->tcp) > 0) {
         return 0; /* behind queued bytes: nothing may overtake them */
     }
@@ -205,6 +212,9 @@ static void shutdown_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* a
     }
     op->req.data = op;
     op->as = as;
+    if (s->tls) {
+        futoin__uv_tls_close_notify(s);
+    }
     int err = uv_shutdown(&op->req, (uv_stream_t*)&s->tcp, on_shutdown_done);
     if (err) {
         free(op);
@@ -269,6 +279,9 @@ static void close_start(FutoInAsyncSteps* as, void* data, const FutoInArgs* args
         s->shutdown_req.data = s;
         futoin__uv_stream_stop_reading(s);
         futoin__uv_stream_fail_reader(s, UV_ECANCELED, "read: stream closed");
+        if (s->tls) {
+            futoin__uv_tls_close_notify(s);
+        }
         if (uv_shutdown(&s->shutdown_req, (uv_stream_t*)&s->tcp, on_shutdown) == 0) {
             return;
         }

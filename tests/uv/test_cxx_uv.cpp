@@ -176,6 +176,42 @@ void test_uv_resolve_errno_signal(void**)
     assert_int_equal(refused, UV_ECONNREFUSED);
 }
 
+// tls_handshake(): the C step underneath, whose checks come first: a
+// NULL stream is refused with InternalError (with or without TLS built in).
+void test_uv_tls_handshake_refused(void**)
+{
+    uv::Backend b;
+    int err = 0;
+    FutoInUvTls* t = futoin_uv_tls_new(0, &err);
+    assert_int_equal(futoin_uv_tls_available() ? 0 : UV_ENOTSUP, err);
+    std::string log;
+    {
+        futoin::Root root = b.root();
+        root.add([&](Steps& as) { uv::tls_handshake(as, nullptr, t, "localhost"); },
+                [&](Steps& as, std::string_view code) {
+                    log = std::string(code) + ": " + std::string(as.error_info());
+                    as.success();
+                });
+        root.execute();
+        b.run();
+    }
+    assert_string_equal(log.c_str(), "InternalError: EINVAL: futoin_uv_tls_handshake: s is NULL");
+    // A host with a NUL inside is refused, not passed as NULL (no name check).
+    {
+        futoin::Root root = b.root();
+        root.add([&](Steps& as) { uv::tls_handshake(as, nullptr, t, std::string("a\0b", 3)); },
+                [&](Steps& as, std::string_view code) {
+                    log = std::string(code) + ": " + std::string(as.error_info());
+                    as.success();
+                });
+        root.execute();
+        b.run();
+    }
+    futoin_uv_tls_release(t);
+    assert_string_equal(log.c_str(),
+            "InternalError: EINVAL: futoin::uv::tls_handshake: host contains a NUL");
+}
+
 } // namespace
 
 int main()
@@ -185,6 +221,7 @@ int main()
         cmocka_unit_test(test_uv_echo_accept),
         cmocka_unit_test(test_uv_serve_and_listen),
         cmocka_unit_test(test_uv_resolve_errno_signal),
+        cmocka_unit_test(test_uv_tls_handshake_refused),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
