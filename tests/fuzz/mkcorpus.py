@@ -265,6 +265,13 @@ def late_seeds():
         # ... a later step that waits by setCancel() only, in a loop body
         out["late_%s_completes_loop_iteration" % word] = one(
             late_step(ok, delay=5), loop(count=2, cancel=True, timeout=9), step())
+        # ... one that waits for its own completion too, which then comes
+        # late (success: the next iteration's cancel handler, run by its
+        # timeout, does not stop it; error: the loop fails), and the
+        # finished root refuses it
+        out["late_%s_completes_loop_iteration_own_pending" % word] = one(
+            late_step(ok, delay=5),
+            loop(count=2, term=EXT_ERR, code=2, delay=13, cancel=True, timeout=6), step())
         # the flow is ready (the step's unwinding is queued) when the
         # completion its cancel handler scheduled arrives
         out["late_%s_while_ready" % word] = one(late_step(ok, imm=True), step(), step())

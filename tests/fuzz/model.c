@@ -1355,6 +1355,11 @@ static void ext_deliver(M* m, MFlow* fl, const FzNode* node)
         tr(m, "misuse %s %s refused: %s", nm, ok ? "success" : "error", why);
         return;
     }
+    /* Someone else's (late) completion completes the step: the step's own
+     * completion, if still scheduled, now arrives late as well; no cancel
+     * handler stops it any more, not even that of the next iteration of a
+     * loop, which reuses the frame. */
+    top(fl)->ext = -1;
     if (ok) {
         ext_success(m, fl, &b->args);
     } else {
