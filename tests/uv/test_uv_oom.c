@@ -20,6 +20,8 @@
 #endif
 #include "oom_sweep.h"
 
+#include "oom_pair.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 
@@ -30,19 +32,10 @@ static char file_path[64];
 static char sock_path[64];
 static char dir_path[64];
 
-typedef struct {
-    FutoInUvStream* s;
-    int finished;
-    int unhandled;
-    char code[64];
-    char info[160];
-} Side;
+typedef OomSide Side;
 
 typedef struct {
-    FutoInUvServer* srv;
-    unsigned port;
-    Side client;
-    Side server;
+    OomPair p; /* first: oom_pair_run() */
     int line_ok;
     int file_ok; /* the local program: the datagram and its sender */
     int echo_ok;
@@ -50,26 +43,19 @@ typedef struct {
     FutoInUvUdp* ub;
 } UvRun;
 
-static void side_failed(Side* side, FutoInAsyncSteps* as, const char* code)
-{
-    side->unhandled = 1;
-    snprintf(side->code, sizeof(side->code), "%s", code);
-    snprintf(side->info, sizeof(side->info), "%s", futoin_error_info(as));
-}
-
 /* ---- the server: accept, read a line, answer it, close ---- */
 
 static void srv_accept(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    futoin_uv_accept(as, ((UvRun*)data)->srv);
+    futoin_uv_accept(as, ((UvRun*)data)->p.srv);
 }
 
 static void srv_read(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     UvRun* r = data;
-    r->server.s = futoin_uv_stream_ref(futoin_uv_arg_stream(args, 0));
-    futoin_uv_read_line(as, r->server.s, 0);
+    r->p.server.s = futoin_uv_stream_ref(futoin_uv_arg_stream(args, 0));
+    futoin_uv_read_line(as, r->p.server.s, 0);
 }
 
 static void srv_answer(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
@@ -77,26 +63,22 @@ static void srv_answer(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
     UvRun* r = data;
     char buf[80];
     int n = snprintf(buf, sizeof(buf), "echo:%s\n", futoin_arg_cstr(args, 0, "?"));
-    futoin_uv_write(as, r->server.s, buf, (size_t)n);
-    futoin_uv_close(as, r->server.s, 1);
-    r->server.s = NULL;
+    futoin_uv_write(as, r->p.server.s, buf, (size_t)n);
+    futoin_uv_close(as, r->p.server.s, 1);
+    r->p.server.s = NULL;
 }
 
 static void srv_done(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)as;
     (void)args;
-    ((UvRun*)data)->server.finished = 1;
+    ((UvRun*)data)->p.server.finished = 1;
 }
 
 static void srv_unhandled(FutoInAsyncSteps* as, void* data, const char* code)
 {
     UvRun* r = data;
-    side_failed(&r->server, as, code);
-    /* The client must not wait for an answer that will not come: a
-     * connection still in the backlog is reset, an accepted one closed. */
-    futoin_uv_server_close(r->srv);
-    futoin_uv_stream_close(r->server.s);
+    oom_pair_failed(&r->p, &r->p.server, as, code);
 }
 
 /* ---- the client: connect, send a line, read the answer, read a file ---- */
@@ -104,15 +86,15 @@ static void srv_unhandled(FutoInAsyncSteps* as, void* data, const char* code)
 static void cl_connect(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    futoin_uv_tcp_connect(as, "127.0.0.1", ((UvRun*)data)->port);
+    futoin_uv_tcp_connect(as, "127.0.0.1", ((UvRun*)data)->p.port);
 }
 
 static void cl_chat(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     UvRun* r = data;
-    r->client.s = futoin_uv_stream_ref(futoin_uv_arg_stream(args, 0));
-    futoin_uv_write(as, r->client.s, "hello\n", 6);
-    futoin_uv_read_line(as, r->client.s, 0);
+    r->p.client.s = futoin_uv_stream_ref(futoin_uv_arg_stream(args, 0));
+    futoin_uv_write(as, r->p.client.s, "hello\n", 6);
+    futoin_uv_read_line(as, r->p.client.s, 0);
 }
 
 static void cl_file(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
@@ -128,8 +110,8 @@ static void cl_close(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
     size_t len = 0;
     const char* b = futoin_uv_arg_bytes(args, 0, &len);
     r->file_ok = b && len == sizeof(file_text) - 1 && memcmp(b, file_text, len) == 0;
-    futoin_uv_close(as, r->client.s, 1);
-    r->client.s = NULL;
+    futoin_uv_close(as, r->p.client.s, 1);
+    r->p.client.s = NULL;
 }
 
 static void cl_done(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
@@ -137,48 +119,31 @@ static void cl_done(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
     (void)as;
     (void)args;
     UvRun* r = data;
-    r->client.finished = 1;
-    futoin_uv_server_close(r->srv);
+    r->p.client.finished = 1;
+    futoin_uv_server_close(r->p.srv);
 }
 
 static void cl_unhandled(FutoInAsyncSteps* as, void* data, const char* code)
 {
     UvRun* r = data;
-    side_failed(&r->client, as, code);
-    /* An accept or a read still pending on the server would keep the
-     * loop alive. */
-    futoin_uv_server_close(r->srv);
-    futoin_uv_stream_close(r->client.s);
+    oom_pair_failed(&r->p, &r->p.client, as, code);
 }
 
-/* docs/ERRORS.md: the error_info of out of memory ends in "out of memory",
- * and says it once. */
-static int oom_text_ok(const char* info)
-{
-    const char* at = strstr(info, "out of memory");
-    size_t len = strlen(info);
-    return at && strstr(at + 1, "out of memory") == NULL && len >= 13
-            && strcmp(info + len - 13, "out of memory") == 0;
-}
-
+/* Out of memory, and its error_info as docs/ERRORS.md says. */
 static int side_oom(const Side* s)
 {
-    return s->unhandled && strcmp(s->code, FUTOIN_INTERNAL_ERROR) == 0 && oom_info_ok(s->info)
-            && oom_text_ok(s->info);
+    return oom_side_oom(s) && oom_text_ok(s->info);
 }
 
 /* A side's outcome, when the other side may have failed first: an error
  * is then allowed as long as the side ended. */
-static OomResult uv_outcome(const UvRun* r, char* why, size_t size)
+static OomResult uv_outcome(const void* run, char* why, size_t size)
 {
-    const Side* c = &r->client;
-    const Side* s = &r->server;
-    if (!(c->finished || c->unhandled) || !(s->finished || s->unhandled)) {
-        oom_bad(why, size, "a root never completed (client %d/%d, server %d/%d)", c->finished,
-                c->unhandled, s->finished, s->unhandled);
+    const UvRun* r = run;
+    if (!oom_pair_ended(&r->p, why, size)) {
         return OOM_BAD;
     }
-    if (c->finished && s->finished) {
+    if (r->p.client.finished && r->p.server.finished) {
         if (!r->echo_ok || !r->file_ok) {
             oom_bad(why, size, "success with values missing (echo %d, file %d)", r->echo_ok,
                     r->file_ok);
@@ -186,64 +151,24 @@ static OomResult uv_outcome(const UvRun* r, char* why, size_t size)
         }
         return OOM_COMPLETED;
     }
-    if (side_oom(c) || side_oom(s)) {
+    if (side_oom(&r->p.client) || side_oom(&r->p.server)) {
         return OOM_STEP_ERROR;
     }
-    const Side* f = c->unhandled ? c : s;
-    oom_bad(why, size, "%s failed with %s \"%s\" and no out-of-memory error",
-            f == c ? "client" : "server", f->code, f->info);
-    return OOM_BAD;
+    return oom_pair_bad(&r->p, "out-of-memory error", why, size);
 }
+
+static const FutoInAsyncSteps_execute_callback uv_server_steps[] = { srv_accept, srv_read,
+    srv_answer, srv_done, NULL };
 
 static OomResult uv_program(char* why, size_t size)
 {
+    static const FutoInAsyncSteps_execute_callback client[] = { cl_connect, cl_chat, cl_file,
+        cl_close, cl_done, NULL };
+    static const OomPairProgram prog = { oom_pair_tcp_server, NULL, uv_server_steps, client,
+        srv_unhandled, cl_unhandled, uv_outcome };
     static UvRun r;
     memset(&r, 0, sizeof(r));
-    FutoInUv* uv = futoin_uv_new(NULL);
-    if (!uv) {
-        return OOM_REPORTED;
-    }
-    int err = 0;
-    r.srv = futoin_uv_server_new(uv, "127.0.0.1", 0, 0, &err);
-    if (!r.srv) {
-        futoin_uv_free(uv);
-        if (err == UV_ENOMEM) {
-            return OOM_REPORTED;
-        }
-        oom_bad(why, size, "futoin_uv_server_new: %s", uv_err_name(err));
-        return OOM_BAD;
-    }
-    r.port = futoin_uv_server_port(r.srv);
-    FutoInLoop* loop = futoin_uv_loop(uv);
-    FutoInAsyncSteps* server = futoin_asyncsteps_new(loop);
-    FutoInAsyncSteps* client = server ? futoin_asyncsteps_new(loop) : NULL;
-    OomResult res = OOM_REPORTED;
-    if (client) {
-        futoin_add(server, srv_accept, NULL, &r);
-        futoin_add(server, srv_read, NULL, &r);
-        futoin_add(server, srv_answer, NULL, &r);
-        futoin_add(server, srv_done, NULL, &r);
-        futoin_execute(server, srv_unhandled, &r);
-        futoin_add(client, cl_connect, NULL, &r);
-        futoin_add(client, cl_chat, NULL, &r);
-        futoin_add(client, cl_file, NULL, &r);
-        futoin_add(client, cl_close, NULL, &r);
-        futoin_add(client, cl_done, NULL, &r);
-        futoin_execute(client, cl_unhandled, &r);
-        futoin_uv_run(uv);
-        res = uv_outcome(&r, why, size);
-    }
-    if (client) {
-        futoin_asyncsteps_free(client);
-    }
-    if (server) {
-        futoin_asyncsteps_free(server);
-    }
-    futoin_uv_stream_release(r.client.s);
-    futoin_uv_stream_release(r.server.s);
-    futoin_uv_server_release(r.srv);
-    futoin_uv_free(uv);
-    return res;
+    return oom_pair_run(&prog, &r, why, size);
 }
 
 /* ---- the local program: the same chat over a Unix socket, then a
@@ -277,69 +202,51 @@ static void lc_close(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
     r->file_ok = b && len == 4 && memcmp(b, "ping", 4) == 0
             && strcmp(futoin_arg_cstr(args, 1, ""), "127.0.0.1") == 0
             && futoin_arg_int(args, 2, -1) == (int64_t)futoin_uv_udp_port(r->ua);
-    futoin_uv_close(as, r->client.s, 1);
-    r->client.s = NULL;
+    futoin_uv_close(as, r->p.client.s, 1);
+    r->p.client.s = NULL;
+}
+
+/* A Unix socket server and two UDP sockets. */
+static int local_make(FutoInUv* uv, void* run, OomResult* res, char* why, size_t size)
+{
+    UvRun* r = run;
+    int err = 0;
+    r->p.srv = futoin_uv_pipe_server_new(uv, sock_path, 0, &err);
+    r->ua = r->p.srv ? futoin_uv_udp_new(uv, "127.0.0.1", 0, 0, &err) : NULL;
+    r->ub = r->ua ? futoin_uv_udp_new(uv, "127.0.0.1", 0, 0, &err) : NULL;
+    if (r->ub) {
+        return 1;
+    }
+    *res = OOM_REPORTED;
+    if (err != UV_ENOMEM) {
+        oom_bad(why, size, "making the sockets: %s", uv_err_name(err));
+        *res = OOM_BAD;
+    }
+    futoin_uv_udp_release(r->ua);
+    futoin_uv_server_release(r->p.srv);
+    return 0;
+}
+
+/* A UDP socket with no receive waiting does not keep the loop alive: a
+ * failed root leaves none behind. */
+static void local_release(void* run)
+{
+    UvRun* r = run;
+    futoin_uv_udp_release(r->ua);
+    futoin_uv_udp_release(r->ub);
 }
 
 static OomResult local_program(char* why, size_t size)
 {
+    static const FutoInAsyncSteps_execute_callback client[] = { lc_connect, cl_chat, lc_udp_send,
+        lc_udp_recv, lc_close, cl_done, NULL };
+    static const OomPairProgram prog = { local_make, local_release, uv_server_steps, client,
+        srv_unhandled, cl_unhandled, uv_outcome };
     static UvRun r;
     memset(&r, 0, sizeof(r));
     /* A run that aborted left its socket file: the path is the program's. */
     unlink(sock_path);
-    FutoInUv* uv = futoin_uv_new(NULL);
-    if (!uv) {
-        return OOM_REPORTED;
-    }
-    int err = 0;
-    OomResult res = OOM_REPORTED;
-    r.srv = futoin_uv_pipe_server_new(uv, sock_path, 0, &err);
-    r.ua = r.srv ? futoin_uv_udp_new(uv, "127.0.0.1", 0, 0, &err) : NULL;
-    r.ub = r.ua ? futoin_uv_udp_new(uv, "127.0.0.1", 0, 0, &err) : NULL;
-    if (!r.ub) {
-        if (err != UV_ENOMEM) {
-            oom_bad(why, size, "making the sockets: %s", uv_err_name(err));
-            res = OOM_BAD;
-        }
-        futoin_uv_udp_release(r.ua);
-        futoin_uv_server_release(r.srv);
-        futoin_uv_free(uv);
-        return res;
-    }
-    FutoInLoop* loop = futoin_uv_loop(uv);
-    FutoInAsyncSteps* server = futoin_asyncsteps_new(loop);
-    FutoInAsyncSteps* client = server ? futoin_asyncsteps_new(loop) : NULL;
-    if (client) {
-        futoin_add(server, srv_accept, NULL, &r);
-        futoin_add(server, srv_read, NULL, &r);
-        futoin_add(server, srv_answer, NULL, &r);
-        futoin_add(server, srv_done, NULL, &r);
-        futoin_execute(server, srv_unhandled, &r);
-        futoin_add(client, lc_connect, NULL, &r);
-        futoin_add(client, cl_chat, NULL, &r);
-        futoin_add(client, lc_udp_send, NULL, &r);
-        futoin_add(client, lc_udp_recv, NULL, &r);
-        futoin_add(client, lc_close, NULL, &r);
-        futoin_add(client, cl_done, NULL, &r);
-        futoin_execute(client, cl_unhandled, &r);
-        /* A UDP socket with no receive waiting does not keep the loop
-         * alive: a failed root leaves none behind. */
-        futoin_uv_run(uv);
-        res = uv_outcome(&r, why, size);
-    }
-    futoin_uv_udp_release(r.ua);
-    futoin_uv_udp_release(r.ub);
-    if (client) {
-        futoin_asyncsteps_free(client);
-    }
-    if (server) {
-        futoin_asyncsteps_free(server);
-    }
-    futoin_uv_stream_release(r.client.s);
-    futoin_uv_stream_release(r.server.s);
-    futoin_uv_server_release(r.srv);
-    futoin_uv_free(uv);
-    return res;
+    return oom_pair_run(&prog, &r, why, size);
 }
 
 /* ---- what a run must not leave behind: descriptors and children ---- */
@@ -416,7 +323,7 @@ static void pr_done(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 
 static void pr_unhandled(FutoInAsyncSteps* as, void* data, const char* code)
 {
-    side_failed(&((ProcRun*)data)->side, as, code);
+    oom_side_record(&((ProcRun*)data)->side, as, code);
 }
 
 static OomResult proc_program_run(char* why, size_t size)
@@ -569,7 +476,7 @@ static void fr_done(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 
 static void fr_unhandled(FutoInAsyncSteps* as, void* data, const char* code)
 {
-    side_failed(&((FileRun*)data)->side, as, code);
+    oom_side_record(&((FileRun*)data)->side, as, code);
 }
 
 static OomResult file_program_run(char* why, size_t size)

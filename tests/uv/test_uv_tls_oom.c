@@ -23,6 +23,8 @@
 #define OOM_TIME_LIMIT 20
 #include "oom_sweep.h"
 
+#include "oom_pair.h"
+
 #include <futoin/uv.h>
 
 #include "tls_tsupport.h"
@@ -34,74 +36,52 @@ static FutoInUvTls* g_srv_tls;
 static FutoInUvTls* g_cli_tls;
 
 typedef struct {
-    FutoInUvStream* s;
-    int finished;
-    int unhandled;
-    char code[64];
-    char info[200];
-} Side;
-
-typedef struct {
-    FutoInUvServer* srv;
-    unsigned port;
-    Side client;
-    Side server;
+    OomPair p; /* first: oom_pair_run() */
     int echo_ok;
     int line_ok;
 } TlsRun;
-
-static void side_failed(Side* side, FutoInAsyncSteps* as, const char* code)
-{
-    side->unhandled = 1;
-    snprintf(side->code, sizeof(side->code), "%s", code);
-    snprintf(side->info, sizeof(side->info), "%s", futoin_error_info(as));
-    /* The other side must see the end rather than wait for it. */
-    futoin_uv_stream_close(side->s);
-}
 
 /* ---- the server: accept, handshake, read a line, answer, close ---- */
 
 static void srv_accept(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    futoin_uv_accept(as, ((TlsRun*)data)->srv);
+    futoin_uv_accept(as, ((TlsRun*)data)->p.srv);
 }
 
 static void srv_handshake(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     TlsRun* r = data;
-    r->server.s = futoin_uv_stream_ref(futoin_uv_arg_stream(args, 0));
-    futoin_uv_tls_handshake(as, r->server.s, g_srv_tls, NULL);
+    r->p.server.s = futoin_uv_stream_ref(futoin_uv_arg_stream(args, 0));
+    futoin_uv_tls_handshake(as, r->p.server.s, g_srv_tls, NULL);
 }
 
 static void srv_read(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    futoin_uv_read_line(as, ((TlsRun*)data)->server.s, 0);
+    futoin_uv_read_line(as, ((TlsRun*)data)->p.server.s, 0);
 }
 
 static void srv_answer(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     TlsRun* r = data;
     r->line_ok = strcmp(futoin_arg_cstr(args, 0, ""), "hello") == 0;
-    futoin_uv_write(as, r->server.s, "echo:hello\n", 11);
-    futoin_uv_close(as, r->server.s, 1);
-    r->server.s = NULL;
+    futoin_uv_write(as, r->p.server.s, "echo:hello\n", 11);
+    futoin_uv_close(as, r->p.server.s, 1);
+    r->p.server.s = NULL;
 }
 
 static void srv_done(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)as;
     (void)args;
-    ((TlsRun*)data)->server.finished = 1;
+    ((TlsRun*)data)->p.server.finished = 1;
 }
 
 static void srv_unhandled(FutoInAsyncSteps* as, void* data, const char* code)
 {
     TlsRun* r = data;
-    side_failed(&r->server, as, code);
-    /* A connection still in the backlog is reset. */
-    futoin_uv_server_close(r->srv);
+    oom_pair_failed(&r->p, &r->p.server, as, code);
 }
 
 /* ---- the client: connect, handshake, send a line, read the answer ---- */
@@ -109,30 +89,30 @@ static void srv_unhandled(FutoInAsyncSteps* as, void* data, const char* code)
 static void cl_connect(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
-    futoin_uv_tcp_connect(as, "127.0.0.1", ((TlsRun*)data)->port);
+    futoin_uv_tcp_connect(as, "127.0.0.1", ((TlsRun*)data)->p.port);
 }
 
 static void cl_handshake(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     TlsRun* r = data;
-    r->client.s = futoin_uv_stream_ref(futoin_uv_arg_stream(args, 0));
-    futoin_uv_tls_handshake(as, r->client.s, g_cli_tls, "localhost");
+    r->p.client.s = futoin_uv_stream_ref(futoin_uv_arg_stream(args, 0));
+    futoin_uv_tls_handshake(as, r->p.client.s, g_cli_tls, "localhost");
 }
 
 static void cl_chat(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     (void)args;
     TlsRun* r = data;
-    futoin_uv_write(as, r->client.s, "hello\n", 6);
-    futoin_uv_read_line(as, r->client.s, 0);
+    futoin_uv_write(as, r->p.client.s, "hello\n", 6);
+    futoin_uv_read_line(as, r->p.client.s, 0);
 }
 
 static void cl_close(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
 {
     TlsRun* r = data;
     r->echo_ok = strcmp(futoin_arg_cstr(args, 0, ""), "echo:hello") == 0;
-    futoin_uv_close(as, r->client.s, 1);
-    r->client.s = NULL;
+    futoin_uv_close(as, r->p.client.s, 1);
+    r->p.client.s = NULL;
 }
 
 static void cl_done(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
@@ -140,37 +120,29 @@ static void cl_done(FutoInAsyncSteps* as, void* data, const FutoInArgs* args)
     (void)as;
     (void)args;
     TlsRun* r = data;
-    r->client.finished = 1;
-    futoin_uv_server_close(r->srv);
+    r->p.client.finished = 1;
+    futoin_uv_server_close(r->p.srv);
 }
 
 static void cl_unhandled(FutoInAsyncSteps* as, void* data, const char* code)
 {
     TlsRun* r = data;
-    side_failed(&r->client, as, code);
-    /* A pending accept would keep the loop alive. */
-    futoin_uv_server_close(r->srv);
-}
-
-static int side_oom(const Side* s)
-{
-    return s->unhandled && strcmp(s->code, FUTOIN_INTERNAL_ERROR) == 0 && oom_info_ok(s->info);
+    oom_pair_failed(&r->p, &r->p.client, as, code);
 }
 
 /* A failure inside OpenSSL that it reported with another reason. */
-static int side_tls_failed(const Side* s)
+static int side_tls_failed(const OomSide* s)
 {
     return s->unhandled && strcmp(s->code, FUTOIN_COMM_ERROR) == 0
             && strncmp(s->info, "EPROTO: ", 8) == 0;
 }
 
-static OomResult tls_outcome(const TlsRun* r, char* why, size_t size)
+static OomResult tls_outcome(const void* run, char* why, size_t size)
 {
-    const Side* c = &r->client;
-    const Side* s = &r->server;
-    if (!(c->finished || c->unhandled) || !(s->finished || s->unhandled)) {
-        oom_bad(why, size, "a root never completed (client %d/%d, server %d/%d)", c->finished,
-                c->unhandled, s->finished, s->unhandled);
+    const TlsRun* r = run;
+    const OomSide* c = &r->p.client;
+    const OomSide* s = &r->p.server;
+    if (!oom_pair_ended(&r->p, why, size)) {
         return OOM_BAD;
     }
     if (c->finished && s->finished) {
@@ -181,65 +153,23 @@ static OomResult tls_outcome(const TlsRun* r, char* why, size_t size)
         }
         return OOM_COMPLETED;
     }
-    if (side_oom(c) || side_oom(s) || side_tls_failed(c) || side_tls_failed(s)) {
+    if (oom_side_oom(c) || oom_side_oom(s) || side_tls_failed(c) || side_tls_failed(s)) {
         return OOM_STEP_ERROR;
     }
-    const Side* f = c->unhandled ? c : s;
-    oom_bad(why, size, "%s failed with %s \"%s\" and no out-of-memory or TLS error",
-            f == c ? "client" : "server", f->code, f->info);
-    return OOM_BAD;
+    return oom_pair_bad(&r->p, "out-of-memory or TLS error", why, size);
 }
 
 static OomResult tls_program(char* why, size_t size)
 {
+    static const FutoInAsyncSteps_execute_callback server[] = { srv_accept, srv_handshake, srv_read,
+        srv_answer, srv_done, NULL };
+    static const FutoInAsyncSteps_execute_callback client[] = { cl_connect, cl_handshake, cl_chat,
+        cl_close, cl_done, NULL };
+    static const OomPairProgram prog = { oom_pair_tcp_server, NULL, server, client, srv_unhandled,
+        cl_unhandled, tls_outcome };
     static TlsRun r;
     memset(&r, 0, sizeof(r));
-    FutoInUv* uv = futoin_uv_new(NULL);
-    if (!uv) {
-        return OOM_REPORTED;
-    }
-    int err = 0;
-    r.srv = futoin_uv_server_new(uv, "127.0.0.1", 0, 0, &err);
-    if (!r.srv) {
-        futoin_uv_free(uv);
-        if (err == UV_ENOMEM) {
-            return OOM_REPORTED;
-        }
-        oom_bad(why, size, "futoin_uv_server_new: %s", uv_err_name(err));
-        return OOM_BAD;
-    }
-    r.port = futoin_uv_server_port(r.srv);
-    FutoInLoop* loop = futoin_uv_loop(uv);
-    FutoInAsyncSteps* server = futoin_asyncsteps_new(loop);
-    FutoInAsyncSteps* client = server ? futoin_asyncsteps_new(loop) : NULL;
-    OomResult res = OOM_REPORTED;
-    if (client) {
-        futoin_add(server, srv_accept, NULL, &r);
-        futoin_add(server, srv_handshake, NULL, &r);
-        futoin_add(server, srv_read, NULL, &r);
-        futoin_add(server, srv_answer, NULL, &r);
-        futoin_add(server, srv_done, NULL, &r);
-        futoin_execute(server, srv_unhandled, &r);
-        futoin_add(client, cl_connect, NULL, &r);
-        futoin_add(client, cl_handshake, NULL, &r);
-        futoin_add(client, cl_chat, NULL, &r);
-        futoin_add(client, cl_close, NULL, &r);
-        futoin_add(client, cl_done, NULL, &r);
-        futoin_execute(client, cl_unhandled, &r);
-        futoin_uv_run(uv);
-        res = tls_outcome(&r, why, size);
-    }
-    if (client) {
-        futoin_asyncsteps_free(client);
-    }
-    if (server) {
-        futoin_asyncsteps_free(server);
-    }
-    futoin_uv_stream_release(r.client.s);
-    futoin_uv_stream_release(r.server.s);
-    futoin_uv_server_release(r.srv);
-    futoin_uv_free(uv);
-    return res;
+    return oom_pair_run(&prog, &r, why, size);
 }
 
 static void test_oom_tls(void** state)
