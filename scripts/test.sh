@@ -47,7 +47,7 @@
 #      every example and the tests that need no POSIX
 #      (scripts/cross-test.sh mingw64; docs/PORTING.md).
 #
-#   bash scripts/test.sh           the full run, stages 0-15 (CI; about 17 min)
+#   bash scripts/test.sh           the full run, stages 0-15 (CI; about 18 min)
 #   bash scripts/test.sh --quick   stages 0 and 1 only, for the inner development
 #                                  loop (a few minutes)
 #
