@@ -19,6 +19,8 @@
 /* An error or misuse path: out of line, laid out away from hot code. */
 #define FUTOIN_COLD __attribute__((cold, noinline))
 #define FUTOIN_UNLIKELY(x) __builtin_expect(!!(x), 0)
+/* The path a hot loop takes: laid out straight, without a jump. */
+#define FUTOIN_LIKELY(x) __builtin_expect(!!(x), 1)
 /* printf-style arguments, checked by -Wformat. With mingw-w64 the build
  * takes its C99 printf (__USE_MINGW_ANSI_STDIO, set by CMakeLists.txt),
  * whose formats (%zu, %lld) are GNU's, not those of msvcrt's printf. */
@@ -32,6 +34,7 @@
 #define FUTOIN_ALWAYS_INLINE inline
 #define FUTOIN_COLD
 #define FUTOIN_UNLIKELY(x) (x)
+#define FUTOIN_LIKELY(x) (x)
 #define FUTOIN_PRINTF(fmt, first)
 #endif
 

@@ -55,7 +55,7 @@ FUTOIN_COLD static int misuse_if_gone(Flow* fl, const char* what, const char* co
 
 /* Where add()-like calls put their step: the running step's sub-step queue,
  * or level 0 of a root that is not running. NULL after reporting misuse. */
-Frame* futoin__add_target_slow(Flow* fl, const char* what)
+Step** futoin__add_target_slow(Flow* fl, const char* what)
 {
     Root* r = futoin__flow_root(fl);
     if (futoin__flow_in_step(fl)) {
@@ -67,15 +67,16 @@ Frame* futoin__add_target_slow(Flow* fl, const char* what)
             futoin__misuse(fl, "%s() after error(), break() or continue()", what);
             return NULL;
         }
-        return &fl->frames[fl->depth];
+        /* Not cached for this callback: found from the queue's end. */
+        return futoin__queue_end(&fl->frames[fl->depth].q_head);
     }
     if (futoin__flow_is_idle_root(fl)) {
         if (r->state != RS_IDLE) {
             r->state = RS_IDLE; /* a finished root is being reused */
         }
         /* Further adds before execute() take the fast path. */
-        fl->add_fr = &fl->frames[0];
-        return fl->add_fr;
+        fl->add_link = futoin__queue_end(&fl->frames[0].q_head);
+        return fl->add_link;
     }
     if (!misuse_if_gone(fl, what, NULL)) {
         futoin__misuse(fl, "%s() called from %s of a %s instance", what, cb_name(fl->cb),
@@ -109,10 +110,9 @@ static inline int in_exec(Flow* fl, const char* what)
 /* ------------------------------------------------------------------------ */
 /* Flow interface                                                            */
 
-static void api_add(FutoInAsyncSteps* as, void* data, FutoInAsyncSteps_execute_callback f,
+FUTOIN_NOINLINE static void add_slow(Flow* fl, void* data, FutoInAsyncSteps_execute_callback f,
         FutoInAsyncSteps_error_callback eh)
 {
-    Flow* fl = (Flow*)as;
     if (!f) {
         futoin__misuse(fl, "add() with a NULL execute callback");
         return;
@@ -120,16 +120,40 @@ static void api_add(FutoInAsyncSteps* as, void* data, FutoInAsyncSteps_execute_c
     futoin__add_step(fl, "add", SK_PLAIN, data, f, eh, NULL);
 }
 
+/* The step every program adds most: when the target is cached and the
+ * pool has a node, a leaf that saves no register, whatever else (misuse,
+ * a new slab, finding the target) is one tail call away. */
+static void api_add(FutoInAsyncSteps* as, void* data, FutoInAsyncSteps_execute_callback f,
+        FutoInAsyncSteps_error_callback eh)
+{
+    Flow* fl = (Flow*)as;
+    Step** at = fl->add_link;
+    SlabPool* pool = &futoin__flow_ctx(fl)->steps;
+    Step* s = pool->free_list;
+    if (FUTOIN_UNLIKELY(!at || !s || !f)) {
+        add_slow(fl, data, f, eh);
+        return;
+    }
+    pool->free_list = *(void**)s;
+    s->next = NULL;
+    s->f = f;
+    s->eh = eh;
+    s->data = data;
+    futoin__step_set(s, SK_PLAIN, NULL);
+    futoin__trace_stamp(s);
+    futoin__queue_step(fl, at, s);
+}
+
 static FutoInAsyncSteps* api_parallel(FutoInAsyncSteps* as, void* data,
         FutoInAsyncSteps_error_callback eh)
 {
     Flow* fl = (Flow*)as;
-    Frame* fr = futoin__add_target(fl, "parallel");
-    if (!fr) {
+    Step** at = futoin__add_target(fl, "parallel");
+    if (!at) {
         return &futoin__inert_iface;
     }
     Parallel* p = futoin__parallel_new(futoin__flow_ctx(fl), fl);
-    futoin__add_step_at(fl, fr, SK_PARALLEL, data, NULL, eh, p);
+    futoin__add_step_at(fl, at, SK_PARALLEL, data, NULL, eh, p);
     return &p->iface;
 }
 
@@ -309,12 +333,12 @@ static void add_loop(Flow* fl, void* data, size_t count, void (*loop_fn)(FutoInA
         futoin__misuse(fl, "%s() with a NULL loop body", what);
         return;
     }
-    Frame* fr = futoin__add_target(fl, what);
-    if (!fr) {
+    Step** at = futoin__add_target(fl, what);
+    if (!at) {
         return;
     }
     EngineCtx* ctx = futoin__flow_ctx(fl);
-    futoin__queue_step(fl, fr, futoin__loopspec_new(ctx, label, data, count, loop_fn, repeat_fn));
+    futoin__queue_step(fl, at, futoin__loopspec_new(ctx, label, data, count, loop_fn, repeat_fn));
 }
 
 static void api_loop(FutoInAsyncSteps* as, void* data, void (*f)(FutoInAsyncSteps*, void*),

@@ -440,10 +440,10 @@ void futoin_parallel_bounded(FutoInAsyncSteps* as, size_t count, size_t k, FutoI
                 futoin__step_new(ctx, SK_PARALLEL, NULL, NULL, NULL, &b->par));
         return;
     }
-    Frame* fr = futoin__add_target(fl, "futoin_parallel_bounded");
-    if (!fr) {
+    Step** at = futoin__add_target(fl, "futoin_parallel_bounded");
+    if (!at) {
         return;
     }
     Bounded* b = bounded_new(fl, count, k, item, data, mode);
-    futoin__add_step_at(fl, fr, SK_PARALLEL, NULL, NULL, NULL, &b->par);
+    futoin__add_step_at(fl, at, SK_PARALLEL, NULL, NULL, NULL, &b->par);
 }

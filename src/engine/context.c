@@ -295,7 +295,7 @@ static void fail_running_step(Flow* fl, const char* info)
     futoin__flow_set_error(fl, FUTOIN_INTERNAL_ERROR, info);
     ++futoin__flow_ctx(fl)->n_errors;
     fl->out = OUT_ERROR;
-    fl->add_fr = NULL;
+    fl->add_link = NULL;
     fl->ctl = CTL_NONE;
 }
 

@@ -85,6 +85,18 @@ static FUTOIN_ALWAYS_INLINE void frame_take_node(EngineCtx* ctx, Frame* f, Step*
     }
 }
 
+/* A plain step's frame that outlives its callback (it waits, has
+ * sub-steps or extras, or failed) keeps its node only as its error
+ * handler, as frame_take_node() would have decided at its start. */
+static FUTOIN_ALWAYS_INLINE void frame_keep(EngineCtx* ctx, Frame* f)
+{
+    Step* s = f->node;
+    if (s && !s->eh) {
+        f->node = NULL;
+        futoin__pool_put(&ctx->steps, s);
+    }
+}
+
 static Frame* frame_push(Flow* fl, Step* s)
 {
     if (fl->depth + 1 >= fl->cap) {
@@ -97,7 +109,7 @@ static Frame* frame_push(Flow* fl, Step* s)
             fl->frames = futoin__xrealloc(fl->frames, sizeof(Frame) * cap);
         }
         fl->cap = cap;
-        fl->add_fr = NULL; /* the cache may point into the old array */
+        fl->add_link = NULL; /* the cache may point into the old array */
     }
     Frame* f = &fl->frames[++fl->depth];
     uint8_t kind = futoin__step_kind(s);
@@ -159,8 +171,9 @@ static void input_drop(Flow* fl, Frame* f, ArgsBox* in, uint32_t gen)
  * threads). */
 static FUTOIN_ALWAYS_INLINE void exec_enter(Flow* fl, Frame* f)
 {
+    assert(!f->q_head);
     fl->cb = CB_EXEC;
-    fl->add_fr = f;
+    fl->add_link = &f->q_head;
     atomic_store_explicit(&fl->xepoch, atomic_load_explicit(&fl->xepoch, memory_order_relaxed) + 1,
             memory_order_release);
 }
@@ -176,7 +189,7 @@ static FUTOIN_ALWAYS_INLINE int exec_leave(Flow* fl, uint32_t gen)
         return 0;
     }
     fl->cb = CB_NONE;
-    fl->add_fr = NULL;
+    fl->add_link = NULL;
     return 1;
 }
 
@@ -190,7 +203,7 @@ static inline int call_step(Flow* fl, Frame* f, CallKind kind, FutoInAsyncSteps_
     uint32_t gen = futoin__flow_mark(fl);
     ArgsBox* in = fl->results;
     const FutoInArgs* pin = &no_args;
-    if (in) {
+    if (FUTOIN_UNLIKELY(in)) {
         fl->results = NULL;
         pin = &in->args;
     }
@@ -216,7 +229,7 @@ static inline int call_step(Flow* fl, Frame* f, CallKind kind, FutoInAsyncSteps_
         break;
     }
     }
-    if (in) {
+    if (FUTOIN_UNLIKELY(in)) {
         input_drop(fl, f, in, gen);
     }
     return exec_leave(fl, gen);
@@ -235,8 +248,8 @@ static FUTOIN_ALWAYS_INLINE int enter_section(Flow* fl, Frame* f)
     fl->results = s->held;
     s->held = NULL;
     f->flags |= FR_SECTION;
-    futoin__queue_step(fl, f,
-            futoin__step_new(futoin__flow_ctx(fl), SK_PLAIN, s->data, s->f, s->eh, NULL));
+    assert(!f->q_head); /* lock() left no sub-step behind */
+    f->q_head = futoin__step_new(futoin__flow_ctx(fl), SK_PLAIN, s->data, s->f, s->eh, NULL);
     if (dropped) { /* user cleanups: last */
         uint32_t gen = futoin__flow_mark(fl);
         futoin__box_free(futoin__flow_ctx(fl), dropped);
@@ -658,7 +671,7 @@ void futoin__flow_failed(Flow* fl)
     if (unhandled) {
         uint32_t gen = futoin__flow_mark(fl);
         fl->cb = CB_FINAL;
-        fl->add_fr = NULL;
+        fl->add_link = NULL;
         unhandled(&fl->iface, r->unhandled_data, futoin__flow_code(fl));
         if (!futoin__flow_survived(fl, gen)) {
             return;
@@ -680,7 +693,7 @@ void futoin__flow_failed(Flow* fl)
  * step, and a lone flow runs its steps back to back. */
 static int keep_turn(EngineCtx* ctx)
 {
-    if (ctx->rq.head || ctx->budget <= 1) {
+    if (FUTOIN_UNLIKELY(ctx->rq.head || ctx->budget <= 1)) {
         return 0;
     }
     --ctx->budget;
@@ -712,24 +725,29 @@ static void advance(Flow* fl)
         Frame* top = &fl->frames[fl->depth];
         int r;
         Step* s = top->q_head;
-        if (s && futoin__step_kind(s) == SK_PLAIN && fl->depth + 1 < fl->cap) {
+        if (FUTOIN_LIKELY(s && futoin__step_kind(s) == SK_PLAIN && fl->depth + 1 < fl->cap)) {
             /* The common step, started and completed with the fewest
              * writes: a plain step whose callback neither waits nor leaves
-             * anything behind is popped at once. */
+             * anything behind is popped at once. Its frame holds its node
+             * while the callback runs, whether it has an error handler or
+             * not, so that neither the start nor the pop asks; a frame
+             * that stays keeps it only for a handler (frame_keep()). */
             Frame* f = top + 1;
             FutoInAsyncSteps_execute_callback fn = s->f;
             void* data = s->data;
             top->q_head = s->next;
             ++fl->depth;
             frame_start(f, s, SK_PLAIN);
-            frame_take_node(ctx, f, s);
-            if (!call_step(fl, f, CALL_EXEC, fn, data)) {
+            f->node = s;
+            if (FUTOIN_UNLIKELY(!call_step(fl, f, CALL_EXEC, fn, data))) {
                 return;
             }
-            if (fl->out <= OUT_SUCCESS && !f->q_head && !f->flags) {
-                frame_pop_plain(fl, f);
+            if (FUTOIN_LIKELY(fl->out <= OUT_SUCCESS && !f->q_head && !f->flags)) {
+                futoin__pool_put(&ctx->steps, f->node);
+                --fl->depth;
                 r = CONTINUE;
             } else {
+                frame_keep(ctx, f);
                 r = exec_outcome(fl);
             }
         } else if (s) {

@@ -138,14 +138,24 @@ static inline EngineCtx* futoin__ctx_get(FutoInLoop* loop)
     EngineCtx* ctx = *futoin__loop_engine_slot(loop);
     return ctx ? ctx : futoin__ctx_create(loop);
 }
-Frame* futoin__add_target_slow(Flow* fl, const char* what);
+/* The end of a step queue: the link a step appended to it is stored in. */
+static inline Step** futoin__queue_end(Step** link)
+{
+    while (*link) {
+        link = &(*link)->next;
+    }
+    return link;
+}
+
+Step** futoin__add_target_slow(Flow* fl, const char* what);
 
 /* Hot helpers used by every add(): kept inline so that adding a step costs
- * a cursor load, a pool pop and a queue append. */
-static inline Frame* futoin__add_target(Flow* fl, const char* what)
+ * a cursor load, a pool pop and two stores (see Flow.add_link). Returns
+ * where the step goes, NULL after reporting misuse. */
+static inline Step** futoin__add_target(Flow* fl, const char* what)
 {
-    Frame* fr = fl->add_fr;
-    return fr ? fr : futoin__add_target_slow(fl, what);
+    Step** at = fl->add_link;
+    return at ? at : futoin__add_target_slow(fl, what);
 }
 
 #if FUTOIN_TRACING
@@ -199,24 +209,20 @@ static inline Step* futoin__step_new(EngineCtx* ctx, uint8_t kind, void* data,
     return s;
 }
 
-/* Appends to fr, which must be the frame add() targets (see Flow.q_tail). */
-static inline void futoin__queue_step(Flow* fl, Frame* fr, Step* s)
+/* Appends s (its next NULL) where futoin__add_target() said: the next
+ * add() goes after it. */
+static inline void futoin__queue_step(Flow* fl, Step** at, Step* s)
 {
-    if (fr->q_head) {
-        /* NOLINTNEXTLINE(clang-analyzer-core.NullDereference): a queue with a head has a q_tail */
-        fl->q_tail->next = s;
-    } else {
-        fr->q_head = s;
-    }
-    fl->q_tail = s;
+    *at = s;
+    fl->add_link = &s->next;
 }
 
-/* Adding a step of kind K: a new step node queued to fr, the frame that
+/* Adding a step of kind K: a new step node queued at `at`, which
  * futoin__add_target() returned for fl. */
-static inline void futoin__add_step_at(Flow* fl, Frame* fr, uint8_t kind, void* data,
+static inline void futoin__add_step_at(Flow* fl, Step** at, uint8_t kind, void* data,
         FutoInAsyncSteps_execute_callback f, FutoInAsyncSteps_error_callback eh, void* ext)
 {
-    futoin__queue_step(fl, fr, futoin__step_new(futoin__flow_ctx(fl), kind, data, f, eh, ext));
+    futoin__queue_step(fl, at, futoin__step_new(futoin__flow_ctx(fl), kind, data, f, eh, ext));
 }
 
 /* The same where nothing needs making once the target is known: returns 0,
@@ -224,11 +230,11 @@ static inline void futoin__add_step_at(Flow* fl, Frame* fr, uint8_t kind, void* 
 static inline int futoin__add_step(Flow* fl, const char* what, uint8_t kind, void* data,
         FutoInAsyncSteps_execute_callback f, FutoInAsyncSteps_error_callback eh, void* ext)
 {
-    Frame* fr = futoin__add_target(fl, what);
-    if (!fr) {
+    Step** at = futoin__add_target(fl, what);
+    if (!at) {
         return -1;
     }
-    futoin__add_step_at(fl, fr, kind, data, f, eh, ext);
+    futoin__add_step_at(fl, at, kind, data, f, eh, ext);
     return 0;
 }
 void futoin__step_free(EngineCtx* ctx, Step* s);
@@ -509,8 +515,7 @@ static inline void flow_init(Flow* fl, Root* r, int fresh)
     flow_clear(fl, FS_IDLE);
     fl->in_rq = 0;
     fl->results = NULL;
-    fl->add_fr = NULL;
-    fl->q_tail = NULL;
+    fl->add_link = NULL;
     if (fresh) {
         fl->code_heap = 0;
     }
@@ -550,7 +555,7 @@ static inline Flow* futoin__branch_new(EngineCtx* ctx, Root* r, Flow* fl, Parall
     futoin__branch(b)->parent = fl;
     futoin__branch(b)->par = p;
     futoin__branch(b)->sib_next = NULL;
-    futoin__queue_step(b, &b->frames[0], s);
+    b->frames[0].q_head = s; /* its one step; nothing is added to level 0 */
     return b;
 }
 
@@ -667,16 +672,16 @@ static inline int flow_holds_work(const Flow* fl)
 static inline int futoin__call_unlock(Flow* fl, FutoInSync* sync)
 {
     uint8_t saved = fl->cb;
-    Frame* saved_fr = fl->add_fr;
+    Step** saved_at = fl->add_link;
     uint32_t gen = futoin__flow_mark(fl);
     fl->cb = CB_CANCEL;
-    fl->add_fr = NULL;
+    fl->add_link = NULL;
     sync->api->unlock(&fl->iface, sync);
     if (!futoin__flow_survived(fl, gen)) {
         return 0; /* aborted or revived meanwhile: its state is new */
     }
     fl->cb = saved;
-    fl->add_fr = saved_fr;
+    fl->add_link = saved_at;
     return 1;
 }
 

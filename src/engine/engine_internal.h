@@ -217,7 +217,7 @@ typedef struct FrameExtra {
 /* A frame does not keep its step's execute callback: it is called once,
  * straight from the queued step. Nor the tail of its sub-step queue: steps
  * are only ever appended to the frame whose callback is running (or to an
- * idle root's level 0), so the flow keeps that one tail (Flow.q_tail).
+ * idle root's level 0), so the flow keeps that one tail (Flow.add_link).
  * What else the step brought stays in its node, which the frame keeps only
  * when it needs it: a parked flow several levels deep costs 24 bytes a
  * level plus the nodes of the levels that have a handler or a spec. */
@@ -289,11 +289,12 @@ struct Flow {
     uint8_t ctl;
     uint8_t in_rq;
     uint8_t code_heap; /* the error record is malloc()ed, not a pooled small block */
-    /* Where add() appends without further checks (NULL: ask
-     * futoin__add_target_slow()): the frame of the running execute or error
-     * callback until it completes, or level 0 of an idle root. */
-    Frame* add_fr;
-    Step* q_tail; /* last step queued in the frame steps are appended to */
+    /* Where add() stores its next step without further checks (NULL: ask
+     * futoin__add_target_slow()): the link that ends the sub-step queue of
+     * the frame whose execute or error callback runs, until it completes,
+     * or of level 0 of an idle root. One word for both the target and its
+     * tail: an append is a store through it and a store of it. */
+    Step** add_link;
     /* Results of the last success() waiting for the next step (NULL: none).
      * Pooled and moved by pointer, so results cost nothing when absent. */
     ArgsBox* results;

@@ -23,7 +23,7 @@ void futoin__flow_success(Flow* fl, FutoInArgs* args)
     }
     if (futoin__flow_in_step(fl)) {
         fl->out = OUT_SUCCESS;
-        fl->add_fr = NULL;
+        fl->add_link = NULL;
         futoin__results_set(fl, args);
         return;
     }
@@ -60,7 +60,7 @@ void futoin__flow_error(Flow* fl, const char* code, const char* info)
     if (futoin__flow_in_step(fl)) {
         fl->out = OUT_ERROR;
         fl->ctl = CTL_NONE;
-        fl->add_fr = NULL;
+        fl->add_link = NULL;
         return;
     }
     fl->ctl = CTL_NONE;
@@ -135,5 +135,5 @@ void futoin__flow_ctl(Flow* fl, uint8_t ctl, const char* label)
 {
     futoin__flow_set_error(fl, label, label);
     fl->out = futoin__outcome_of_ctl(ctl);
-    fl->add_fr = NULL;
+    fl->add_link = NULL;
 }

@@ -134,14 +134,14 @@ void futoin__call_cancel(Flow* fl, Frame* f)
     }
     x->on_cancel = NULL;
     uint8_t saved = fl->cb;
-    Frame* saved_fr = fl->add_fr;
+    Step** saved_at = fl->add_link;
     uint32_t gen = futoin__flow_mark(fl);
     fl->cb = CB_CANCEL;
-    fl->add_fr = NULL;
+    fl->add_link = NULL;
     ch(&fl->iface, x->cancel_data);
     if (futoin__flow_survived(fl, gen)) { /* else aborted or revived: its state is new */
         fl->cb = saved;
-        fl->add_fr = saved_fr;
+        fl->add_link = saved_at;
     }
 }
 

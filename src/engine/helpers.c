@@ -53,8 +53,8 @@ void futoin_success_step(FutoInAsyncSteps* as, FutoInArgs* args)
         futoin__foreign_success_step(as, args);
         return;
     }
-    Frame* fr = futoin__add_target(fl, "successStep");
-    if (!fr) {
+    Step** at = futoin__add_target(fl, "successStep");
+    if (!at) {
         futoin__args_drop(args);
         return;
     }
@@ -68,7 +68,7 @@ void futoin_success_step(FutoInAsyncSteps* as, FutoInArgs* args)
         box->args = taken;
         box->nargs = n;
     }
-    futoin__add_step_at(fl, fr, SK_VALUE, NULL, NULL, NULL, box);
+    futoin__add_step_at(fl, at, SK_VALUE, NULL, NULL, NULL, box);
 }
 
 void futoin_relinquish(FutoInAsyncSteps* as)
@@ -105,8 +105,8 @@ void futoin_copy_from(FutoInAsyncSteps* as, FutoInAsyncSteps* model)
                 "copyFrom(): the model must be a root of this library that is not running");
         return;
     }
-    Frame* fr = futoin__add_target(fl, "copyFrom");
-    if (!fr) {
+    Step** at = futoin__add_target(fl, "copyFrom");
+    if (!at) {
         return;
     }
     EngineCtx* ctx = futoin__flow_ctx(fl);
@@ -114,7 +114,8 @@ void futoin_copy_from(FutoInAsyncSteps* as, FutoInAsyncSteps* model)
     for (const Step* s = mf->frames[0].q_head; s; s = s->next) {
         Step* c = futoin__step_copy(ctx, s, fl, &err);
         if (c) {
-            futoin__queue_step(fl, fr, c);
+            futoin__queue_step(fl, at, c);
+            at = &c->next;
         }
     }
     futoin__state_copy(futoin__flow_root(fl), futoin__flow_root(mf));

@@ -201,13 +201,13 @@ void futoin_add_owned(FutoInAsyncSteps* as, FutoInAsyncSteps_execute_callback f,
     /* The common case first: a flow of ours. */
     Flow* fl = as && as->api == &futoin__flow_api ? (Flow*)as : NULL;
     if (fl && f && destroy) {
-        Frame* fr = futoin__add_target(fl, "futoin_add_owned");
-        if (FUTOIN_UNLIKELY(!fr)) {
+        Step** at = futoin__add_target(fl, "futoin_add_owned");
+        if (FUTOIN_UNLIKELY(!at)) {
             destroy(data); /* refused (reported): the data is done with */
             return;
         }
         EngineCtx* ctx = futoin__flow_ctx(fl);
-        futoin__add_step_at(fl, fr, SK_OWNED, data, f, eh, owned_data_new(ctx, data, destroy));
+        futoin__add_step_at(fl, at, SK_OWNED, data, f, eh, owned_data_new(ctx, data, destroy));
         return;
     }
     if (!destroy) {

@@ -7,7 +7,7 @@
 #include "engine/engine_impl.h"
 
 /* Gives r the state futoin_asyncsteps_new() hands out, but for
- * free_pending, its pool link and add_fr. Done when a root is first made and
+ * free_pending, its pool link and add_link. Done when a root is first made and
  * when it is destroyed, so that taking one from the pool is a pop. */
 static inline void root_reset(Root* r, int fresh)
 {
@@ -69,7 +69,7 @@ FutoInAsyncSteps* futoin_asyncsteps_new(FutoInLoop* loop)
     /* Counted while ctx is at hand (root_pool() takes it back). */
     ++ctx->n_roots;
     r->free_pending = 0;
-    r->main.add_fr = &r->main.frames[0]; /* idle: add() appends to level 0 */
+    r->main.add_link = &r->main.frames[0].q_head; /* idle: add() appends to level 0 */
     return &r->main.iface;
 }
 
@@ -97,7 +97,7 @@ void futoin__root_execute(Flow* fl, void* data, FutoInAsyncSteps_error_callback 
     fl->pending = PD_NEXT;
     fl->out = OUT_NONE;
     fl->ctl = CTL_NONE;
-    fl->add_fr = NULL;
+    fl->add_link = NULL;
     futoin__rq_push(fl);
     info_clear(r); /* last: a tail call, when there is a record */
 }
@@ -110,7 +110,7 @@ void futoin__flow_release(Flow* fl)
     Root* r = futoin__flow_root(fl);
     futoin__rq_remove(fl);
     ++fl->gen;
-    fl->add_fr = NULL;
+    fl->add_link = NULL;
     fl->state = FS_DONE;
     RootExt* x = futoin__root_ext(r);
     futoin__branch(fl)->sib_next = x->zombies;
@@ -225,13 +225,13 @@ static void root_release_extras(Root* r)
 
 /* Pooled with its frame array and extras for the next root. Its stale
  * handle keeps being refused: free_pending stays set until the root is
- * handed out again, and add_fr is NULL. */
+ * handed out again, and add_link is NULL. */
 static inline void root_pool(Root* r)
 {
     EngineCtx* ctx = futoin__root_ctx(r);
     root_reset(r, 0);
     r->free_pending = 1;
-    r->main.add_fr = NULL;
+    r->main.add_link = NULL;
     r->main.pool_next = (Flow*)ctx->free_roots;
     ctx->free_roots = r;
     --ctx->n_roots;
@@ -281,7 +281,7 @@ void futoin__root_free(Root* r)
         return;
     }
     r->free_pending = 1;
-    r->main.add_fr = NULL;
+    r->main.add_link = NULL;
     if (!r->busy && r->state != RS_RUNNING) {
         root_destroy(r); /* nothing of it runs or is on the C stack */
         return;

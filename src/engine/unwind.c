@@ -114,14 +114,14 @@ void futoin__flow_unwind(Flow* fl)
             uint32_t gen = futoin__flow_mark(fl);
             fl->cb = CB_ERROR;
             fl->out = OUT_NONE;
-            fl->add_fr = f;
+            fl->add_link = &f->q_head; /* emptied above */
             eh(&fl->iface, f->node->data, futoin__flow_code(fl));
             if (!futoin__flow_survived(fl, gen)) {
                 futoin__owners_flush_if_any(futoin__flow_ctx(fl));
                 return;
             }
             fl->cb = CB_NONE;
-            fl->add_fr = NULL;
+            fl->add_link = NULL;
             f = &fl->frames[fl->depth];
             switch (fl->out) {
             case OUT_SUCCESS:
@@ -176,7 +176,7 @@ static void flow_end_aborted(Flow* fl)
     ArgsBox* dropped = fl->results;
     fl->frames[0].q_head = NULL;
     fl->results = NULL;
-    fl->add_fr = NULL;
+    fl->add_link = NULL;
     flow_clear(fl, FS_DONE);
     EngineCtx* ctx = futoin__flow_ctx(fl);
     if (fl->is_branch) {
@@ -247,6 +247,6 @@ void futoin__flow_abort(Flow* fl)
             return;
         }
     }
-    fl->add_fr = NULL;
+    fl->add_link = NULL;
     flow_clear(fl, FS_DONE);
 }

@@ -418,8 +418,11 @@ void futoin__obs_frame_describe(Flow* fl, uint32_t level, FutoInFrameInfo* fi)
             break;
         }
         /* The node's eh and data are the step's own but for a loop (its
-         * spec) and a sync step (the critical section's). */
-        if (node && f->kind != SK_LOOP && f->kind != SK_SYNC) {
+         * spec) and a sync step (the critical section's). A running plain
+         * step's frame holds its node for the call even without a handler
+         * (dispatch.c): what it shows is what it keeps afterwards. */
+        if (node && f->kind != SK_LOOP && f->kind != SK_SYNC
+                && (node->eh || (f->kind != SK_PLAIN && f->kind != SK_YIELD))) {
             fi->error_handler = node->eh;
             fi->data = node->data;
             if (node->eh) {
