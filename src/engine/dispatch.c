@@ -263,16 +263,16 @@ static int exec_outcome(Flow* fl)
 {
     Frame* f = &fl->frames[fl->depth];
     switch (fl->out) {
-    case OUT_ERROR:
-        if (futoin__start_unwind(fl, fl->depth, 1)) {
-            futoin__flow_unwind(fl);
-        }
-        return HANDLED;
     case OUT_BREAK:
     case OUT_CONTINUE:
         fl->ctl = futoin__ctl_of_outcome(fl->out);
-        if (futoin__start_unwind(fl, fl->depth, 1)) {
-            futoin__flow_unwind(fl);
+        /* fall through */
+    case OUT_ERROR:
+        /* A handler that recovers, or the loop that a break or continue
+         * reaches, lets the flow go on in this turn, as a step that
+         * completes does; else it is queued, parked or gone. */
+        if (futoin__start_unwind(fl, fl->depth, 1) && futoin__flow_unwind_run(fl) && !fl->in_rq) {
+            return CONTINUE;
         }
         return HANDLED;
     case OUT_SUCCESS:
@@ -326,6 +326,13 @@ static int run_iteration(Flow* fl)
     }
     for (;;) {
         if (futoin__flow_step_settled(fl) || f->q_head || f->flags) {
+            /* A body that parks (waitExternal() and the like), what a
+             * loop of a long-lived flow does most: exec_outcome()'s
+             * answer without the call. */
+            if (!futoin__flow_step_settled(fl) && !f->q_head && (f->flags & FR_WAIT)) {
+                fl->state = FS_WAIT;
+                return HANDLED;
+            }
             return exec_outcome(fl);
         }
         /* The last iteration, or the turn ends: frame_complete() takes

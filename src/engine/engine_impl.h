@@ -387,7 +387,12 @@ void futoin__branch_unlink(Flow* fl);
 
 /* ---- unwind.c ---- */
 int futoin__start_unwind(Flow* fl, uint32_t k, int own);
+/* Unwinds fl (futoin__start_unwind() has begun it); a flow that a
+ * handler recovered is queued for its next step. */
 void futoin__flow_unwind(Flow* fl);
+/* The same, but a recovered flow is left to the caller to run or queue:
+ * returns 1 then. */
+int futoin__flow_unwind_run(Flow* fl);
 int futoin__flow_unwind_to(Flow* base, uint32_t k);
 void futoin__flow_abort(Flow* fl);
 

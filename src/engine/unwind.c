@@ -64,14 +64,16 @@ static int label_matches(const LoopSpec* l, const char* label)
 }
 
 /* Walks the stack from the top, calling error handlers (not for
- * break/continue), until the error is handled or escapes the flow. */
-void futoin__flow_unwind(Flow* fl)
+ * break/continue), until the error is handled or escapes the flow.
+ * Returns 1 if a handler recovered and the flow goes on with its next
+ * step, for the caller to run or queue. */
+int futoin__flow_unwind_run(Flow* fl)
 {
     fl->pending = PD_NEXT;
     for (;;) {
         if (fl->depth == 0) {
             futoin__flow_failed(fl);
-            return;
+            return 0;
         }
         Frame* f = &fl->frames[fl->depth];
         if (fl->ctl && f->kind == SK_LOOP && label_matches(f->node, futoin__flow_code(fl))) {
@@ -88,12 +90,9 @@ void futoin__flow_unwind(Flow* fl)
                     (void)iteration_reset(fl, &fl->frames[fl->depth]);
                 }
             }
-            if (futoin__flow_survived(fl, gen)) {
-                /* CONTINUE: the loop frame is empty, so advance() completes
-                 * the iteration and starts the next one. */
-                futoin__rq_push(fl);
-            }
-            return;
+            /* CONTINUE: the loop frame is empty, so advance() completes
+             * the iteration and starts the next one. */
+            return futoin__flow_survived(fl, gen);
         }
         /* Sub-steps of this frame that have not started yet are abandoned
          * with it: the error handler must see an empty queue, or it could
@@ -104,7 +103,7 @@ void futoin__flow_unwind(Flow* fl)
             f->q_head = NULL;
             futoin__queue_free(futoin__flow_ctx(fl), queued);
             if (!futoin__flow_survived(fl, gen)) {
-                return;
+                return 0;
             }
             f = &fl->frames[fl->depth];
         }
@@ -118,17 +117,14 @@ void futoin__flow_unwind(Flow* fl)
             eh(&fl->iface, f->node->data, futoin__flow_code(fl));
             if (!futoin__flow_survived(fl, gen)) {
                 futoin__owners_flush_if_any(futoin__flow_ctx(fl));
-                return;
+                return 0;
             }
             fl->cb = CB_NONE;
             fl->add_link = NULL;
             f = &fl->frames[fl->depth];
             switch (fl->out) {
             case OUT_SUCCESS:
-                if (frame_pop(fl, 0)) {
-                    futoin__rq_push(fl);
-                }
-                return;
+                return frame_pop(fl, 0);
             case OUT_ERROR:
                 break; /* new code already stored; keep unwinding */
             case OUT_BREAK:
@@ -138,15 +134,21 @@ void futoin__flow_unwind(Flow* fl)
             default:
                 if (f->q_head) {
                     /* Steps added in an error handler replace the step. */
-                    futoin__rq_push(fl);
-                    return;
+                    return 1;
                 }
                 break;
             }
         }
         if (!frame_pop(fl, 1)) {
-            return;
+            return 0;
         }
+    }
+}
+
+void futoin__flow_unwind(Flow* fl)
+{
+    if (futoin__flow_unwind_run(fl)) {
+        futoin__rq_push(fl);
     }
 }
 
