@@ -436,7 +436,13 @@ static void branch_done(Flow* fl)
         pf->flags &= (uint8_t)~FR_PAR_WAIT;
         futoin__rq_push(parent);
     }
-    futoin__flow_release(fl);
+    /* Ended in its own turn (advance()): unless another engine frame of
+     * the root is on the C stack, nothing can read it any more. */
+    if (futoin__flow_root(fl)->busy == 1) {
+        branch_recycle_now(fl);
+    } else {
+        futoin__flow_release(fl);
+    }
     if (res) {
         futoin__box_free(futoin__flow_ctx(parent), res);
     }

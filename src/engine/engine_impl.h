@@ -473,6 +473,26 @@ static inline void recycle_zombies(Root* r)
     }
 }
 
+/* A branch flow released where nothing can still read it: no callback of
+ * it on the C stack and no engine frame of its root but the caller's
+ * (Root.busy is 1). It is recycled at once, as recycle_zombies() would
+ * when that frame leaves, without passing through the zombie list. */
+static inline void branch_recycle_now(Flow* fl)
+{
+    Root* r = futoin__flow_root(fl);
+    assert(r->busy == 1 && fl->cb == CB_NONE && !fl->in_rq);
+    ++fl->gen;
+    fl->add_link = NULL;
+    fl->state = FS_DONE;
+    if (futoin__branch(fl)->code != futoin__no_code) {
+        futoin__flow_code_release(fl);
+    }
+#if FUTOIN_TRACING
+    futoin__trace_branch_reset(fl);
+#endif
+    flow_recycle(futoin__root_ctx(r), fl);
+}
+
 static inline void root_released(Root* r)
 {
     recycle_zombies(r);
