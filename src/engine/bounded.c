@@ -313,7 +313,14 @@ void futoin__bounded_branch_done(Flow* fl)
     ArgsBox* res = fl->results;
     fl->results = NULL;
     unlink_branch(b, fl);
-    futoin__flow_release(fl);
+    /* Ended in its own turn (dispatch.c, branch_done()): unless another
+     * engine frame of the root is on the C stack, nothing can read it any
+     * more, and the next item may take its memory at once. */
+    if (futoin__flow_root(fl)->busy == 1) {
+        branch_recycle_now(fl);
+    } else {
+        futoin__flow_release(fl);
+    }
     if (res) {
         /* The values move to the record: no cleanup runs here. An item
          * recorded as failed recovered with none (item_eh()). */

@@ -258,10 +258,60 @@ static FUTOIN_ALWAYS_INLINE int enter_section(Flow* fl, Frame* f)
     return 1;
 }
 
+/* The plain step on top failed by itself, and its frame holds nothing but
+ * its node with an error handler that has not run: no sub-step, timer,
+ * cancel handler, stack memory or incoming results to release first.
+ * What futoin__start_unwind() and futoin__flow_unwind_run() would do for
+ * it, without their general walk: the handler runs at once, and what it
+ * decides is carried out as the walk would. */
+static inline int own_handler_only(const Flow* fl, const Frame* f)
+{
+    return f->kind == SK_PLAIN && !f->flags && !f->q_head && !fl->results && f->node && f->node->eh;
+}
+
+static int error_to_own_handler(Flow* fl, Frame* f)
+{
+    Step* node = f->node;
+    uint32_t gen = futoin__flow_mark(fl);
+    f->flags = FR_EH_USED;
+    fl->cb = CB_ERROR;
+    fl->out = OUT_NONE;
+    fl->add_link = &f->q_head;
+    node->eh(&fl->iface, node->data, futoin__flow_code(fl));
+    if (!futoin__flow_survived(fl, gen)) {
+        futoin__owners_flush_if_any(futoin__flow_ctx(fl));
+        return HANDLED;
+    }
+    fl->cb = CB_NONE;
+    fl->add_link = NULL;
+    switch (fl->out) {
+    case OUT_SUCCESS:
+        return frame_pop(fl, 0) && !fl->in_rq ? CONTINUE : HANDLED;
+    case OUT_ERROR:
+        break; /* a new error: the walk goes on outwards */
+    case OUT_BREAK:
+    case OUT_CONTINUE:
+        fl->ctl = futoin__ctl_of_outcome(fl->out);
+        break;
+    default:
+        if (fl->frames[fl->depth].q_head) {
+            return fl->in_rq ? HANDLED : CONTINUE; /* its steps replace the step */
+        }
+        break;
+    }
+    if (!frame_pop(fl, 1)) {
+        return HANDLED;
+    }
+    return futoin__flow_unwind_run(fl) && !fl->in_rq ? CONTINUE : HANDLED;
+}
+
 /* Decides what happens after an execute callback of the top frame returned. */
 static int exec_outcome(Flow* fl)
 {
     Frame* f = &fl->frames[fl->depth];
+    if (fl->out == OUT_ERROR && own_handler_only(fl, f)) {
+        return error_to_own_handler(fl, f);
+    }
     switch (fl->out) {
     case OUT_BREAK:
     case OUT_CONTINUE:
@@ -790,6 +840,16 @@ static void advance(Flow* fl)
             continue;
         }
         if (r == CONTINUE) {
+            if (fl->is_branch && fl->depth == 0 && !fl->frames[0].q_head
+                    && !futoin__branch(fl)->par->bounded) {
+                /* A branch of parallel() whose last step just completed:
+                 * its end runs no step, so it takes no further turn (its
+                 * parallel's wake-up still comes after the branches queued
+                 * before it). A branch of futoin_parallel_bounded() takes
+                 * its turn as before: its end starts the next item. */
+                branch_done(fl);
+                return;
+            }
             futoin__rq_push(fl);
         }
         return;
