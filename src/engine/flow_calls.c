@@ -24,7 +24,9 @@ void futoin__flow_success(Flow* fl, FutoInArgs* args)
     if (futoin__flow_in_step(fl)) {
         fl->out = OUT_SUCCESS;
         fl->add_link = NULL;
-        futoin__results_set(fl, args);
+        if (args || fl->results) { /* else nothing to set or drop */
+            futoin__results_set(fl, args);
+        }
         return;
     }
     /* External completion of a waiting step: resume on the next round.
