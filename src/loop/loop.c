@@ -803,6 +803,9 @@ static FutoInLoop* loop_create(int is_virtual)
     loop->is_virtual = (uint8_t)is_virtual;
     loop->now_ns = is_virtual ? 0 : futoin__loop_clock_ns();
     loop->head.owner = pthread_self();
+#if FUTOIN_THREAD_POINTER
+    loop->head.owner_tp = __builtin_thread_pointer();
+#endif
     futoin__xq_init(&loop->xq);
     atomic_init(&loop->need_signal, 0);
     atomic_init(&loop->refs, 0);

@@ -15,12 +15,27 @@
 
 #define FUTOIN_LOOP_ENGINE_MEM 384
 
+/* Which thread runs: where the compiler reads the thread pointer, that
+ * register (one instruction, no call), else pthread_self(). Two live
+ * threads never share either. */
+#if defined(__has_builtin) && !defined(_WIN32)
+#if __has_builtin(__builtin_thread_pointer)
+#define FUTOIN_THREAD_POINTER 1
+#endif
+#endif
+#ifndef FUTOIN_THREAD_POINTER
+#define FUTOIN_THREAD_POINTER 0
+#endif
+
 /* The first member of struct FutoInLoop, so that the thread check of the
  * ABI entry points can be inlined: it is the one check the single-thread
  * hot path pays for cross-thread support. owner never changes. */
 typedef struct LoopHead {
     pthread_t owner;
     void* engine_ctx; /* see futoin__loop_engine_slot() */
+#if FUTOIN_THREAD_POINTER
+    void* owner_tp; /* the owner's thread pointer */
+#endif
     /* Room for the AsyncSteps engine's per-loop context: a flow reaches it
      * from its loop pointer by an addition, not a load. The engine checks
      * that its context fits. */
@@ -29,7 +44,11 @@ typedef struct LoopHead {
 
 static inline int futoin__loop_on_thread(const FutoInLoop* loop)
 {
+#if FUTOIN_THREAD_POINTER
+    return __builtin_thread_pointer() == ((const LoopHead*)(const void*)loop)->owner_tp;
+#else
     return pthread_equal(pthread_self(), ((const LoopHead*)(const void*)loop)->owner) != 0;
+#endif
 }
 
 /* Callback with one extra word, so the engine can address a (flow, frame)
