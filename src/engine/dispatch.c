@@ -358,33 +358,26 @@ static int keep_turn(EngineCtx* ctx);
  * timer, cancel handler or stack memory), the next one starts right here,
  * for as long as the flow keeps its turn: the same order and budget as
  * going round advance(), without its per-iteration bookkeeping. */
-static int run_iteration(Flow* fl)
+/* An iteration's body left something (an outcome, sub-steps, a wait). A
+ * body that parks (waitExternal() and the like), what a loop of a
+ * long-lived flow does most, gets exec_outcome()'s answer without the
+ * call. */
+static inline int iteration_outcome(Flow* fl, Frame* f)
 {
-    EngineCtx* ctx = futoin__flow_ctx(fl);
-    Frame* f = &fl->frames[fl->depth];
-    LoopSpec* l = f->node;
-    /* Results of the previous iteration are not an input of the next. */
-    if (fl->results) {
-        uint32_t gen = futoin__flow_mark(fl);
-        futoin__results_drop_slow(fl);
-        if (!futoin__flow_survived(fl, gen)) {
-            return HANDLED;
-        }
-    }
-    if (!call_step(fl, f, l->count ? CALL_REPEAT : CALL_LOOP, NULL, NULL)) {
+    if (!futoin__flow_step_settled(fl) && !f->q_head && (f->flags & FR_WAIT)) {
+        fl->state = FS_WAIT;
         return HANDLED;
     }
+    return exec_outcome(fl);
+}
+
+/* The iterations after the first of one turn (run_iteration()), out of
+ * line: a loop that parks after each iteration, the common long-lived
+ * flow, does not pay for this loop's registers. */
+FUTOIN_NOINLINE static int run_more_iterations(Flow* fl, Frame* f, LoopSpec* l)
+{
+    EngineCtx* ctx = futoin__flow_ctx(fl);
     for (;;) {
-        if (futoin__flow_step_settled(fl) || f->q_head || f->flags) {
-            /* A body that parks (waitExternal() and the like), what a
-             * loop of a long-lived flow does most: exec_outcome()'s
-             * answer without the call. */
-            if (!futoin__flow_step_settled(fl) && !f->q_head && (f->flags & FR_WAIT)) {
-                fl->state = FS_WAIT;
-                return HANDLED;
-            }
-            return exec_outcome(fl);
-        }
         /* The last iteration, or the turn ends: frame_complete() takes
          * it from here (it counts the iteration just run). */
         if ((l->count && l->i + 1 >= l->count) || !keep_turn(ctx)) {
@@ -403,7 +396,31 @@ static int run_iteration(Flow* fl)
         if (!exec_leave(fl, gen)) {
             return HANDLED;
         }
+        if (futoin__flow_step_settled(fl) || f->q_head || f->flags) {
+            return iteration_outcome(fl, f);
+        }
     }
+}
+
+static int run_iteration(Flow* fl)
+{
+    Frame* f = &fl->frames[fl->depth];
+    LoopSpec* l = f->node;
+    /* Results of the previous iteration are not an input of the next. */
+    if (fl->results) {
+        uint32_t gen = futoin__flow_mark(fl);
+        futoin__results_drop_slow(fl);
+        if (!futoin__flow_survived(fl, gen)) {
+            return HANDLED;
+        }
+    }
+    if (!call_step(fl, f, l->count ? CALL_REPEAT : CALL_LOOP, NULL, NULL)) {
+        return HANDLED;
+    }
+    if (futoin__flow_step_settled(fl) || f->q_head || f->flags) {
+        return iteration_outcome(fl, f);
+    }
+    return run_more_iterations(fl, f, l);
 }
 
 static void yield_resume(void* data, uintptr_t depth)

@@ -24,14 +24,18 @@ static inline void futoin__args_release(FutoInArgs* a, uint8_t n)
     }
 }
 
+static inline int futoin__type_has_cleanup(const FutoInType* t)
+{
+    return t && t->cleanup;
+}
+
+/* Unrolled: a value or two, the common case, cost a test for each empty
+ * slot rather than a trip round a loop. */
 static inline int futoin__args_need_cleanup(const FutoInArgs* a)
 {
-    for (int i = 0; i < 4; ++i) {
-        if (a->args[i].type && a->args[i].type->cleanup) {
-            return 1;
-        }
-    }
-    return 0;
+    return futoin__type_has_cleanup(a->args[0].type) || futoin__type_has_cleanup(a->args[1].type)
+            || futoin__type_has_cleanup(a->args[2].type)
+            || futoin__type_has_cleanup(a->args[3].type);
 }
 
 /* Runs the cleanups of a's first n values and empties their holders. */
