@@ -993,8 +993,10 @@ static inline void futoin_success_args(FutoInAsyncSteps* as, FutoInArgs* args)
 static inline void futoin_success1(FutoInAsyncSteps* as, FutoInBinaryValue a0)
 {
     FutoInArgs a;
-    memset(&a, 0, sizeof(a));
-    a.arg0 = a0;
+    a.arg0 = a0; /* the rest emptied one by one: stores, not a string op */
+    memset(&a.arg1, 0, sizeof(a.arg1));
+    memset(&a.arg2, 0, sizeof(a.arg2));
+    memset(&a.arg3, 0, sizeof(a.arg3));
     as->api->success(as, &a);
 }
 /**
@@ -1022,9 +1024,10 @@ static inline void futoin_success1(FutoInAsyncSteps* as, FutoInBinaryValue a0)
 static inline void futoin_success2(FutoInAsyncSteps* as, FutoInBinaryValue a0, FutoInBinaryValue a1)
 {
     FutoInArgs a;
-    memset(&a, 0, sizeof(a));
     a.arg0 = a0;
     a.arg1 = a1;
+    memset(&a.arg2, 0, sizeof(a.arg2));
+    memset(&a.arg3, 0, sizeof(a.arg3));
     as->api->success(as, &a);
 }
 /**
@@ -1054,10 +1057,10 @@ static inline void futoin_success3(FutoInAsyncSteps* as, FutoInBinaryValue a0, F
         FutoInBinaryValue a2)
 {
     FutoInArgs a;
-    memset(&a, 0, sizeof(a));
     a.arg0 = a0;
     a.arg1 = a1;
     a.arg2 = a2;
+    memset(&a.arg3, 0, sizeof(a.arg3));
     as->api->success(as, &a);
 }
 /**
@@ -1088,7 +1091,6 @@ static inline void futoin_success4(FutoInAsyncSteps* as, FutoInBinaryValue a0, F
         FutoInBinaryValue a2, FutoInBinaryValue a3)
 {
     FutoInArgs a;
-    memset(&a, 0, sizeof(a));
     a.arg0 = a0;
     a.arg1 = a1;
     a.arg2 = a2;
