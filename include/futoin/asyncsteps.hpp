@@ -615,8 +615,11 @@ namespace detail {
         std::size_t i = 0;
         if constexpr ((plain_value<std::decay_t<V>> && ...)) {
             /* Nothing can throw: the slots after the values are emptied,
-             * the others written whole. */
-            std::memset(a.args + n, 0, (4 - n) * sizeof(a.args[0]));
+             * the others written whole. One slot at a time: stores, not a
+             * string instruction. */
+            for (std::size_t k = n; k < 4; ++k) {
+                std::memset(&a.args[k], 0, sizeof(a.args[k]));
+            }
             (put_value(a.args[i++], std::forward<V>(v)), ...);
             (void)i;
             return;
