@@ -414,13 +414,23 @@ static int run_iteration(Flow* fl)
             return HANDLED;
         }
     }
-    if (!call_step(fl, f, l->count ? CALL_REPEAT : CALL_LOOP, NULL, NULL)) {
+    /* call_step() without its incoming results, just dropped. */
+    uint32_t gen = futoin__flow_mark(fl);
+    fl->out = OUT_NONE;
+    exec_enter(fl, f);
+    if (l->count) {
+        l->repeat_fn(&fl->iface, l->loop_data, l->i);
+    } else {
+        l->loop_fn(&fl->iface, l->loop_data);
+    }
+    if (!exec_leave(fl, gen)) {
         return HANDLED;
     }
+    f = &fl->frames[fl->depth];
     if (futoin__flow_step_settled(fl) || f->q_head || f->flags) {
         return iteration_outcome(fl, f);
     }
-    return run_more_iterations(fl, f, l);
+    return run_more_iterations(fl, f, f->node);
 }
 
 static void yield_resume(void* data, uintptr_t depth)
