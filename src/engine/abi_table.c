@@ -258,6 +258,19 @@ static void api_success(FutoInAsyncSteps* as, FutoInArgs* args)
         return;
     }
     if (futoin__flow_waits_external(fl) && !futoin__flow_wait_is_owned(fl)) {
+        Frame* f = &fl->frames[fl->depth];
+        if (args && f->kind == SK_LOOP && !futoin__args_need_cleanup(args)) {
+            args = NULL; /* a loop body's values go nowhere */
+        }
+        if (!args && !(f->flags & (FR_LOCK_PHASE | FR_EXTRAS)) && !fl->results) {
+            /* The common resume: a plain wait, no value to keep, nothing
+             * of the frame to settle. What futoin__flow_success() does
+             * for it. */
+            f->flags &= (uint8_t)~FR_WAIT;
+            fl->pending = PD_NEXT;
+            futoin__rq_push(fl);
+            return;
+        }
         futoin__flow_success(fl, args);
         return;
     }
