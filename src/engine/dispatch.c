@@ -353,11 +353,6 @@ static int exec_outcome(Flow* fl)
 
 static int keep_turn(EngineCtx* ctx);
 
-/* Runs iterations of the loop on top of fl. While an iteration's body
- * completes at once and leaves nothing behind (no sub-steps, results,
- * timer, cancel handler or stack memory), the next one starts right here,
- * for as long as the flow keeps its turn: the same order and budget as
- * going round advance(), without its per-iteration bookkeeping. */
 /* An iteration's body left something (an outcome, sub-steps, a wait). A
  * body that parks (waitExternal() and the like), what a loop of a
  * long-lived flow does most, gets exec_outcome()'s answer without the
@@ -402,6 +397,11 @@ FUTOIN_NOINLINE static int run_more_iterations(Flow* fl, Frame* f, LoopSpec* l)
     }
 }
 
+/* Runs iterations of the loop on top of fl. While an iteration's body
+ * completes at once and leaves nothing behind (no sub-steps, results,
+ * timer, cancel handler or stack memory), the next one starts right here,
+ * for as long as the flow keeps its turn: the same order and budget as
+ * going round advance(), without its per-iteration bookkeeping. */
 static int run_iteration(Flow* fl)
 {
     Frame* f = &fl->frames[fl->depth];
