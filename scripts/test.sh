@@ -15,8 +15,10 @@
 #      checks of .clang-tidy, every finding an error (scripts/lint.sh).
 #   3. clang, ASan + UBSan              + ctest
 #   4. valgrind: the programs of stage 1, not built again, every test
-#      under valgrind memcheck but the C++20 copies of the C++ suites
-#   5. clang, ThreadSanitizer, the thread tests (scripts/tsan.sh)
+#      under valgrind memcheck but the C++20 copies of the C++ suites (their
+#      C++17 builds run), 1.5 x CTEST_JOBS at once
+#   5. clang, ThreadSanitizer, the thread tests (scripts/tsan.sh; only
+#      the library and their programs are built)
 #   6. libFuzzer: the engine against the reference model for FUZZ_SECONDS
 #      (default 30; scripts/fuzz.sh)
 #   7. cmake --install into a temporary prefix, then scripts/check-consumer.sh:
@@ -37,8 +39,9 @@
 #      macOS and the BSDs take, a pipe, poll(), nanosleep(), one shared
 #      listening socket for a port) + ctest, without the C++ tests and
 #      examples (headers over the C API, nothing of the system's).
-#  12. aarch64 under qemu-user: Debian's cross gcc, every CTest test
-#      (scripts/cross-test.sh aarch64; 64-bit ARM, little-endian).
+#  12. aarch64 under qemu-user: Debian's cross gcc, every CTest test but
+#      the out-of-memory sweeps (scripts/cross-test.sh aarch64, which says
+#      why; 64-bit ARM, little-endian).
 #  13. s390x under qemu-user: the same (scripts/cross-test.sh s390x;
 #      64-bit big-endian).
 #  14. the Python binding (bindings/python, docs/PYTHON.md): its cffi
@@ -51,7 +54,7 @@
 #      every example and the tests that need no POSIX
 #      (scripts/cross-test.sh mingw64; docs/PORTING.md).
 #
-#   bash scripts/test.sh           the full run, stages 0-15 (CI; about 18 min)
+#   bash scripts/test.sh           the full run, stages 0-15 (CI; about 13 min)
 #   bash scripts/test.sh --quick   stages 0 and 1 only, for the inner development
 #                                  loop (a few minutes)
 #
@@ -63,7 +66,8 @@
 #
 # Environment:
 #   TEST_BUILD_ROOT=dir  where the build directories go (default: build-test)
-#   CTEST_JOBS=n         tests run at once (default 4: they mostly wait)
+#   CTEST_JOBS=n         tests run at once (default 4: they mostly wait;
+#                        stage 4 runs half as many again)
 #   FUTOIN_SKIP_DEPS=1   do not install missing packages (scripts/deps.sh)
 set -euo pipefail
 
