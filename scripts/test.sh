@@ -257,7 +257,9 @@ passed
 # The programs of stage 1, not built again: FUTOIN_VALGRIND changes only how
 # CTest runs them (the wrapper, cmake/FutoinTest.cmake), so the directory is
 # reconfigured with it for this run and without it afterwards (stage 14
-# links its library). The C++20 copies of the C++ suites are left out
+# links its library). They are Release builds without -g: a report names
+# the functions; a RelWithDebInfo build configured with FUTOIN_VALGRIND=ON
+# gives the lines too. The C++20 copies of the C++ suites are left out
 # (the C++17 ones run); the timings of stage 1's run are put aside, so that
 # CTest starts the tests that are long under valgrind first (their COST).
 # Half as many again at once as elsewhere (6 by default): under valgrind
