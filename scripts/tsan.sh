@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # ThreadSanitizer stage for the thread tests: a clang build with
 # -fsanitize=thread in its own directory (TSan cannot be combined with the
-# ASan build), then the CTest label "threads" (small sizes, set by CMake).
+# ASan build) of the library and the programs of the CTest label
+# "threads", then those tests (small sizes, set by CMake).
 #
 #   bash scripts/tsan.sh            thread tests only
 #   bash scripts/tsan.sh --all      every CTest test under TSan
@@ -28,5 +29,17 @@ cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
     -DFUTOIN_TSAN=ON -DFUTOIN_WERROR=ON \
     -DFUTOIN_BUILD_EXAMPLES=OFF -DFUTOIN_BUILD_BENCH=OFF -DFUTOIN_WITH_UV=OFF
-cmake --build "$BUILD" -j"$JOBS"
+if [ ${#LABEL[@]} -gt 0 ]; then
+    # Only the programs of the tests that run (each test is named after
+    # its program): not the rest of the tree, a TSan build of which would
+    # take longer than the tests.
+    mapfile -t TARGETS < <(cd "$BUILD" && ctest -N "${LABEL[@]}" | sed -n 's/^ *Test *#[0-9]*: //p')
+    if [ ${#TARGETS[@]} -eq 0 ]; then
+        echo "tsan.sh: no test labelled ${LABEL[*]}" >&2
+        exit 1
+    fi
+    cmake --build "$BUILD" -j"$JOBS" --target "${TARGETS[@]}"
+else
+    cmake --build "$BUILD" -j"$JOBS"
+fi
 (cd "$BUILD" && ctest --output-on-failure -j"$JOBS" "${LABEL[@]}")

@@ -301,7 +301,9 @@ else
     # This run is under valgrind whatever the build: its factor too.
     vg_ms() { FUTOIN_TEST_VALGRIND=1 futoin_scale_ms "$1"; }
     vg_s() { FUTOIN_TEST_VALGRIND=1 futoin_scale_s "$1"; }
-    VG_TIMEOUT_MS=$(vg_ms 500)
+    # The idle and read timeouts: long enough for the requests below, short
+    # because the idle connection below waits one out.
+    VG_TIMEOUT_MS=$(vg_ms 300)
     # A Limiter period longer than the run: its 21st request is rejected
     # however slowly valgrind serves them.
     FUTOIN_TEST_VALGRIND=1 start_server valgrind --quiet --error-exitcode=99 --leak-check=full \
@@ -323,7 +325,9 @@ else
     printf 'GET / HTTP/1.1\r\nHost: x\r\n\r\n' >&3
     exec 4<>"/dev/tcp/127.0.0.1/$PORT"
     printf 'GET / HTT' >&4
-    sleep "$(vg_s 0.3)"
+    # Time for the server to take both in before the SIGINT (were it not
+    # done, the exit would still have to be clean).
+    sleep "$(vg_s 0.1)"
     stop_server
     exec 3<&- 4<&-
     echo "valgrind: no errors, no leaks"

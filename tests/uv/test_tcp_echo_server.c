@@ -236,12 +236,13 @@ static void test_echo_drain_idle_and_deadline(void** state)
     (void)state;
     Server s;
     /* x goes idle and is closed by its idle timeout; y is kept busy and is
-     * cut at the deadline, which comes later. Scaled: y's 100 ms between
-     * sends must stay far below the idle time on a slow machine too. */
+     * cut at the deadline, which comes later. Scaled: y's 20 ms between
+     * sends must stay far below the idle time on a slow machine too. The
+     * test waits for the deadline: the shorter both, the shorter the test. */
     char idle[16];
     char drain[16];
-    snprintf(idle, sizeof(idle), "%u", scaled_ms(1000));
-    snprintf(drain, sizeof(drain), "%u", scaled_ms(2500));
+    snprintf(idle, sizeof(idle), "%u", scaled_ms(500));
+    snprintf(drain, sizeof(drain), "%u", scaled_ms(1000));
     const char* const args[] = { "-p", "0", "-i", idle, "-d", drain, NULL };
     server_start(&s, args);
     server_ready(&s);
@@ -253,7 +254,7 @@ static void test_echo_drain_idle_and_deadline(void** state)
     char line[256];
     assert_int_equal(server_line(&s, "draining", 10000, line, sizeof(line)), 0);
     assert_string_equal(line, "tcp_echo_server: SIGINT: draining, 2 connections open");
-    /* y keeps busy (every 100 ms, well within its idle time) until the
+    /* y keeps busy (every 20 ms, well within its idle time) until the
      * server closes it; x is closed on its own meanwhile. */
     int y_closed = 0;
     uint64_t until = mono_ms() + scaled_ms(30000);
@@ -263,7 +264,7 @@ static void test_echo_drain_idle_and_deadline(void** state)
             break;
         }
         struct pollfd pfd = { y, POLLIN, 0 };
-        if (poll(&pfd, 1, 100) > 0) {
+        if (poll(&pfd, 1, 20) > 0) {
             char buf[64];
             ssize_t n = recv(y, buf, sizeof(buf), 0);
             y_closed = n <= 0;
