@@ -196,6 +196,13 @@ static void on_handle_closed(uv_handle_t* h)
     }
 }
 
+static void count_open_handle(uv_handle_t* h, void* arg)
+{
+    if (!uv_is_closing(h)) {
+        ++*(int*)arg;
+    }
+}
+
 static void close_leftover(uv_handle_t* h, void* arg)
 {
     (void)arg;
@@ -228,6 +235,15 @@ void futoin_uv_free(FutoInUv* u)
     }
     while (u->open_handles > 0) {
         uv_run(&u->own_loop, UV_RUN_NOWAIT);
+    }
+    /* Requests of cancelled steps may still be in libuv's thread pool (a
+     * file step detached from its request, uv_fs.c, uv_file.c): they wind
+     * down on their own. With no handle left that could keep the loop
+     * running for ever, it runs until they have. */
+    int handles_left = 0;
+    uv_walk(&u->own_loop, count_open_handle, &handles_left);
+    if (!handles_left) {
+        uv_run(&u->own_loop, UV_RUN_DEFAULT);
     }
     if (uv_loop_close(&u->own_loop) == UV_EBUSY) {
         /* Streams or servers were not released (or a request is still in
