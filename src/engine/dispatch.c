@@ -867,16 +867,6 @@ static void advance(Flow* fl)
             continue;
         }
         if (r == CONTINUE) {
-            if (fl->is_branch && fl->depth == 0 && !fl->frames[0].q_head
-                    && !futoin__branch(fl)->par->bounded) {
-                /* A branch of parallel() whose last step just completed:
-                 * its end runs no step, so it takes no further turn (its
-                 * parallel's wake-up still comes after the branches queued
-                 * before it). A branch of futoin_parallel_bounded() takes
-                 * its turn as before: its end starts the next item. */
-                branch_done(fl);
-                return;
-            }
             futoin__rq_push(fl);
         }
         return;
