@@ -22,10 +22,9 @@ static int par_can_add(Parallel* p, const char* what)
     return 1;
 }
 
-static void par_add(FutoInAsyncSteps* as, void* data, FutoInAsyncSteps_execute_callback f,
-        FutoInAsyncSteps_error_callback eh)
+FUTOIN_NOINLINE static void par_add_slow(Parallel* p, void* data,
+        FutoInAsyncSteps_execute_callback f, FutoInAsyncSteps_error_callback eh)
 {
-    Parallel* p = par_of(as);
     if (!f) {
         futoin__misuse(p->owner, "add() with a NULL execute callback");
         return;
@@ -34,6 +33,28 @@ static void par_add(FutoInAsyncSteps* as, void* data, FutoInAsyncSteps_execute_c
         futoin__parallel_append(p,
                 futoin__step_new(futoin__flow_ctx(p->owner), SK_PLAIN, data, f, eh, NULL));
     }
+}
+
+/* A branch added before the parallel step starts, the common case: a
+ * leaf that saves no register, as the flow's add() (abi_table.c). */
+static void par_add(FutoInAsyncSteps* as, void* data, FutoInAsyncSteps_execute_callback f,
+        FutoInAsyncSteps_error_callback eh)
+{
+    Parallel* p = par_of(as);
+    SlabPool* pool = &futoin__flow_ctx(p->owner)->steps;
+    Step* s = pool->free_list;
+    if (FUTOIN_UNLIKELY(!f || p->started || !s)) {
+        par_add_slow(p, data, f, eh);
+        return;
+    }
+    pool->free_list = *(void**)s;
+    s->next = NULL;
+    s->f = f;
+    s->eh = eh;
+    s->data = data;
+    futoin__step_set(s, SK_PLAIN, NULL);
+    futoin__trace_stamp(s);
+    futoin__parallel_append(p, s);
 }
 
 static FutoInAsyncSteps* par_parallel(FutoInAsyncSteps* as, void* data,
