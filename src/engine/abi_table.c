@@ -128,19 +128,12 @@ static void api_add(FutoInAsyncSteps* as, void* data, FutoInAsyncSteps_execute_c
 {
     Flow* fl = (Flow*)as;
     Step** at = fl->add_link;
-    SlabPool* pool = &futoin__flow_ctx(fl)->steps;
-    Step* s = pool->free_list;
-    if (FUTOIN_UNLIKELY(!at || !s || !f)) {
+    Step* s = futoin__step_pop_fast(futoin__flow_ctx(fl), !at || !f);
+    if (FUTOIN_UNLIKELY(!s)) {
         add_slow(fl, data, f, eh);
         return;
     }
-    pool->free_list = *(void**)s;
-    s->next = NULL;
-    s->f = f;
-    s->eh = eh;
-    s->data = data;
-    futoin__step_set(s, SK_PLAIN, NULL);
-    futoin__trace_stamp(s);
+    futoin__step_fill(s, SK_PLAIN, data, f, eh, NULL);
     futoin__queue_step(fl, at, s);
 }
 

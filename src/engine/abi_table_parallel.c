@@ -41,19 +41,12 @@ static void par_add(FutoInAsyncSteps* as, void* data, FutoInAsyncSteps_execute_c
         FutoInAsyncSteps_error_callback eh)
 {
     Parallel* p = par_of(as);
-    SlabPool* pool = &futoin__flow_ctx(p->owner)->steps;
-    Step* s = pool->free_list;
-    if (FUTOIN_UNLIKELY(!f || p->started || !s)) {
+    Step* s = futoin__step_pop_fast(futoin__flow_ctx(p->owner), !f || p->started);
+    if (FUTOIN_UNLIKELY(!s)) {
         par_add_slow(p, data, f, eh);
         return;
     }
-    pool->free_list = *(void**)s;
-    s->next = NULL;
-    s->f = f;
-    s->eh = eh;
-    s->data = data;
-    futoin__step_set(s, SK_PLAIN, NULL);
-    futoin__trace_stamp(s);
+    futoin__step_fill(s, SK_PLAIN, data, f, eh, NULL);
     futoin__parallel_append(p, s);
 }
 

@@ -196,16 +196,38 @@ static inline void futoin__trace_capture(Flow* fl, uint32_t top)
 }
 #endif
 
-static inline Step* futoin__step_new(EngineCtx* ctx, uint8_t kind, void* data,
+/* A node from the step pool becomes a step of kind K, not queued yet. */
+static FUTOIN_ALWAYS_INLINE void futoin__step_fill(Step* s, uint8_t kind, void* data,
         FutoInAsyncSteps_execute_callback f, FutoInAsyncSteps_error_callback eh, void* ext)
 {
-    Step* s = (Step*)futoin__pool_get(&ctx->steps);
     s->next = NULL;
     s->f = f;
     s->eh = eh;
     s->data = data;
     futoin__step_set(s, kind, ext);
     futoin__trace_stamp(s);
+}
+
+static inline Step* futoin__step_new(EngineCtx* ctx, uint8_t kind, void* data,
+        FutoInAsyncSteps_execute_callback f, FutoInAsyncSteps_error_callback eh, void* ext)
+{
+    Step* s = (Step*)futoin__pool_get(&ctx->steps);
+    futoin__step_fill(s, kind, data, f, eh, ext);
+    return s;
+}
+
+/* What add() on a flow or on a parallel step takes first: a node from the
+ * step pool, where one is at hand and nothing calls for the slow path
+ * (refuse: misuse or no place to add). NULL: the caller takes its slow
+ * path, which reports or makes a new slab. */
+static FUTOIN_ALWAYS_INLINE Step* futoin__step_pop_fast(EngineCtx* ctx, int refuse)
+{
+    SlabPool* pool = &ctx->steps;
+    Step* s = pool->free_list;
+    if (FUTOIN_UNLIKELY(refuse || !s)) {
+        return NULL;
+    }
+    pool->free_list = *(void**)s;
     return s;
 }
 
