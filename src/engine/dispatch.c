@@ -134,8 +134,9 @@ static Frame* frame_push(Flow* fl, Step* s)
     return f;
 }
 
-/* What call_step() calls: the step's callback, a loop body, lock(). */
-typedef enum { CALL_EXEC, CALL_LOOP, CALL_REPEAT, CALL_LOCK } CallKind;
+/* What call_step() calls: the step's callback or lock() (a loop's body:
+ * call_body()). */
+typedef enum { CALL_EXEC, CALL_LOCK } CallKind;
 
 /* What a step start or completion left the flow in. */
 enum {
@@ -213,16 +214,6 @@ static inline int call_step(Flow* fl, Frame* f, CallKind kind, FutoInAsyncSteps_
     case CALL_EXEC:
         fn(&fl->iface, data, pin);
         break;
-    case CALL_LOOP: {
-        LoopSpec* l = f->node;
-        l->loop_fn(&fl->iface, l->loop_data);
-        break;
-    }
-    case CALL_REPEAT: {
-        LoopSpec* l = f->node;
-        l->repeat_fn(&fl->iface, l->loop_data, l->i);
-        break;
-    }
     case CALL_LOCK: {
         FutoInSync* sync = futoin__step_ext(f->node);
         sync->api->lock(&fl->iface, sync);
@@ -366,6 +357,21 @@ static inline int iteration_outcome(Flow* fl, Frame* f)
     return exec_outcome(fl);
 }
 
+/* call_step() for a loop's body, which takes no incoming results (the
+ * previous iteration's are dropped first): 0 if the body aborted or
+ * released the flow. */
+static FUTOIN_ALWAYS_INLINE int call_body(Flow* fl, Frame* f, LoopSpec* l)
+{
+    uint32_t gen = futoin__flow_mark(fl);
+    exec_enter(fl, f);
+    if (l->count) {
+        l->repeat_fn(&fl->iface, l->loop_data, l->i);
+    } else {
+        l->loop_fn(&fl->iface, l->loop_data);
+    }
+    return exec_leave(fl, gen);
+}
+
 /* The iterations after the first of one turn (run_iteration()), out of
  * line: a loop that parks after each iteration, the common long-lived
  * flow, does not pay for this loop's registers. */
@@ -379,16 +385,8 @@ FUTOIN_NOINLINE static int run_more_iterations(Flow* fl, Frame* f, LoopSpec* l)
             return CONTINUE;
         }
         ++l->i;
-        /* call_step() for a clean previous iteration: no results to pass
-         * or drop, and the outcome is already OUT_NONE. */
-        uint32_t gen = futoin__flow_mark(fl);
-        exec_enter(fl, f);
-        if (l->count) {
-            l->repeat_fn(&fl->iface, l->loop_data, l->i);
-        } else {
-            l->loop_fn(&fl->iface, l->loop_data);
-        }
-        if (!exec_leave(fl, gen)) {
+        /* A clean previous iteration: the outcome is already OUT_NONE. */
+        if (!call_body(fl, f, l)) {
             return HANDLED;
         }
         if (futoin__flow_step_settled(fl) || f->q_head || f->flags) {
@@ -414,16 +412,8 @@ static int run_iteration(Flow* fl)
             return HANDLED;
         }
     }
-    /* call_step() without its incoming results, just dropped. */
-    uint32_t gen = futoin__flow_mark(fl);
     fl->out = OUT_NONE;
-    exec_enter(fl, f);
-    if (l->count) {
-        l->repeat_fn(&fl->iface, l->loop_data, l->i);
-    } else {
-        l->loop_fn(&fl->iface, l->loop_data);
-    }
-    if (!exec_leave(fl, gen)) {
+    if (!call_body(fl, f, l)) {
         return HANDLED;
     }
     f = &fl->frames[fl->depth];
