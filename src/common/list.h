@@ -74,6 +74,19 @@ static inline void list_push_front(List* l, void* item, size_t off)
     l->head = item;
 }
 
+/* Appends first..last, items already linked to one another in order
+ * (last's next is NULL), in one step. */
+static inline void list_push_back_chain(List* l, void* first, void* last, size_t off)
+{
+    list_link(first, off)->prev = l->tail;
+    if (l->tail) {
+        list_link(l->tail, off)->next = first;
+    } else {
+        l->head = first;
+    }
+    l->tail = last;
+}
+
 /* item must be on l. */
 static inline void list_remove(List* l, void* item, size_t off)
 {

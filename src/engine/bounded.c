@@ -224,7 +224,10 @@ static void spawn(Bounded* b, Flow* fl, EngineCtx* ctx)
     }
     b->tail = br;
     ++b->par.pending;
-    futoin__rq_push(br);
+    list_push_back(&ctx->rq, br, RQ_LINK);
+    if (!ctx->dispatching) {
+        schedule_dispatch(ctx);
+    }
 }
 
 /* Takes a branch that ended out of the list, keeping the tail. */

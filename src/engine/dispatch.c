@@ -441,32 +441,43 @@ static void start_parallel(Flow* fl, Frame* f)
     }
     Root* r = futoin__flow_root(fl);
     EngineCtx* ctx = futoin__root_ctx(r);
-    /* The branch steps become branch flows, in the same words. */
+    assert(ctx->dispatching);
+    /* The branch steps become branch flows, in the same words, linked to
+     * one another in order in p's list of branches and in the ready queue,
+     * which takes them all at once: this runs in a step's turn, so the
+     * dispatcher will see them. */
     Step* queued = p->b_head;
-    p->started = 1;
-    p->branches = NULL;
-    p->pending = 0;
-    /* Parallel branches take no input (dropped last: user cleanups). */
-    ArgsBox* dropped = fl->results;
-    fl->results = NULL;
-    Flow** tail = &p->branches;
+    Flow* first = NULL;
+    Flow* last = NULL;
+    uint32_t n = 0;
     while (queued) {
         Step* s = queued;
         queued = s->next;
         s->next = NULL;
         Flow* b = futoin__branch_new(ctx, r, fl, p, s);
-        *tail = b;
-        tail = &futoin__branch(b)->sib_next;
-        ++p->pending;
+        b->rq_link.prev = last;
+        b->rq_link.next = NULL;
+        if (last) {
+            last->rq_link.next = b;
+            futoin__branch(last)->sib_next = b;
+        } else {
+            first = b;
+        }
+        last = b;
+        ++n;
     }
-    if (!p->pending) {
+    p->started = 1;
+    p->branches = first;
+    p->pending = n;
+    /* Parallel branches take no input (dropped last: user cleanups). */
+    ArgsBox* dropped = fl->results;
+    fl->results = NULL;
+    if (!n) {
         futoin__rq_push(fl);
     } else {
+        list_push_back_chain(&ctx->rq, first, last, RQ_LINK);
         f->flags |= FR_PAR_WAIT;
         fl->state = FS_WAIT;
-        for (Flow* b = p->branches; b; b = futoin__branch(b)->sib_next) {
-            futoin__rq_push(b);
-        }
     }
     if (dropped) {
         futoin__box_free(ctx, dropped);

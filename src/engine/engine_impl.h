@@ -541,33 +541,47 @@ static inline void flow_clear(Flow* fl, uint8_t state)
     fl->ctl = CTL_NONE;
 }
 
-/* Prepares a fresh or recycled flow. A recycled one keeps a grown frame
- * array and its generation count (bumped, so stale checks keep failing). */
+/* What a flow's memory gets when it is first used. Written once: another
+ * thread may read api, loop and xepoch while the flow is recycled (a late
+ * cross-thread success()). */
+static FUTOIN_ALWAYS_INLINE void flow_first_use(Flow* fl, Root* r)
+{
+    fl->frames = fl->inline_frames;
+    fl->cap = FUTOIN_INLINE_FRAMES;
+    fl->gen = 0;
+    *(const FutoInAsyncStepsAPI**)&fl->iface.api = &futoin__flow_api;
+    fl->loop = r->main.loop;
+    atomic_init(&fl->xepoch, 0);
+    fl->code_heap = 0;
+}
+
+/* Starts a flow's new life, in state FS_IDLE or FS_READY. A recycled flow
+ * keeps a grown frame array and its generation count (bumped, so stale
+ * checks keep failing). A ready flow is marked queued: its caller links
+ * it into the ready queue. */
+static FUTOIN_ALWAYS_INLINE void flow_reset(Flow* fl, uint8_t is_branch, uint8_t state)
+{
+    fl->depth = 0;
+    fl->is_branch = is_branch;
+    ++fl->gen;
+    flow_clear(fl, state);
+    fl->in_rq = state == FS_READY;
+    if (state != FS_READY) {
+        fl->rq_link.next = fl->rq_link.prev = NULL;
+    }
+    fl->results = NULL;
+    fl->add_link = NULL;
+    /* A recycled branch released its error record in recycle_zombies(). */
+    memset(&fl->frames[0], 0, sizeof(Frame));
+}
+
+/* Prepares a fresh or recycled root's main flow. */
 static inline void flow_init(Flow* fl, Root* r, int fresh)
 {
     if (fresh) {
-        fl->frames = fl->inline_frames;
-        fl->cap = FUTOIN_INLINE_FRAMES;
-        fl->gen = 0;
-        /* Written once: another thread may read them while the flow is
-         * recycled (a late cross-thread success()). */
-        *(const FutoInAsyncStepsAPI**)&fl->iface.api = &futoin__flow_api;
-        fl->loop = r->main.loop;
-        atomic_init(&fl->xepoch, 0);
+        flow_first_use(fl, r);
     }
-    fl->depth = 0;
-    fl->rq_link.next = fl->rq_link.prev = NULL;
-    fl->is_branch = 0;
-    ++fl->gen;
-    flow_clear(fl, FS_IDLE);
-    fl->in_rq = 0;
-    fl->results = NULL;
-    fl->add_link = NULL;
-    if (fresh) {
-        fl->code_heap = 0;
-    }
-    /* A recycled branch released its error record in recycle_zombies(). */
-    memset(&fl->frames[0], 0, sizeof(Frame));
+    flow_reset(fl, 0, FS_IDLE);
 }
 
 static inline void flow_free_frames(Flow* fl)
@@ -579,26 +593,25 @@ static inline void flow_free_frames(Flow* fl)
 
 /* A branch flow of parallel p (its steps run in fl, whose parallel frame
  * holds p) of root r, to run the step s: recycled from the pool or new.
- * Not linked into p's list of branches, not queued: the caller does both. */
-static inline Flow* futoin__branch_new(EngineCtx* ctx, Root* r, Flow* fl, Parallel* p, Step* s)
+ * It is ready and marked queued, but the caller links it into the ready
+ * queue and into p's list of branches, and sees that the dispatcher runs:
+ * a parallel step's start queues all its branches in one go. */
+static FUTOIN_ALWAYS_INLINE Flow* futoin__branch_new(EngineCtx* ctx, Root* r, Flow* fl, Parallel* p,
+        Step* s)
 {
     Flow* b = ctx->free_flows;
-    int fresh = 0;
-    if (b) {
+    if (FUTOIN_LIKELY(b)) {
         ctx->free_flows = b->pool_next;
     } else {
         b = futoin__pool_get(&ctx->branch_mem);
-        fresh = 1;
-    }
-    flow_init(b, r, fresh);
-    b->is_branch = 1;
-    futoin__branch(b)->root = r;
-    if (fresh) {
+        flow_first_use(b, r);
         futoin__branch(b)->code = futoin__no_code;
 #if FUTOIN_TRACING
         futoin__branch(b)->trace = NULL;
 #endif
     }
+    flow_reset(b, 1, FS_READY);
+    futoin__branch(b)->root = r;
     futoin__branch(b)->parent = fl;
     futoin__branch(b)->par = p;
     futoin__branch(b)->sib_next = NULL;
