@@ -520,12 +520,15 @@ static inline void root_released(Root* r)
     recycle_zombies(r);
     if (r->free_pending) {
         futoin__root_destroy(r);
+    } else {
+        r->unhold_due = 0;
     }
 }
 
 static inline void futoin__root_unhold(Root* r)
 {
-    if (--r->busy == 0 && (r->free_pending || (r->ext && r->ext->zombies))) {
+    assert(r->unhold_due == (r->free_pending || (r->ext && r->ext->zombies)));
+    if (--r->busy == 0 && r->unhold_due) {
         root_released(r);
     }
 }

@@ -399,6 +399,9 @@ struct Root {
     uint8_t state;
     uint8_t cancelling;
     uint8_t free_pending;
+    /* The last unhold has work: free_pending is set, or ext->zombies is
+     * not empty. One test for the dispatcher's every turn. */
+    uint8_t unhold_due;
 };
 
 /* Where a flow's ready-queue link sits (common/list.h). */

@@ -69,6 +69,7 @@ FutoInAsyncSteps* futoin_asyncsteps_new(FutoInLoop* loop)
     /* Counted while ctx is at hand (root_pool() takes it back). */
     ++ctx->n_roots;
     r->free_pending = 0;
+    r->unhold_due = 0;
     r->main.add_link = &r->main.frames[0].q_head; /* idle: add() appends to level 0 */
     return &r->main.iface;
 }
@@ -115,6 +116,7 @@ void futoin__flow_release(Flow* fl)
     RootExt* x = futoin__root_ext(r);
     futoin__branch(fl)->sib_next = x->zombies;
     x->zombies = fl;
+    r->unhold_due = 1;
     /* A branch's level 0 runs no step, so it holds no extras. */
     assert(!(fl->frames[0].flags & FR_EXTRAS));
 }
@@ -231,6 +233,7 @@ static inline void root_pool(Root* r)
     EngineCtx* ctx = futoin__root_ctx(r);
     root_reset(r, 0);
     r->free_pending = 1;
+    r->unhold_due = 1;
     r->main.add_link = NULL;
     r->main.pool_next = (Flow*)ctx->free_roots;
     ctx->free_roots = r;
@@ -281,6 +284,7 @@ void futoin__root_free(Root* r)
         return;
     }
     r->free_pending = 1;
+    r->unhold_due = 1;
     r->main.add_link = NULL;
     if (!r->busy && r->state != RS_RUNNING) {
         root_destroy(r); /* nothing of it runs or is on the C stack */
