@@ -27,8 +27,8 @@ void futoin__dispatch(void* data)
     EngineCtx* ctx = data;
     ctx->dispatch_scheduled = 0;
     ++ctx->dispatching;
-    ctx->budget = ctx->burst;
-    while (ctx->budget && ctx->rq.head) {
+    ctx->budget = ctx->burst; /* at least 1 */
+    while (ctx->rq.head) {
         Flow* fl = list_pop_front(&ctx->rq, RQ_LINK);
         fl->in_rq = 0;
         Root* r = futoin__flow_root(fl);
@@ -39,9 +39,12 @@ void futoin__dispatch(void* data)
             advance(fl);
         }
         futoin__root_unhold(r);
-        if (ctx->budget) {
-            --ctx->budget;
+        /* 0 already if a dispatch nested in that turn used it up. */
+        if (ctx->budget <= 1) {
+            ctx->budget = 0;
+            break;
         }
+        --ctx->budget;
     }
     --ctx->dispatching;
     /* Deferred destructors run where the callback that aborted its own
