@@ -871,7 +871,7 @@ static void advance(Flow* fl)
             continue;
         }
         if (r == CONTINUE) {
-            futoin__rq_push(fl);
+            rq_push_quiet(fl); /* the dispatcher runs: this is its turn */
         }
         return;
     }

@@ -631,16 +631,24 @@ static inline void schedule_dispatch(EngineCtx* ctx)
     }
 }
 
-/* Queues fl to run (FS_READY); a no-op if it is queued already. */
-static inline void futoin__rq_push(Flow* fl)
+/* Queues fl to run (FS_READY); a no-op if it is queued already. Returns
+ * its context. */
+static FUTOIN_ALWAYS_INLINE EngineCtx* rq_push_quiet(Flow* fl)
 {
     EngineCtx* ctx = futoin__flow_ctx(fl);
     fl->state = FS_READY;
-    if (fl->in_rq) {
-        return;
+    if (!fl->in_rq) {
+        fl->in_rq = 1;
+        list_push_back(&ctx->rq, fl, RQ_LINK);
     }
-    fl->in_rq = 1;
-    list_push_back(&ctx->rq, fl, RQ_LINK);
+    return ctx;
+}
+
+/* Queues fl to run, as rq_push_quiet(), and sees that the dispatcher
+ * runs. */
+static inline void futoin__rq_push(Flow* fl)
+{
+    EngineCtx* ctx = rq_push_quiet(fl);
     if (!ctx->dispatching) {
         schedule_dispatch(ctx);
     }
