@@ -10,7 +10,7 @@
 
 #include <stdio.h>
 
-static void advance(Flow* fl);
+static void advance(Flow* fl, unsigned* budget);
 
 void futoin__rq_remove(Flow* fl)
 {
@@ -27,7 +27,10 @@ void futoin__dispatch(void* data)
     EngineCtx* ctx = data;
     ctx->dispatch_scheduled = 0;
     ++ctx->dispatching;
-    ctx->budget = ctx->burst; /* at least 1 */
+    /* Steps left in this burst, at least 1. Local to this call: the step
+     * path is inlined here, and the one part out of line
+     * (run_more_iterations()) takes it and gives it back by value. */
+    unsigned budget = ctx->burst;
     while (ctx->rq.head) {
         Flow* fl = list_pop_front(&ctx->rq, RQ_LINK);
         fl->in_rq = 0;
@@ -36,15 +39,12 @@ void futoin__dispatch(void* data)
         if (fl->pending == PD_UNWIND) {
             futoin__flow_unwind(fl);
         } else {
-            advance(fl);
+            advance(fl, &budget);
         }
         futoin__root_unhold(r);
-        /* 0 already if a dispatch nested in that turn used it up. */
-        if (ctx->budget <= 1) {
-            ctx->budget = 0;
+        if (--budget == 0) {
             break;
         }
-        --ctx->budget;
     }
     --ctx->dispatching;
     /* Deferred destructors run where the callback that aborted its own
@@ -52,7 +52,7 @@ void futoin__dispatch(void* data)
      * once a burst ends. */
     assert(ctx->dispatching || !ctx->owners_deferred);
     /* Counted per burst, not per step: the budget it used. */
-    ctx->n_steps += (uint64_t)ctx->burst - ctx->budget;
+    ctx->n_steps += (uint64_t)ctx->burst - budget;
     if (ctx->rq.head) {
         schedule_dispatch(ctx);
     }
@@ -345,7 +345,7 @@ static int exec_outcome(Flow* fl)
     }
 }
 
-static int keep_turn(EngineCtx* ctx);
+static inline int keep_turn(EngineCtx* ctx, unsigned* budget);
 
 /* An iteration's body left something (an outcome, sub-steps, a wait). A
  * body that parks (waitExternal() and the like), what a loop of a
@@ -375,25 +375,36 @@ static FUTOIN_ALWAYS_INLINE int call_body(Flow* fl, Frame* f, LoopSpec* l)
     return exec_leave(fl, gen);
 }
 
+/* What run_more_iterations() returns: the turn's outcome and the budget
+ * left, by value, so that the dispatcher's budget stays a register. */
+typedef struct MoreIterations {
+    int r;
+    unsigned budget;
+} MoreIterations;
+
 /* The iterations after the first of one turn (run_iteration()), out of
  * line: a loop that parks after each iteration, the common long-lived
  * flow, does not pay for this loop's registers. */
-FUTOIN_NOINLINE static int run_more_iterations(Flow* fl, Frame* f, LoopSpec* l)
+FUTOIN_NOINLINE static MoreIterations run_more_iterations(Flow* fl, Frame* f, LoopSpec* l,
+        unsigned budget)
 {
     EngineCtx* ctx = futoin__flow_ctx(fl);
+    MoreIterations m = { CONTINUE, budget };
     for (;;) {
         /* The last iteration, or the turn ends: frame_complete() takes
          * it from here (it counts the iteration just run). */
-        if ((l->count && l->i + 1 >= l->count) || !keep_turn(ctx)) {
-            return CONTINUE;
+        if ((l->count && l->i + 1 >= l->count) || !keep_turn(ctx, &m.budget)) {
+            return m;
         }
         ++l->i;
         /* A clean previous iteration: the outcome is already OUT_NONE. */
         if (!call_body(fl, f, l)) {
-            return HANDLED;
+            m.r = HANDLED;
+            return m;
         }
         if (futoin__flow_step_settled(fl) || f->q_head || f->flags) {
-            return iteration_outcome(fl, f);
+            m.r = iteration_outcome(fl, f);
+            return m;
         }
     }
 }
@@ -403,7 +414,7 @@ FUTOIN_NOINLINE static int run_more_iterations(Flow* fl, Frame* f, LoopSpec* l)
  * timer, cancel handler or stack memory), the next one starts right here,
  * for as long as the flow keeps its turn: the same order and budget as
  * going round advance(), without its per-iteration bookkeeping. */
-static int run_iteration(Flow* fl)
+static int run_iteration(Flow* fl, unsigned* budget)
 {
     Frame* f = &fl->frames[fl->depth];
     LoopSpec* l = f->node;
@@ -423,7 +434,9 @@ static int run_iteration(Flow* fl)
     if (futoin__flow_step_settled(fl) || f->q_head || f->flags) {
         return iteration_outcome(fl, f);
     }
-    return run_more_iterations(fl, f, f->node);
+    MoreIterations m = run_more_iterations(fl, f, f->node, *budget);
+    *budget = m.budget;
+    return m.r;
 }
 
 static void yield_resume(void* data, uintptr_t depth)
@@ -553,7 +566,7 @@ static void branch_failed(Flow* fl)
 }
 
 /* Starts the frame just pushed: GO_ON, HANDLED or CONTINUE. */
-static int start_frame(Flow* fl, FutoInAsyncSteps_execute_callback fn, void* data)
+static int start_frame(Flow* fl, FutoInAsyncSteps_execute_callback fn, void* data, unsigned* budget)
 {
     Frame* f = &fl->frames[fl->depth];
     switch (f->kind) {
@@ -577,7 +590,7 @@ static int start_frame(Flow* fl, FutoInAsyncSteps_execute_callback fn, void* dat
             futoin__results_drop(fl);
             return futoin__flow_survived(fl, gen) && frame_pop(fl, 0) ? GO_ON : HANDLED;
         }
-        return run_iteration(fl);
+        return run_iteration(fl, budget);
     }
     case SK_PARALLEL:
         start_parallel(fl, f);
@@ -633,7 +646,7 @@ static int start_frame(Flow* fl, FutoInAsyncSteps_execute_callback fn, void* dat
 
 /* The top frame (not level 0) finished without error: GO_ON once it is
  * popped (or has new sub-steps), or the result of the next loop iteration. */
-static int frame_complete(Flow* fl)
+static int frame_complete(Flow* fl, unsigned* budget)
 {
     Frame* f = &fl->frames[fl->depth];
     if (f->kind == SK_LOOP) {
@@ -643,7 +656,7 @@ static int frame_complete(Flow* fl)
         }
         ++l->i;
         if (!l->count || l->i < l->count) {
-            return run_iteration(fl);
+            return run_iteration(fl, budget);
         }
         if (fl->results) {
             uint32_t gen = futoin__flow_mark(fl);
@@ -785,12 +798,12 @@ void futoin__flow_failed(Flow* fl)
 /* Keeps running the same flow in the current turn only while no other flow
  * is ready and the burst lasts: concurrent flows still take turns step by
  * step, and a lone flow runs its steps back to back. */
-static int keep_turn(EngineCtx* ctx)
+static inline int keep_turn(EngineCtx* ctx, unsigned* budget)
 {
-    if (FUTOIN_UNLIKELY(ctx->rq.head || ctx->budget <= 1)) {
+    if (FUTOIN_UNLIKELY(ctx->rq.head || *budget <= 1)) {
         return 0;
     }
-    --ctx->budget;
+    --*budget;
     return 1;
 }
 
@@ -812,7 +825,7 @@ static inline int frame_spent(const Flow* fl, const Frame* f)
     return fl->depth > 0 && f->kind == SK_PLAIN && !f->node && !f->flags;
 }
 
-static void advance(Flow* fl)
+static void advance(Flow* fl, unsigned* budget)
 {
     EngineCtx* ctx = futoin__flow_ctx(fl);
     for (;;) {
@@ -857,7 +870,7 @@ static void advance(Flow* fl)
                 --fl->depth;
             }
             frame_push(fl, s);
-            r = start_frame(fl, fn, data);
+            r = start_frame(fl, fn, data, budget);
         } else if (fl->depth == 0) {
             flow_finished(fl);
             return;
@@ -865,9 +878,9 @@ static void advance(Flow* fl)
             fl->state = FS_WAIT;
             return;
         } else {
-            r = frame_complete(fl);
+            r = frame_complete(fl, budget);
         }
-        if (r == GO_ON || (r == CONTINUE && keep_turn(ctx))) {
+        if (r == GO_ON || (r == CONTINUE && keep_turn(ctx, budget))) {
             continue;
         }
         if (r == CONTINUE) {

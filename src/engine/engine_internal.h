@@ -410,8 +410,7 @@ struct Root {
 struct EngineCtx {
     FutoInLoop* loop;
     Root* free_roots;
-    unsigned budget; /* step callbacks left in the current dispatch */
-    SlabPool steps;  /* step nodes: Step, LoopSpec, Parallel */
+    SlabPool steps; /* step nodes: Step, LoopSpec, Parallel */
     SlabPool boxes;
     SlabPool stacks;            /* small stack() blocks */
     SlabPool strs;              /* FUTOIN_SMALL_STR blocks: codes and labels */
