@@ -10,7 +10,7 @@
 
 #include <stdio.h>
 
-static void advance(Flow* fl, unsigned* budget);
+static void advance(EngineCtx* ctx, Flow* fl, unsigned* budget);
 
 void futoin__rq_remove(Flow* fl)
 {
@@ -39,7 +39,7 @@ void futoin__dispatch(void* data)
         if (fl->pending == PD_UNWIND) {
             futoin__flow_unwind(fl);
         } else {
-            advance(fl, &budget);
+            advance(ctx, fl, &budget);
         }
         futoin__root_unhold(r);
         if (--budget == 0) {
@@ -825,9 +825,10 @@ static inline int frame_spent(const Flow* fl, const Frame* f)
     return fl->depth > 0 && f->kind == SK_PLAIN && !f->node && !f->flags;
 }
 
-static void advance(Flow* fl, unsigned* budget)
+/* Runs fl, a flow of the dispatcher's ctx, for its turn. */
+static void advance(EngineCtx* ctx, Flow* fl, unsigned* budget)
 {
-    EngineCtx* ctx = futoin__flow_ctx(fl);
+    assert(ctx == futoin__flow_ctx(fl));
     for (;;) {
         Frame* top = &fl->frames[fl->depth];
         int r;
