@@ -644,11 +644,11 @@ static int start_frame(Flow* fl, FutoInAsyncSteps_execute_callback fn, void* dat
     }
 }
 
-/* The top frame (not level 0) finished without error: GO_ON once it is
+/* The top frame f (not level 0) finished without error: GO_ON once it is
  * popped (or has new sub-steps), or the result of the next loop iteration. */
-static int frame_complete(Flow* fl, unsigned* budget)
+static int frame_complete(Flow* fl, Frame* f, unsigned* budget)
 {
-    Frame* f = &fl->frames[fl->depth];
+    assert(f == &fl->frames[fl->depth]);
     if (f->kind == SK_LOOP) {
         LoopSpec* l = f->node;
         if (!iteration_reset(fl, f)) {
@@ -829,8 +829,8 @@ static inline int frame_spent(const Flow* fl, const Frame* f)
 static void advance(EngineCtx* ctx, Flow* fl, unsigned* budget)
 {
     assert(ctx == futoin__flow_ctx(fl));
+    Frame* top = &fl->frames[fl->depth];
     for (;;) {
-        Frame* top = &fl->frames[fl->depth];
         int r;
         Step* s = top->q_head;
         if (FUTOIN_LIKELY(s && futoin__step_kind(s) == SK_PLAIN && fl->depth + 1 < fl->cap)) {
@@ -853,11 +853,15 @@ static void advance(EngineCtx* ctx, Flow* fl, unsigned* budget)
             if (FUTOIN_LIKELY(fl->out <= OUT_SUCCESS && !f->q_head && !f->flags)) {
                 futoin__pool_put(&ctx->steps, f->node);
                 --fl->depth;
-                r = CONTINUE;
-            } else {
-                frame_keep(ctx, f);
-                r = exec_outcome(fl);
+                /* The frames do not move while a step's callback runs
+                 * (only advance() pushes them): top is still the top. */
+                if (keep_turn(ctx, budget)) {
+                    continue;
+                }
+                break;
             }
+            frame_keep(ctx, f);
+            r = exec_outcome(fl);
         } else if (s) {
             /* Any other kind, or a plain step on a full stack: only here
              * may the last sub-step of a spent frame take its place, so
@@ -879,14 +883,16 @@ static void advance(EngineCtx* ctx, Flow* fl, unsigned* budget)
             fl->state = FS_WAIT;
             return;
         } else {
-            r = frame_complete(fl, budget);
+            r = frame_complete(fl, top, budget);
         }
         if (r == GO_ON || (r == CONTINUE && keep_turn(ctx, budget))) {
+            top = &fl->frames[fl->depth];
             continue;
         }
         if (r == CONTINUE) {
-            rq_push_quiet(fl); /* the dispatcher runs: this is its turn */
+            break;
         }
         return;
     }
+    rq_push_quiet(fl); /* the dispatcher runs: this is its turn */
 }
