@@ -128,13 +128,22 @@ static void api_add(FutoInAsyncSteps* as, void* data, FutoInAsyncSteps_execute_c
 {
     Flow* fl = (Flow*)as;
     Step** at = fl->add_link;
-    Step* s = futoin__step_pop_fast(futoin__flow_ctx(fl), !at || !f);
-    if (FUTOIN_UNLIKELY(!s)) {
-        add_slow(fl, data, f, eh);
+    /* A test and a jump each: written as one condition, gcc computes
+     * !at || !f without a jump, 2 instructions more on every add(). */
+    if (FUTOIN_UNLIKELY(!at)) {
+        goto slow;
+    }
+    if (FUTOIN_UNLIKELY(!f)) {
+        goto slow;
+    }
+    Step* s = futoin__step_pop_fast(futoin__flow_ctx(fl), 0);
+    if (FUTOIN_LIKELY(s)) {
+        futoin__step_fill(s, SK_PLAIN, data, f, eh, NULL);
+        futoin__queue_step(fl, at, s);
         return;
     }
-    futoin__step_fill(s, SK_PLAIN, data, f, eh, NULL);
-    futoin__queue_step(fl, at, s);
+slow:
+    add_slow(fl, data, f, eh);
 }
 
 static FutoInAsyncSteps* api_parallel(FutoInAsyncSteps* as, void* data,
