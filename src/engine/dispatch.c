@@ -376,7 +376,8 @@ static FUTOIN_ALWAYS_INLINE int call_body(Flow* fl, Frame* f, LoopSpec* l)
 }
 
 /* What run_more_iterations() returns: the turn's outcome and the budget
- * left, by value, so that the dispatcher's budget stays a register. */
+ * left, by value, so that the dispatcher's budget never has its address
+ * taken outside the inlined step path. */
 typedef struct MoreIterations {
     int r;
     unsigned budget;
